@@ -1,0 +1,69 @@
+"""Serves the OKR API with waitress, or runs one of its admin commands.
+
+usage: python app.py [serve] [--host H] [--port P] [--database FILE] [--threads N]
+       python app.py COMMAND [ARGS]...      (also installed as `okr`)
+
+Global options may stand anywhere on the line; flags override the OKR_HOST,
+OKR_PORT, OKR_DATABASE and OKR_THREADS environment variables, which override
+the defaults (127.0.0.1, 8080, ./okr.db, 4).
+"""
+import argparse
+import logging
+import signal
+import sys
+
+from flask.cli import ScriptInfo
+from waitress import serve
+
+from okr import create_app
+from okr.db import init_db
+
+
+def parse_options(argv):
+    """Splits the global options off the command line; the rest is the command."""
+    parser = argparse.ArgumentParser(prog="okr", add_help=False, allow_abbrev=False)
+    parser.add_argument("--host")
+    parser.add_argument("--port")
+    parser.add_argument("--database")
+    parser.add_argument("--threads")
+    options, rest = parser.parse_known_args(argv)
+    return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
+
+
+def positive_int(app, key, low, high):
+    value = str(app.config[key])
+    if not value.isdigit() or not low <= int(value) <= high:
+        sys.exit(f"okr: {key.lower()} must be an integer from {low} to {high}, not {value!r}")
+    return int(value)
+
+
+def stop_on_sigterm(signum, frame):
+    # waitress shuts down its workers cleanly on SystemExit.
+    raise SystemExit(0)
+
+
+def run_server(app, args):
+    if args:
+        sys.exit(f"okr: serve takes no arguments besides the global options, not {' '.join(args)}")
+    port = positive_int(app, "PORT", 0, 65535)
+    threads = positive_int(app, "THREADS", 1, 256)
+    with app.app_context():
+        init_db()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("okr").info("database %s", app.config["DATABASE"])
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    serve(app, host=app.config["HOST"], port=port, threads=threads)
+
+
+def main(argv=None):
+    overrides, rest = parse_options(sys.argv[1:] if argv is None else argv)
+    app = create_app(overrides)
+    if rest[:1] in ([], ["serve"]):
+        return run_server(app, rest[1:])
+    if rest[0] in ("-h", "--help"):
+        print(__doc__)
+    return app.cli.main(args=rest, prog_name="okr", obj=ScriptInfo(create_app=lambda: app))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""The SQLite connection of a request, the schema, and row-level helpers."""
+import os
+import sqlite3
+import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+import click
+from flask import current_app, g, request
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def connect(path, busy_timeout_ms):
+    """Opens a connection with the pragmas every connection needs."""
+    # isolation_level=None: we issue BEGIN ourselves, so a request is one transaction.
+    db = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA foreign_keys = ON")
+    db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    return db
+
+
+def get_db():
+    """Returns this request's connection, opening it and its transaction on first use."""
+    if "db" not in g:
+        g.db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+        # Writers take the write lock up front so that two requests never
+        # deadlock upgrading read locks; readers get a consistent snapshot.
+        g.db.execute("BEGIN" if request.method in READ_METHODS else "BEGIN IMMEDIATE")
+    return g.db
+
+
+def finish_transaction(response):
+    """Commits the request's transaction when it succeeded, rolls it back otherwise."""
+    db = g.get("db")
+    if db is not None and db.in_transaction:
+        db.execute("COMMIT" if response.status_code < 400 else "ROLLBACK")
+    return response
+
+
+def close_db(exception=None):
+    """Closes the connection; anything still uncommitted is rolled back."""
+    db = g.pop("db", None)
+    if db is not None:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        db.close()
+
+
+def create_private_file(path):
+    """Creates the database file readable by its owner only: it will hold API secrets."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+
+
+def init_db():
+    """Creates the schema if it is missing; keeps any data already stored."""
+    path = current_app.config["DATABASE"]
+    if path != ":memory:":
+        create_private_file(path)
+    with open(current_app.config["SCHEMA"], encoding="utf-8") as f:
+        script = f.read()
+    db = connect(path, current_app.config["BUSY_TIMEOUT_MS"])
+    try:
+        db.executescript(script)
+    finally:
+        db.close()
+
+
+@click.command("init-db")
+def init_db_command():
+    """Create the schema (safe to run twice)."""
+    init_db()
+    click.echo(f"initialised {current_app.config['DATABASE']}")
+
+
+def init_app(app):
+    app.after_request(finish_transaction)
+    app.teardown_appcontext(close_db)
+    app.cli.add_command(init_db_command)
+
+
+def new_id():
+    return str(uuid.uuid4())
+
+
+def utc_now():
+    """The current time as RFC 3339 UTC to the second, e.g. 2026-11-22T10:15:30Z."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@contextmanager
+def write_transaction():
+    """A write transaction outside any request, for the admin commands."""
+    db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        yield db
+        db.execute("COMMIT")
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        db.close()

@@ -1,0 +1,73 @@
+"""Turns every failure into the contract's {code, message, details} JSON body."""
+import sqlite3
+
+from flask import current_app, jsonify
+from marshmallow import ValidationError
+from werkzeug.exceptions import HTTPException
+
+# Short, stable summaries; werkzeug's default descriptions talk about browsers.
+MESSAGES = {
+    400: "bad request",
+    401: "authentication required",
+    404: "not found",
+    405: "method not allowed",
+    413: "request body too large (limit 1 MiB)",
+}
+
+
+def flatten(messages, prefix=""):
+    """Turns marshmallow's nested message lists into {field: "text"}."""
+    if isinstance(messages, (list, tuple)):
+        if all(isinstance(m, str) for m in messages):
+            return {prefix or "_body": " ".join(messages)}
+        out = {}
+        for index, item in enumerate(messages):
+            out.update(flatten(item, f"{prefix}.{index}" if prefix else str(index)))
+        return out
+    if isinstance(messages, dict):
+        out = {}
+        for key, value in messages.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix or "_body": str(messages)}
+
+
+def error_response(code, message, details=None, headers=None):
+    body = {"code": code, "message": message}
+    if details:
+        body["details"] = details
+    response = jsonify(body)
+    response.status_code = code
+    for name, value in headers or ():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
+
+
+def handle_http_exception(error):
+    # abort(404, "objective not found") carries its own message; werkzeug's
+    # class-level default descriptions are replaced by ours.
+    if error.description and error.description != type(error).description:
+        message = error.description
+    else:
+        message = MESSAGES.get(error.code, error.name.lower())
+    return error_response(error.code, message, headers=error.get_headers())
+
+
+def handle_validation_error(error):
+    return error_response(400, "validation failed", flatten(error.messages))
+
+
+def handle_unexpected(error):
+    if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+        # The busy timeout ran out: the client may simply retry.
+        current_app.logger.warning("database busy: %s", error)
+        return error_response(503, "database busy, retry shortly", headers=[("Retry-After", "1")])
+    current_app.logger.exception("unhandled error")
+    return error_response(500, "internal error")
+
+
+def init_app(app):
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(ValidationError, handle_validation_error)
+    app.register_error_handler(Exception, handle_unexpected)

@@ -1,0 +1,95 @@
+"""marshmallow fields with the contract's strict rules for text, bools and decimals."""
+import re
+from decimal import Decimal, InvalidOperation
+
+from marshmallow import ValidationError, fields
+
+MAX_FRACTION_DIGITS = 6
+MAX_INTEGER_DIGITS = 15  # absolute values of 10**15 or more are rejected
+DECIMAL_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+
+
+class Text(fields.String):
+    """A string without NUL or lone surrogates, at most max_length characters."""
+
+    def __init__(self, *, max_length=None, not_blank=False, **kwargs):
+        super().__init__(**kwargs)
+        self.max_length = max_length
+        self.not_blank = not_blank
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if "\x00" in text:
+            raise ValidationError("Must not contain NUL characters.")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("Must be valid Unicode (no lone surrogates).") from None
+        if self.max_length is not None and len(text) > self.max_length:
+            raise ValidationError(f"Longer than maximum length {self.max_length}.")
+        if self.not_blank and not text.strip():
+            raise ValidationError("Must not be empty or only whitespace.")
+        return text
+
+
+class StrictBool(fields.Field):
+    """Only JSON true or false; no 1, "yes" or "true"."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if type(value) is not bool:
+            raise ValidationError("Not a valid boolean (send true or false).")
+        return value
+
+
+def canonical_decimal(value):
+    """Returns the contract's string for a decimal, or raises ValidationError.
+
+    Accepts a string or a JSON number already parsed as Decimal or int. The
+    result is plain notation with at least two fractional digits: 0.5 gives
+    "0.50", 1e3 gives "1000.00", 0.125 stays "0.125". Nothing goes through float.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int, Decimal)):
+        raise ValidationError("Not a valid decimal: send a string such as \"0.50\" or a number.")
+    if isinstance(value, str):
+        if not DECIMAL_TEXT.fullmatch(value):
+            raise ValidationError("Not a valid decimal: send a string such as \"0.50\" or a number.")
+        try:
+            value = Decimal(value)
+        except InvalidOperation:  # an exponent beyond what Decimal can hold
+            raise ValidationError("Absolute value must be less than 10^15.") from None
+    elif isinstance(value, int):
+        value = Decimal(value)
+    if not value.is_finite():
+        raise ValidationError("Must be a finite decimal.")
+    sign, digits, exponent = value.as_tuple()
+    if not any(digits):
+        return "0.00"
+    # Trailing zeros say nothing about the value: 1.500 is 1.5.
+    while exponent < 0 and digits[-1] == 0:
+        digits, exponent = digits[:-1], exponent + 1
+    if -exponent > MAX_FRACTION_DIGITS:
+        raise ValidationError(f"Has more than {MAX_FRACTION_DIGITS} fractional digits.")
+    if len(digits) + exponent > MAX_INTEGER_DIGITS:
+        raise ValidationError("Absolute value must be less than 10^15.")
+    text = format(Decimal((sign, digits, exponent)), "f")
+    whole, _, fraction = text.partition(".")
+    return f"{whole}.{fraction.ljust(2, '0')}"
+
+
+class DecimalString(fields.Field):
+    """A decimal kept exact, loaded as its canonical string."""
+
+    def __init__(self, *, minimum=None, maximum=None, **kwargs):
+        super().__init__(**kwargs)
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = canonical_decimal(value)
+        number = Decimal(text)
+        if self.minimum is not None and number < Decimal(self.minimum) or (
+            self.maximum is not None and number > Decimal(self.maximum)
+        ):
+            raise ValidationError(f"Must be between {self.minimum} and {self.maximum}.")
+        return text
+

@@ -1,0 +1,104 @@
+"""Key results: /v1/keyresults, and creating and listing them under their objective."""
+from flask import Blueprint, abort
+
+from .cycles import get_cycle_or_404
+from .db import get_db, new_id, utc_now
+from .objectives import get_objective_or_404
+from .pagination import paginate, query_arg
+from .responses import deleted
+from .schemas import key_result_schema, key_result_update_schema, load_body
+
+bp = Blueprint("key_results", __name__, url_prefix="/v1")
+
+
+def key_result_json(row):
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "created_at": row["created_at"],
+        "modified_at": row["modified_at"],
+        "objective_id": row["objective_id"],
+        "confidence": row["confidence"],
+        "type": row["type"],
+        "current_value": row["current_value"],
+        "target_value_min": row["target_value_min"],
+        "target_value_max": row["target_value_max"],
+    }
+
+
+def get_key_result_or_404(key_result_id):
+    row = get_db().execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
+    if row is None:
+        abort(404, "key result not found")
+    return row
+
+
+@bp.post("/objectives/<objective_id>/keyresults")
+def create_key_result(objective_id):
+    """Creates a key result of an objective."""
+    objective = get_objective_or_404(objective_id)
+    body = load_body(key_result_schema)
+    now = utc_now()
+    row = get_db().execute(
+        """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence,
+               current_value, target_value_min, target_value_max, created_at, modified_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+        (new_id(), objective_id, objective["cycle_id"], body["name"], body["type"],
+         body["confidence"], body["current_value"], body["target_value_min"],
+         body["target_value_max"], now, now),
+    ).fetchone()
+    return key_result_json(row)
+
+
+@bp.get("/objectives/<objective_id>/keyresults")
+def list_objective_key_results(objective_id):
+    """Lists an objective's key results in creation order, a page at a time."""
+    get_objective_or_404(objective_id)
+    return paginate(
+        "keyresults",
+        "SELECT * FROM key_results WHERE objective_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (objective_id,),
+        key_result_json,
+    )
+
+
+@bp.get("/keyresults")
+def list_key_results():
+    """Lists the key results of one cycle's objectives, a page at a time."""
+    cycle_id = query_arg("cycle_id", required=True)
+    get_cycle_or_404(cycle_id)
+    return paginate(
+        "keyresults",
+        "SELECT * FROM key_results WHERE cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (cycle_id,),
+        key_result_json,
+    )
+
+
+@bp.get("/keyresults/<key_result_id>")
+def get_key_result(key_result_id):
+    """Returns one key result."""
+    return key_result_json(get_key_result_or_404(key_result_id))
+
+
+@bp.post("/keyresults/<key_result_id>")
+def update_key_result(key_result_id):
+    """Replaces a key result's attributes; omitted ones take their zero value."""
+    get_key_result_or_404(key_result_id)
+    body = load_body(key_result_update_schema)
+    row = get_db().execute(
+        """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
+               target_value_min = ?, target_value_max = ?, modified_at = ?
+           WHERE id = ? RETURNING *""",
+        (body["name"], body["type"], body["confidence"], body["current_value"],
+         body["target_value_min"], body["target_value_max"], utc_now(), key_result_id),
+    ).fetchone()
+    return key_result_json(row)
+
+
+@bp.delete("/keyresults/<key_result_id>")
+def delete_key_result(key_result_id):
+    """Deletes a key result."""
+    get_key_result_or_404(key_result_id)
+    get_db().execute("DELETE FROM key_results WHERE id = ?", (key_result_id,))
+    return deleted()

@@ -1,0 +1,130 @@
+"""Objectives: /v1/objectives."""
+from flask import Blueprint, abort
+from marshmallow import ValidationError
+
+from .cycles import get_cycle_or_404
+from .db import get_db, new_id, utc_now
+from .pagination import paginate, query_arg
+from .responses import deleted
+from .schemas import load_body, objective_schema, objective_update_schema
+
+bp = Blueprint("objectives", __name__, url_prefix="/v1/objectives")
+
+# Each reference a body may carry: what it names, and how to find it.
+REFERENCES = {
+    "cycle_id": ("cycle", "SELECT 1 FROM cycles WHERE id = ?"),
+    "team_id": ("team", "SELECT 1 FROM teams WHERE id = ?"),
+    "assignee_id": ("user", "SELECT 1 FROM users WHERE id = ?"),
+    "parent_objective_id": ("objective", "SELECT 1 FROM objectives WHERE id = ?"),
+}
+
+# Walks up the alignment chain from a would-be parent; UNION stops on repeats.
+ANCESTORS_SQL = """
+WITH RECURSIVE ancestors(id) AS (
+    SELECT ?
+    UNION
+    SELECT o.parent_objective_id FROM objectives o JOIN ancestors a ON o.id = a.id
+    WHERE o.parent_objective_id IS NOT NULL
+)
+SELECT 1 FROM ancestors WHERE id = ?
+"""
+
+
+def objective_json(row):
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "created_at": row["created_at"],
+        "modified_at": row["modified_at"],
+        "team_id": row["team_id"],
+        "assignee_id": row["assignee_id"],
+        "description": row["description"],
+        "is_personal": bool(row["is_personal"]),
+        "is_company": bool(row["is_company"]),
+        "parent_objective_id": row["parent_objective_id"],
+        "cycle_id": row["cycle_id"],
+    }
+
+
+def get_objective_or_404(objective_id):
+    row = get_db().execute("SELECT * FROM objectives WHERE id = ?", (objective_id,)).fetchone()
+    if row is None:
+        abort(404, "objective not found")
+    return row
+
+
+def check_references(body, objective_id=None):
+    """400 naming each referenced row that does not exist, or a parent that makes a loop."""
+    db = get_db()
+    errors = {
+        field: f"No {kind} with this id exists."
+        for field, (kind, sql) in REFERENCES.items()
+        if body[field] is not None and db.execute(sql, (body[field],)).fetchone() is None
+    }
+    parent = body["parent_objective_id"]
+    if objective_id and parent and "parent_objective_id" not in errors:
+        if db.execute(ANCESTORS_SQL, (parent, objective_id)).fetchone():
+            errors["parent_objective_id"] = "This parent would make the alignment a loop."
+    if errors:
+        raise ValidationError(errors)
+
+
+@bp.post("")
+def create_objective():
+    """Creates an objective."""
+    body = load_body(objective_schema)
+    check_references(body)
+    now = utc_now()
+    row = get_db().execute(
+        """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id,
+               team_id, assignee_id, parent_objective_id, created_at, modified_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+        (new_id(), body["name"], body["description"], body["is_company"], body["is_personal"],
+         body["cycle_id"], body["team_id"], body["assignee_id"], body["parent_objective_id"],
+         now, now),
+    ).fetchone()
+    return objective_json(row)
+
+
+@bp.get("")
+def list_objectives():
+    """Lists the objectives of one cycle in creation order, a page at a time."""
+    cycle_id = query_arg("cycle_id", required=True)
+    get_cycle_or_404(cycle_id)
+    return paginate(
+        "objectives",
+        "SELECT * FROM objectives WHERE cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (cycle_id,),
+        objective_json,
+    )
+
+
+@bp.get("/<objective_id>")
+def get_objective(objective_id):
+    """Returns one objective."""
+    return objective_json(get_objective_or_404(objective_id))
+
+
+@bp.post("/<objective_id>")
+def update_objective(objective_id):
+    """Replaces an objective's attributes; omitted ones take their zero value."""
+    get_objective_or_404(objective_id)
+    body = load_body(objective_update_schema)
+    check_references(body, objective_id)
+    row = get_db().execute(
+        """UPDATE objectives SET name = ?, description = ?, is_company = ?, is_personal = ?,
+               cycle_id = ?, team_id = ?, assignee_id = ?, parent_objective_id = ?, modified_at = ?
+           WHERE id = ? RETURNING *""",
+        (body["name"], body["description"], body["is_company"], body["is_personal"],
+         body["cycle_id"], body["team_id"], body["assignee_id"], body["parent_objective_id"],
+         utc_now(), objective_id),
+    ).fetchone()
+    return objective_json(row)
+
+
+@bp.delete("/<objective_id>")
+def delete_objective(objective_id):
+    """Deletes an objective and its key results; its children lose their parent."""
+    get_objective_or_404(objective_id)
+    get_db().execute("DELETE FROM objectives WHERE id = ?", (objective_id,))
+    return deleted()

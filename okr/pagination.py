@@ -1,0 +1,68 @@
+"""Keyset pagination on the row sequence, shared by every list."""
+import base64
+import binascii
+
+from flask import current_app, request
+from marshmallow import ValidationError
+
+from .db import get_db
+
+MAX_ROW_ID = 2**63 - 1
+
+
+def encode_token(seq):
+    return base64.urlsafe_b64encode(str(seq).encode("ascii")).decode("ascii")
+
+
+def decode_token(token):
+    """The row id a page token stands for; padding may be left off."""
+    try:
+        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4), validate=True)
+        digits = text.decode("ascii")
+    except (binascii.Error, ValueError):
+        raise ValidationError({"page_token": "Not a valid page token."}) from None
+    if not digits.isdigit() or not digits.isascii():
+        raise ValidationError({"page_token": "Not a valid page token."})
+    digits = digits.lstrip("0") or "0"
+    # Past every row id SQLite can hold: an empty last page, not an error.
+    return MAX_ROW_ID if len(digits) > 19 else min(int(digits), MAX_ROW_ID)
+
+
+def query_arg(name, required=False):
+    """One query argument; repeating it is an error, and "" counts as absent."""
+    values = request.args.getlist(name)
+    if len(values) > 1:
+        raise ValidationError({name: "Given more than once."})
+    value = values[0] if values else ""
+    if required and not value:
+        raise ValidationError({name: "Missing required query argument."})
+    return value or None
+
+
+def page_size():
+    text = query_arg("page_size")
+    if text is None:
+        return current_app.config["PAGE_SIZE"]
+    limit = current_app.config["MAX_PAGE_SIZE"]
+    # The length check keeps int() away from absurdly long digit strings.
+    if text.isascii() and text.isdigit() and len(text) <= 6 and 1 <= int(text) <= limit:
+        return int(text)
+    raise ValidationError({"page_size": f"Must be an integer from 1 to {limit}."})
+
+
+def paginate(name, sql, params, to_json):
+    """Runs sql, which ends with "seq > ? ORDER BY seq LIMIT ?", and builds a page.
+
+    Fetches one row more than the page holds, so next_page_token is null
+    exactly when no further rows exist.
+    """
+    token = query_arg("page_token")
+    after = decode_token(token) if token else 0
+    size = page_size()
+    rows = get_db().execute(sql, (*params, after, size + 1)).fetchall()
+    has_more = len(rows) > size
+    rows = rows[:size]
+    return {
+        "next_page_token": encode_token(rows[-1]["seq"]) if has_more else None,
+        name: [to_json(row) for row in rows],
+    }

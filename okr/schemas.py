@@ -1,0 +1,173 @@
+"""The marshmallow schema of every request body, and the one way bodies are read."""
+import json
+from decimal import Decimal
+
+from flask import request
+from marshmallow import EXCLUDE, Schema, ValidationError, post_load, validate, validates_schema
+from werkzeug.exceptions import BadRequest
+
+from .fields import DecimalString, StrictBool, Text
+
+MAX_JSON_DEPTH = 32
+KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
+NAME_MAX = 500
+GROUP_NAME_MAX = 200
+DESCRIPTION_MAX = 10_000
+
+
+class BodySchema(Schema):
+    class Meta:
+        # Unknown and read-only fields are ignored, so a client can send back what it fetched.
+        unknown = EXCLUDE
+
+
+class ObjectiveSchema(BodySchema):
+    """Creates an objective."""
+
+    name = Text(required=True, max_length=NAME_MAX, not_blank=True)
+    cycle_id = Text(required=True, max_length=100)
+    is_company = StrictBool(required=True)
+    is_personal = StrictBool(required=True)
+    description = Text(max_length=DESCRIPTION_MAX, allow_none=True, load_default=None)
+    team_id = Text(max_length=100, allow_none=True, load_default=None)
+    assignee_id = Text(max_length=100, allow_none=True, load_default=None)
+    parent_objective_id = Text(max_length=100, allow_none=True, load_default=None)
+
+    @validates_schema
+    def not_company_and_personal(self, data, **kwargs):
+        if data.get("is_company") and data.get("is_personal"):
+            message = "An objective cannot be both a company and a personal objective."
+            raise ValidationError({"is_company": [message], "is_personal": [message]})
+
+
+class ObjectiveUpdateSchema(ObjectiveSchema):
+    """Replaces an objective: omitted bools are false, omitted strings null."""
+
+    is_company = StrictBool(load_default=False)
+    is_personal = StrictBool(load_default=False)
+
+
+class KeyResultSchema(BodySchema):
+    """Creates a key result."""
+
+    name = Text(required=True, max_length=NAME_MAX, not_blank=True)
+    type = Text(required=True, validate=validate.OneOf(KEY_RESULT_TYPES))
+    confidence = DecimalString(minimum=0, maximum=1, load_default="0.50")
+    current_value = DecimalString(load_default="0.00")
+    target_value_min = DecimalString(allow_none=True, load_default=None)
+    target_value_max = DecimalString(allow_none=True, load_default=None)
+
+    @validates_schema
+    def targets_fit_type(self, data, **kwargs):
+        kind, low, high = data["type"], data["target_value_min"], data["target_value_max"]
+        errors = {}
+        if kind in ("positive", "negative", "range") and low is None:
+            errors["target_value_min"] = f"Required for a {kind} key result."
+        if kind == "range" and high is None:
+            errors["target_value_max"] = "Required for a range key result."
+        if kind in ("positive", "negative", "milestone", "baseline") and high is not None:
+            errors["target_value_max"] = f"Must be null for a {kind} key result."
+        if kind == "baseline" and low is not None:
+            errors["target_value_min"] = "Must be null for a baseline key result."
+        if kind == "milestone" and low is not None and Decimal(low) != 1:
+            errors["target_value_min"] = "A milestone's target is always 1.00."
+        if kind == "range" and low is not None and high is not None and Decimal(low) > Decimal(high):
+            errors["target_value_min"] = "Must not be greater than target_value_max."
+        if errors:
+            raise ValidationError(errors)
+
+    @post_load
+    def milestone_target(self, data, **kwargs):
+        if data["type"] == "milestone":
+            data["target_value_min"] = "1.00"
+        return data
+
+
+class KeyResultUpdateSchema(KeyResultSchema):
+    """Replaces a key result: omitted decimals are "0.00", omitted targets null."""
+
+    confidence = DecimalString(minimum=0, maximum=1, load_default="0.00")
+
+
+class GroupSchema(BodySchema):
+    """Creates a cycle or a team; the name is optional."""
+
+    name = Text(max_length=GROUP_NAME_MAX, load_default="")
+
+
+class GroupUpdateSchema(BodySchema):
+    """Renames a cycle or a team; "" is a valid name."""
+
+    name = Text(required=True, max_length=GROUP_NAME_MAX)
+
+
+def reject_constant(name):
+    raise ValueError(f"{name} is not allowed")
+
+
+def reject_duplicate_keys(pairs):
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("duplicate key in object")
+    return obj
+
+
+def json_depth(value):
+    """The nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def read_json_body():
+    """The request body as a JSON object, whatever the Content-Type; empty is {}."""
+    raw = request.get_data(cache=False)
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(
+            raw.decode("utf-8"),
+            parse_float=Decimal,
+            parse_int=Decimal,
+            parse_constant=reject_constant,
+            object_pairs_hook=reject_duplicate_keys,
+        )
+    except UnicodeDecodeError:
+        raise BadRequest("request body is not valid UTF-8") from None
+    except RecursionError:
+        raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as error:
+        raise BadRequest(f"request body is not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise BadRequest("request body must be a JSON object")
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
+
+
+def load_body(schema):
+    """Validates the request body with a schema; raises ValidationError on bad input."""
+    return schema.load(read_json_body())
+
+
+objective_schema = ObjectiveSchema()
+objective_update_schema = ObjectiveUpdateSchema()
+key_result_schema = KeyResultSchema()
+key_result_update_schema = KeyResultUpdateSchema()
+group_schema = GroupSchema()
+group_update_schema = GroupUpdateSchema()
+
+
+class UserSchema(BodySchema):
+    """A user, as `okr users add` and `okr users import` take it."""
+
+    name = Text(required=True, max_length=NAME_MAX, not_blank=True)
+    email = Text(required=True, max_length=320, validate=validate.Email())
+
+
+user_schema = UserSchema()

@@ -1,0 +1,92 @@
+-- OKR service data model.
+--
+-- A cycle (delivery cycle) groups objectives. An objective belongs to one
+-- cycle, may be owned by a team and assigned to a user, and may align to a
+-- parent objective. A key result measures one objective; it repeats its
+-- objective's cycle_id so that listing a cycle's key results is one index
+-- range, kept in step by a composite foreign key with ON UPDATE CASCADE.
+--
+-- Every table has an INTEGER PRIMARY KEY "seq" (AUTOINCREMENT, so never
+-- reused): it is the creation order and the key that page tokens encode.
+-- "id" is the public UUID4. Decimals are TEXT in canonical plain notation,
+-- never REAL. Timestamps are RFC 3339 UTC strings. Deletes cascade through
+-- the foreign keys below, which need PRAGMA foreign_keys=ON on every
+-- connection. The statements are idempotent: init_db runs this on every start.
+
+PRAGMA journal_mode = WAL;
+
+CREATE TABLE IF NOT EXISTS users (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         TEXT NOT NULL UNIQUE,
+    name       TEXT NOT NULL,
+    email      TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    is_active  INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+    created_at TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS teams (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         TEXT NOT NULL UNIQUE,
+    name       TEXT NOT NULL CHECK (length(name) <= 200),
+    created_at TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS cycles (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         TEXT NOT NULL UNIQUE,
+    name       TEXT NOT NULL CHECK (length(name) <= 200),
+    created_at TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS objectives (
+    seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                  TEXT NOT NULL UNIQUE,
+    name                TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 500),
+    description         TEXT CHECK (length(description) <= 10000),
+    is_company          INTEGER NOT NULL CHECK (is_company IN (0, 1)),
+    is_personal         INTEGER NOT NULL CHECK (is_personal IN (0, 1)),
+    cycle_id            TEXT NOT NULL REFERENCES cycles (id) ON DELETE CASCADE,
+    team_id             TEXT REFERENCES teams (id) ON DELETE SET NULL,
+    assignee_id         TEXT REFERENCES users (id) ON DELETE SET NULL,
+    parent_objective_id TEXT REFERENCES objectives (id) ON DELETE SET NULL,
+    created_at          TEXT NOT NULL,
+    modified_at         TEXT NOT NULL,
+    CHECK (NOT (is_company AND is_personal)),
+    CHECK (parent_objective_id IS NULL OR parent_objective_id <> id),
+    -- the parent key of key_results' composite foreign key
+    UNIQUE (id, cycle_id)
+);
+
+CREATE INDEX IF NOT EXISTS objectives_by_cycle ON objectives (cycle_id, seq);
+CREATE INDEX IF NOT EXISTS objectives_by_team ON objectives (team_id);
+CREATE INDEX IF NOT EXISTS objectives_by_assignee ON objectives (assignee_id);
+CREATE INDEX IF NOT EXISTS objectives_by_parent ON objectives (parent_objective_id);
+
+CREATE TABLE IF NOT EXISTS key_results (
+    seq              INTEGER PRIMARY KEY AUTOINCREMENT,
+    id               TEXT NOT NULL UNIQUE,
+    objective_id     TEXT NOT NULL,
+    cycle_id         TEXT NOT NULL,
+    name             TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 500),
+    type             TEXT NOT NULL
+                     CHECK (type IN ('milestone', 'baseline', 'range', 'positive', 'negative')),
+    confidence       TEXT NOT NULL,
+    current_value    TEXT NOT NULL,
+    target_value_min TEXT,
+    target_value_max TEXT,
+    created_at       TEXT NOT NULL,
+    modified_at      TEXT NOT NULL,
+    FOREIGN KEY (objective_id, cycle_id) REFERENCES objectives (id, cycle_id)
+        ON DELETE CASCADE ON UPDATE CASCADE,
+    -- the target rules of the spec, by type
+    CHECK (CASE type
+        WHEN 'positive'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL
+        WHEN 'negative'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL
+        WHEN 'range'     THEN target_value_min IS NOT NULL AND target_value_max IS NOT NULL
+        WHEN 'baseline'  THEN target_value_min IS NULL AND target_value_max IS NULL
+        WHEN 'milestone' THEN target_value_min = '1.00' AND target_value_max IS NULL
+    END)
+);
+
+CREATE INDEX IF NOT EXISTS key_results_by_objective ON key_results (objective_id, seq);
+CREATE INDEX IF NOT EXISTS key_results_by_cycle ON key_results (cycle_id, seq);
