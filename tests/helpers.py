@@ -1,0 +1,66 @@
+"""Shared assertions and builders for the tests."""
+import json
+import re
+
+UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+OBJECTIVE_FIELDS = {
+    "id", "name", "created_at", "modified_at", "team_id", "assignee_id", "description",
+    "is_personal", "is_company", "parent_objective_id", "cycle_id",
+}
+KEY_RESULT_FIELDS = {
+    "id", "name", "created_at", "modified_at", "objective_id", "confidence", "type",
+    "current_value", "target_value_min", "target_value_max",
+}
+CYCLE_FIELDS = TEAM_FIELDS = {"id", "name", "created_at"}
+USER_FIELDS = {"id", "name", "email", "is_active", "created_at"}
+
+
+def assert_error(response, status, *fields):
+    """The contract's error shape: {code, message, details?}; fields must be named in details."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/json"
+    body = response.get_json()
+    assert set(body) <= {"code", "message", "details"}
+    assert body["code"] == status
+    assert isinstance(body["message"], str) and body["message"]
+    if "details" in body:
+        assert isinstance(body["details"], dict)
+        assert all(isinstance(v, str) for v in body["details"].values())
+    for field in fields:
+        assert field in body.get("details", {}), body
+    return body
+
+
+def make_cycle(client, name="Q1"):
+    response = client.post("/v1/cycles", json={"name": name})
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def make_team(client, name="Platform"):
+    response = client.post("/v1/teams", json={"name": name})
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def make_objective(client, cycle_id, name="Grow revenue", **fields):
+    body = {"name": name, "cycle_id": cycle_id, "is_company": False, "is_personal": False}
+    body.update(fields)
+    response = client.post("/v1/objectives", json=body)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def make_key_result(client, objective_id, name="Reach 100 customers", **fields):
+    body = {"name": name, "type": "positive", "target_value_min": "100"}
+    body.update(fields)
+    response = client.post(f"/v1/objectives/{objective_id}/keyresults", json=body)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def make_user(runner, name="Ada Lovelace", email="ada@example.com"):
+    result = runner.invoke(args=["users", "add", "--name", name, "--email", email])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
