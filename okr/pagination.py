@@ -17,7 +17,7 @@ def encode_token(seq):
 def decode_token(token):
     """The row id a page token stands for; padding may be left off."""
     try:
-        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4), validate=True)
+        text = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
         digits = text.decode("ascii")
     except (binascii.Error, ValueError):
         raise ValidationError({"page_token": "Not a valid page token."}) from None

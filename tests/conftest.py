@@ -1,8 +1,13 @@
+import threading
+
 import pytest
+from waitress import create_server
 
 import okr
 from okr import create_app
 from okr.db import init_db
+
+from helpers import HttpClient
 
 
 @pytest.fixture
@@ -39,3 +44,23 @@ def clock(monkeypatch):
     for module in (okr.objectives, okr.key_results, okr.cycles, okr.teams, okr.commands):
         monkeypatch.setattr(module, "utc_now", fake)
     return fake
+
+
+def serve_until(server, stopping):
+    """waitress's own loop, stepped so that this thread alone stops and closes it."""
+    while not stopping.is_set():
+        server.asyncore.loop(timeout=0.05, map=server._map, use_poll=True, count=1)
+    server.task_dispatcher.shutdown()
+    server.asyncore.close_all(server._map)
+
+
+@pytest.fixture
+def live_server(app):
+    """The app on real waitress, on a free loopback port, in this process."""
+    server = create_server(app, host="127.0.0.1", port=0, threads=8)
+    stopping = threading.Event()
+    thread = threading.Thread(target=serve_until, args=(server, stopping), daemon=True)
+    thread.start()
+    yield HttpClient(f"127.0.0.1:{server.effective_port}")
+    stopping.set()
+    thread.join(timeout=10)

@@ -1,4 +1,5 @@
 """Shared assertions and builders for the tests."""
+import http.client
 import json
 import re
 
@@ -64,3 +65,47 @@ def make_user(runner, name="Ada Lovelace", email="ada@example.com"):
     result = runner.invoke(args=["users", "add", "--name", name, "--email", email])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
+
+
+class HttpClient:
+    """Real HTTP to a server on loopback: one connection per call, JSON in and out."""
+
+    def __init__(self, address):
+        self.address = address
+        self.host, port = address.rsplit(":", 1)
+        self.port = int(port)
+
+    def request(self, method, path, body=None, headers=None, raw=None):
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            data = raw if raw is not None else (None if body is None else json.dumps(body))
+            connection.request(method, path, body=data, headers=headers or {})
+            response = connection.getresponse()
+            payload = response.read()
+            return HttpResponse(response.status, dict(response.getheaders()), payload)
+        finally:
+            connection.close()
+
+    def get(self, path, **kwargs):
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path, body=None, **kwargs):
+        return self.request("POST", path, body, **kwargs)
+
+    def delete(self, path, **kwargs):
+        return self.request("DELETE", path, **kwargs)
+
+
+class HttpResponse:
+    def __init__(self, status, headers, payload):
+        self.status = status
+        self.headers = headers
+        self.payload = payload
+
+    def json(self):
+        return json.loads(self.payload)
+
+    def ok(self):
+        """The parsed body of a 200, or a failure that shows what came back."""
+        assert self.status == 200, (self.status, self.payload[:500])
+        return self.json() if self.payload else None
