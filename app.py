@@ -9,6 +9,7 @@ the defaults (127.0.0.1, 8080, ./okr.db, 4).
 """
 import argparse
 import logging
+import os
 import signal
 import sys
 
@@ -50,7 +51,7 @@ def run_server(app, args):
     with app.app_context():
         init_db()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("okr").info("database %s", app.config["DATABASE"])
+    logging.getLogger("okr").info("database %s", os.path.abspath(app.config["DATABASE"]))
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     serve(app, host=app.config["HOST"], port=port, threads=threads)
 

@@ -1,0 +1,348 @@
+"""SQLite storage: schema, pragmas, file permissions, transactions and locking."""
+import os
+import sqlite3
+import stat
+import threading
+import time
+
+import pytest
+from marshmallow import ValidationError
+
+import okr.cycles
+import okr.objectives
+from helpers import assert_error, make_cycle, make_key_result, make_objective
+from okr import create_app
+from okr.db import connect, get_db, init_db
+
+UUID_A = "0f8fad5b-d9cb-469f-a165-70867728950e"
+NOW = "2026-01-01T00:00:00Z"
+
+
+def db_path(app):
+    return app.config["DATABASE"]
+
+
+def count(app, table):
+    with sqlite3.connect(db_path(app)) as db:
+        return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+# --- schema and file ---------------------------------------------------------
+
+
+def test_init_db_twice_keeps_data(app, client):
+    cycle = make_cycle(client)
+    objective = make_objective(client, cycle["id"])
+    make_key_result(client, objective["id"])
+    with app.app_context():
+        init_db()
+        init_db()
+    assert client.get(f"/v1/cycles/{cycle['id']}").get_json() == cycle
+    assert client.get(f"/v1/objectives/{objective['id']}").status_code == 200
+    assert count(app, "key_results") == 1
+
+
+def test_restart_on_same_file_keeps_data(app, client):
+    cycle = make_cycle(client, "kept")
+    restarted = create_app({"TESTING": True, "DATABASE": db_path(app)})
+    with restarted.app_context():
+        init_db()
+    response = restarted.test_client().get(f"/v1/cycles/{cycle['id']}")
+    assert response.status_code == 200
+    assert response.get_json() == cycle
+
+
+def test_database_file_is_created_owner_only(tmp_path):
+    path = tmp_path / "fresh.db"
+    app = create_app({"TESTING": True, "DATABASE": path})
+    with app.app_context():
+        init_db()
+    assert path.exists()
+    assert mode(path) == 0o600
+
+
+def test_wal_file_is_owner_only_too(app, client):
+    make_cycle(client)
+    # Keep a connection open so that the -wal file is not removed on close.
+    keep = sqlite3.connect(db_path(app))
+    keep.execute("SELECT count(*) FROM cycles").fetchone()
+    try:
+        wal = db_path(app) + "-wal"
+        assert os.path.exists(wal)
+        assert mode(wal) == 0o600
+    finally:
+        keep.close()
+
+
+def test_journal_mode_is_wal(app):
+    with sqlite3.connect(db_path(app)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_request_connection_has_foreign_keys_and_busy_timeout(app):
+    with app.test_request_context("/v1/cycles", method="GET"):
+        db = get_db()
+        assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert db.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+        assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_connect_turns_foreign_keys_on(app):
+    db = connect(db_path(app), 5000)
+    try:
+        assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    finally:
+        db.close()
+
+
+# --- CHECK and foreign key constraints on raw SQL ----------------------------
+
+
+@pytest.fixture
+def raw(app):
+    """A connection like the service's, with one cycle 'c' and one objective 'o'."""
+    db = connect(db_path(app), 5000)
+    db.execute("INSERT INTO cycles (id, name, created_at) VALUES ('c', 'Q1', ?)", (NOW,))
+    db.execute(
+        "INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at)"
+        " VALUES ('o', 'O', 0, 0, 'c', ?, ?)",
+        (NOW, NOW),
+    )
+    yield db
+    db.close()
+
+
+def insert_objective(db, **fields):
+    row = {"id": "o2", "name": "O2", "is_company": 0, "is_personal": 0, "cycle_id": "c",
+           "created_at": NOW, "modified_at": NOW}
+    row.update(fields)
+    names = ", ".join(row)
+    db.execute(f"INSERT INTO objectives ({names}) VALUES ({', '.join('?' * len(row))})",
+               tuple(row.values()))
+
+
+def insert_key_result(db, type, low, high):
+    db.execute(
+        "INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,"
+        " target_value_min, target_value_max, created_at, modified_at)"
+        " VALUES ('k', 'o', 'c', 'K', ?, '0.50', '0.00', ?, ?, ?, ?)",
+        (type, low, high, NOW, NOW),
+    )
+
+
+def test_schema_accepts_a_good_objective(raw):
+    insert_objective(raw)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"is_company": 1, "is_personal": 1},
+        {"is_company": 2},
+        {"is_personal": -1},
+        {"name": ""},
+        {"name": "x" * 501},
+        {"description": "x" * 10_001},
+        {"parent_objective_id": "o2"},
+        {"cycle_id": "no-such-cycle"},
+        {"team_id": "no-such-team"},
+        {"assignee_id": "no-such-user"},
+        {"parent_objective_id": "no-such-objective"},
+        {"id": "o"},
+    ],
+)
+def test_schema_rejects_bad_objective_rows(raw, fields):
+    with pytest.raises(sqlite3.IntegrityError):
+        insert_objective(raw, **fields)
+
+
+@pytest.mark.parametrize(
+    "type, low, high",
+    [("positive", "1.00", None), ("negative", "1.00", None), ("range", "1.00", "2.00"),
+     ("baseline", None, None), ("milestone", "1.00", None)],
+)
+def test_schema_accepts_good_key_results(raw, type, low, high):
+    insert_key_result(raw, type, low, high)
+
+
+@pytest.mark.parametrize(
+    "type, low, high",
+    [
+        ("sideways", None, None),
+        ("", None, None),
+        ("positive", None, None),
+        ("positive", "1.00", "2.00"),
+        ("negative", None, None),
+        ("negative", "1.00", "2.00"),
+        ("range", "1.00", None),
+        ("range", None, "2.00"),
+        ("baseline", "1.00", None),
+        ("baseline", None, "1.00"),
+        ("milestone", "2.00", None),
+        ("milestone", "1.00", "1.00"),
+        ("milestone", None, None),
+    ],
+)
+def test_schema_rejects_bad_key_result_targets(raw, type, low, high):
+    with pytest.raises(sqlite3.IntegrityError):
+        insert_key_result(raw, type, low, high)
+
+
+def test_schema_rejects_key_result_of_missing_objective(raw):
+    with pytest.raises(sqlite3.IntegrityError):
+        raw.execute(
+            "INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,"
+            " created_at, modified_at) VALUES ('k', 'nope', 'c', 'K', 'baseline', '0.50', '0.00', ?, ?)",
+            (NOW, NOW),
+        )
+
+
+def test_schema_rejects_duplicate_email_ignoring_case(raw):
+    raw.execute("INSERT INTO users (id, name, email, created_at) VALUES ('u1', 'A', 'a@x.io', ?)", (NOW,))
+    with pytest.raises(sqlite3.IntegrityError):
+        raw.execute("INSERT INTO users (id, name, email, created_at) VALUES ('u2', 'B', 'A@X.IO', ?)",
+                    (NOW,))
+
+
+# --- one request, one transaction --------------------------------------------
+
+
+def test_failure_after_insert_stores_nothing(app, client, monkeypatch):
+    def broken(row):
+        raise RuntimeError("after the insert")
+
+    monkeypatch.setattr(okr.cycles, "cycle_json", broken)
+    assert_error(client.post("/v1/cycles", json={"name": "Q1"}), 500)
+    assert count(app, "cycles") == 0
+
+
+def test_database_error_after_insert_stores_nothing(app, client, monkeypatch):
+    cycle = make_cycle(client)
+
+    def broken(row):
+        raise sqlite3.DatabaseError("disk I/O error")
+
+    monkeypatch.setattr(okr.objectives, "objective_json", broken)
+    body = {"name": "O", "cycle_id": cycle["id"], "is_company": False, "is_personal": False}
+    assert_error(client.post("/v1/objectives", json=body), 500)
+    assert count(app, "objectives") == 0
+
+
+def test_failed_update_leaves_row_unchanged(app, client, monkeypatch):
+    cycle = make_cycle(client, "before")
+
+    def broken(row):
+        raise RuntimeError("after the update")
+
+    monkeypatch.setattr(okr.cycles, "cycle_json", broken)
+    assert_error(client.post(f"/v1/cycles/{cycle['id']}", json={"name": "after"}), 500)
+    monkeypatch.undo()
+    assert client.get(f"/v1/cycles/{cycle['id']}").get_json()["name"] == "before"
+
+
+def test_failed_delete_keeps_everything(app, client, monkeypatch):
+    cycle = make_cycle(client)
+    objective = make_objective(client, cycle["id"])
+    make_key_result(client, objective["id"])
+
+    def broken():
+        raise RuntimeError("after the delete")
+
+    monkeypatch.setattr(okr.cycles, "deleted", broken)
+    assert_error(client.delete(f"/v1/cycles/{cycle['id']}"), 500)
+    assert (count(app, "cycles"), count(app, "objectives"), count(app, "key_results")) == (1, 1, 1)
+
+
+def test_client_error_after_a_write_stores_nothing(app, client):
+    @app.post("/v1/write-then-reject")
+    def write_then_reject():
+        get_db().execute("INSERT INTO cycles (id, name, created_at) VALUES (?, 'x', ?)", (UUID_A, NOW))
+        raise ValidationError({"name": "rejected after the write"})
+
+    assert_error(client.post("/v1/write-then-reject"), 400, "name")
+    assert count(app, "cycles") == 0
+
+
+def test_abort_after_a_write_stores_nothing(app, client):
+    from flask import abort
+
+    @app.post("/v1/write-then-404")
+    def write_then_404():
+        get_db().execute("INSERT INTO cycles (id, name, created_at) VALUES (?, 'x', ?)", (UUID_A, NOW))
+        abort(404)
+
+    assert_error(client.post("/v1/write-then-404"), 404)
+    assert count(app, "cycles") == 0
+
+
+def test_successful_write_is_committed_and_visible_to_others(app, client):
+    cycle = make_cycle(client)
+    with sqlite3.connect(db_path(app)) as other:
+        assert other.execute("SELECT name FROM cycles WHERE id = ?", (cycle["id"],)).fetchone() == ("Q1",)
+
+
+# --- locking -----------------------------------------------------------------
+
+
+def hold_write_lock(path, seconds, locked):
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        locked.set()
+        time.sleep(seconds)
+        other.execute("COMMIT")
+    finally:
+        other.close()
+
+
+def test_write_waits_for_a_held_write_lock(app, client):
+    locked = threading.Event()
+    holder = threading.Thread(target=hold_write_lock, args=(db_path(app), 0.3, locked))
+    holder.start()
+    try:
+        assert locked.wait(5)
+        started = time.monotonic()
+        response = client.post("/v1/cycles", json={"name": "waited"})
+        waited = time.monotonic() - started
+    finally:
+        holder.join()
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert waited >= 0.2
+    assert count(app, "cycles") == 1
+
+
+def test_read_is_not_blocked_by_a_held_write_lock(app, client):
+    make_cycle(client)
+    locked = threading.Event()
+    holder = threading.Thread(target=hold_write_lock, args=(db_path(app), 1.0, locked))
+    holder.start()
+    try:
+        assert locked.wait(5)
+        started = time.monotonic()
+        response = client.get("/v1/cycles")
+        elapsed = time.monotonic() - started
+    finally:
+        holder.join()
+    assert response.status_code == 200
+    assert len(response.get_json()["cycles"]) == 1
+    assert elapsed < 0.5
+
+
+def test_write_lock_held_past_busy_timeout_is_a_json_error(app, client):
+    app.config["BUSY_TIMEOUT_MS"] = 100
+    locked = threading.Event()
+    holder = threading.Thread(target=hold_write_lock, args=(db_path(app), 1.0, locked))
+    holder.start()
+    try:
+        assert locked.wait(5)
+        response = client.post("/v1/cycles", json={"name": "late"})
+    finally:
+        holder.join()
+    assert response.status_code in (500, 503)
+    assert_error(response, response.status_code)
+    assert count(app, "cycles") == 0
