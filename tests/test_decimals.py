@@ -255,3 +255,10 @@ def test_canonical_decimal(value, expected):
 def test_canonical_decimal_rejects(value):
     with pytest.raises(ValidationError):
         canonical_decimal(value)
+
+
+@pytest.mark.parametrize("value", [0.1, 0.5, 1.0, float("nan")])
+def test_canonical_decimal_refuses_floats(value):
+    # Nothing goes through float: JSON numbers reach it as Decimal, never as float.
+    with pytest.raises(ValidationError):
+        canonical_decimal(value)

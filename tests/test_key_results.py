@@ -283,11 +283,12 @@ def test_sending_back_a_fetched_key_result_changes_nothing_but_modified_at(clien
 def test_update_keeps_created_at_and_moves_modified_at(client, objective, clock):
     clock.now = "2026-01-01T00:00:00Z"
     key_result = make_key_result(client, objective["id"])
-    clock.now = "2026-02-02T12:34:56Z"
-    updated = update(client, key_result["id"], name="Again", type="baseline").get_json()
-    assert updated["created_at"] == "2026-01-01T00:00:00Z"
-    assert updated["modified_at"] == "2026-02-02T12:34:56Z"
-    assert fetch(client, key_result["id"]) == updated
+    for now in ("2026-02-02T12:34:56Z", "2026-03-03T00:00:01Z"):
+        clock.now = now
+        updated = update(client, key_result["id"], name="Again", type="baseline").get_json()
+        assert updated["created_at"] == "2026-01-01T00:00:00Z"
+        assert updated["modified_at"] == now
+        assert fetch(client, key_result["id"]) == updated
 
 
 @pytest.mark.parametrize("body", [
@@ -323,14 +324,15 @@ def test_cycle_list_holds_that_cycles_key_results_in_creation_order(client):
     cycle_a, cycle_b = make_cycle(client, "A"), make_cycle(client, "B")
     first, second = make_objective(client, cycle_a["id"]), make_objective(client, cycle_a["id"])
     elsewhere = make_objective(client, cycle_b["id"])
-    a1 = make_key_result(client, second["id"], name="a1")
-    b1 = make_key_result(client, elsewhere["id"], name="b1")
-    a2 = make_key_result(client, first["id"], name="a2")
-    a3 = make_key_result(client, second["id"], name="a3")
+    in_a, in_b = [], []
+    for index, owner in enumerate([second, elsewhere, first, second, elsewhere, first, first,
+                                   second, elsewhere, second]):
+        created = make_key_result(client, owner["id"], name=f"kr {index}")
+        (in_b if owner is elsewhere else in_a).append(created)
     response = cycle_list(client, cycle_a["id"])
     assert response.status_code == 200
-    assert response.get_json() == {"next_page_token": None, "keyresults": [a1, a2, a3]}
-    assert listed_ids(cycle_list(client, cycle_b["id"])) == [b1["id"]]
+    assert response.get_json() == {"next_page_token": None, "keyresults": in_a}
+    assert listed_ids(cycle_list(client, cycle_b["id"])) == [kr["id"] for kr in in_b]
 
 
 def test_cycle_list_of_a_cycle_without_key_results_is_empty(client, cycle, objective):
@@ -354,12 +356,13 @@ def test_key_results_follow_their_objective_to_a_new_cycle(client):
 
 def test_objective_list_holds_only_that_objectives_key_results(client, cycle):
     mine, other = make_objective(client, cycle["id"]), make_objective(client, cycle["id"])
-    k1 = make_key_result(client, mine["id"], name="k1")
-    make_key_result(client, other["id"], name="other")
-    k2 = make_key_result(client, mine["id"], name="k2")
+    expected = []
+    for index in range(8):
+        expected.append(make_key_result(client, mine["id"], name=f"mine {index}"))
+        make_key_result(client, other["id"], name=f"other {index}")
     response = objective_list(client, mine["id"])
     assert response.status_code == 200
-    assert response.get_json() == {"next_page_token": None, "keyresults": [k1, k2]}
+    assert response.get_json() == {"next_page_token": None, "keyresults": expected}
 
 
 def test_objective_list_of_an_objective_without_key_results_is_empty(client, objective):

@@ -3,6 +3,8 @@ import json
 
 import pytest
 
+import okr.objectives
+
 from helpers import (
     OBJECTIVE_FIELDS,
     TIMESTAMP,
@@ -500,6 +502,37 @@ def test_failed_loop_update_leaves_the_objective_unchanged(client, clock, cycle)
     body = body_for(cycle["id"], name="A renamed", parent_objective_id=b["id"])
     assert_error(update(client, a["id"], body), 400, "parent_objective_id")
     assert fetch(client, a["id"]) == a
+
+
+def fail_after_writing(*args):
+    raise RuntimeError("injected failure after the write")
+
+
+def test_update_failing_after_its_write_is_rolled_back(client, monkeypatch, cycle):
+    objective = make_objective(client, cycle["id"])
+    monkeypatch.setattr(okr.objectives, "objective_json", fail_after_writing)
+    response = update(client, objective["id"], body_for(cycle["id"], name="Half done"))
+    body = assert_error(response, 500)
+    assert "Traceback" not in body["message"] and "injected" not in body["message"]
+    monkeypatch.undo()
+    assert fetch(client, objective["id"]) == objective
+
+
+def test_create_failing_after_its_write_stores_nothing(client, monkeypatch, cycle):
+    monkeypatch.setattr(okr.objectives, "objective_json", fail_after_writing)
+    assert_error(create(client, body_for(cycle["id"])), 500)
+    monkeypatch.undo()
+    assert client.get(f"/v1/objectives?cycle_id={cycle['id']}").get_json()["objectives"] == []
+
+
+def test_delete_failing_after_its_write_deletes_nothing(client, monkeypatch, cycle):
+    objective = make_objective(client, cycle["id"])
+    key_result = make_key_result(client, objective["id"])
+    monkeypatch.setattr(okr.objectives, "deleted", fail_after_writing)
+    assert_error(client.delete(f"/v1/objectives/{objective['id']}"), 500)
+    monkeypatch.undo()
+    assert fetch(client, objective["id"]) == objective
+    assert client.get(f"/v1/keyresults/{key_result['id']}").status_code == 200
 
 
 # --- request bodies ----------------------------------------------------------

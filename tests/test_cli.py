@@ -1,0 +1,376 @@
+"""The command line: admin commands and the global options of app.py."""
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import app as cli
+from helpers import TIMESTAMP, USER_FIELDS, UUID4, make_user
+from okr import create_app
+
+APP_PY = str(Path(__file__).resolve().parent.parent / "app.py")
+ENV_NAMES = ("OKR_HOST", "OKR_PORT", "OKR_DATABASE", "OKR_THREADS")
+
+
+def users_in(path):
+    if not os.path.exists(path):
+        return []
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT name, email, is_active FROM users ORDER BY seq").fetchall()
+
+
+def stored(app):
+    return users_in(app.config["DATABASE"])
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for name in ENV_NAMES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def run_app(args, cwd, env=None, timeout=30):
+    """Runs `python app.py ARGS` as its own process; it must finish on its own."""
+    base = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    base.update(env or {})
+    return subprocess.run(
+        [sys.executable, APP_PY, *args], cwd=cwd, env=base, capture_output=True, text=True,
+        timeout=timeout,
+    )
+
+
+def add(runner, name, email):
+    return runner.invoke(args=["users", "add", "--name", name, "--email", email])
+
+
+# --- init-db -----------------------------------------------------------------
+
+
+def test_init_db_runs_twice(app, runner):
+    make_user(runner)
+    for _ in range(2):
+        result = runner.invoke(args=["init-db"])
+        assert result.exit_code == 0, result.output
+    assert len(stored(app)) == 1
+
+
+# --- users add ---------------------------------------------------------------
+
+
+def test_users_add_prints_the_user_as_json(app, runner):
+    result = add(runner, "Ada Lovelace", "ada@example.com")
+    assert result.exit_code == 0, result.output
+    user = json.loads(result.output)
+    assert set(user) == USER_FIELDS
+    assert UUID4.fullmatch(user["id"])
+    assert TIMESTAMP.fullmatch(user["created_at"])
+    assert (user["name"], user["email"], user["is_active"]) == ("Ada Lovelace", "ada@example.com", True)
+    assert stored(app) == [("Ada Lovelace", "ada@example.com", 1)]
+
+
+def test_added_user_is_served_over_http(runner, client):
+    user = make_user(runner)
+    assert client.get(f"/v1/users/{user['id']}").get_json() == user
+
+
+def test_users_add_keeps_unicode_name(app, runner):
+    user = make_user(runner, name="Zoë Ñúñez 李小龙", email="zoe@example.com")
+    assert user["name"] == "Zoë Ñúñez 李小龙"
+    assert stored(app)[0][0] == "Zoë Ñúñez 李小龙"
+
+
+@pytest.mark.parametrize("email", ["not-an-email", "", "a@", "@example.com", "a b@example.com"])
+def test_users_add_rejects_invalid_email(app, runner, email):
+    result = add(runner, "Ada", email)
+    assert result.exit_code != 0
+    assert "email" in result.output
+    assert stored(app) == []
+
+
+@pytest.mark.parametrize("name", ["", "   ", "\t"])
+def test_users_add_rejects_blank_name(app, runner, name):
+    result = add(runner, name, "ada@example.com")
+    assert result.exit_code != 0
+    assert "name" in result.output
+    assert stored(app) == []
+
+
+def test_users_add_rejects_duplicate_email_ignoring_case(app, runner):
+    make_user(runner, email="ada@example.com")
+    result = add(runner, "Other Ada", "ADA@Example.COM")
+    assert result.exit_code != 0
+    assert "already exists" in result.output
+    assert len(stored(app)) == 1
+
+
+def test_users_add_requires_name_and_email(app, runner):
+    assert runner.invoke(args=["users", "add", "--name", "Ada"]).exit_code != 0
+    assert runner.invoke(args=["users", "add", "--email", "ada@example.com"]).exit_code != 0
+    assert stored(app) == []
+
+
+# --- activate / deactivate ---------------------------------------------------
+
+
+def test_deactivate_and_activate_flip_is_active(runner, client):
+    user = make_user(runner)
+    result = runner.invoke(args=["users", "deactivate", "ada@example.com"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["is_active"] is False
+    assert client.get(f"/v1/users/{user['id']}").get_json()["is_active"] is False
+
+    result = runner.invoke(args=["users", "activate", "ada@example.com"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["is_active"] is True
+    assert client.get(f"/v1/users/{user['id']}").get_json()["is_active"] is True
+
+
+def test_deactivate_matches_email_ignoring_case(app, runner):
+    make_user(runner, email="ada@example.com")
+    assert runner.invoke(args=["users", "deactivate", "ADA@EXAMPLE.COM"]).exit_code == 0
+    assert stored(app)[0][2] == 0
+
+
+@pytest.mark.parametrize("command", ["deactivate", "activate"])
+def test_unknown_email_fails(app, runner, command):
+    make_user(runner)
+    result = runner.invoke(args=["users", command, "nobody@example.com"])
+    assert result.exit_code != 0
+    assert "nobody@example.com" in result.output
+    assert stored(app)[0][2] == 1
+
+
+# --- users import ------------------------------------------------------------
+
+
+def write_csv(tmp_path, text, name="users.csv"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def import_csv(runner, path):
+    return runner.invoke(args=["users", "import", path])
+
+
+def test_import_with_header(app, runner, tmp_path):
+    path = write_csv(tmp_path, "name,email\nAda,ada@example.com\nGrace,grace@example.com\n")
+    result = import_csv(runner, path)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"imported": 2, "skipped_existing": 0}
+    assert stored(app) == [("Ada", "ada@example.com", 1), ("Grace", "grace@example.com", 1)]
+
+
+def test_import_without_header(app, runner, tmp_path):
+    path = write_csv(tmp_path, "Ada,ada@example.com\nGrace,grace@example.com\n")
+    result = import_csv(runner, path)
+    assert result.exit_code == 0, result.output
+    assert [row[1] for row in stored(app)] == ["ada@example.com", "grace@example.com"]
+
+
+def test_import_skips_blank_lines(app, runner, tmp_path):
+    path = write_csv(tmp_path, "name,email\n\nAda,ada@example.com\n\n\nGrace,grace@example.com\n\n")
+    result = import_csv(runner, path)
+    assert result.exit_code == 0, result.output
+    assert len(stored(app)) == 2
+
+
+def test_import_with_one_bad_row_imports_nothing_and_names_the_row(app, runner, tmp_path):
+    path = write_csv(tmp_path, "name,email\nAda,ada@example.com\nGrace,not-an-email\nAlan,alan@example.com\n")
+    result = import_csv(runner, path)
+    assert result.exit_code != 0
+    assert "row 3" in result.output
+    assert stored(app) == []
+
+
+def test_import_with_wrong_column_count_imports_nothing(app, runner, tmp_path):
+    path = write_csv(tmp_path, "Ada,ada@example.com\nGrace\n")
+    result = import_csv(runner, path)
+    assert result.exit_code != 0
+    assert "row 2" in result.output
+    assert stored(app) == []
+
+
+def test_import_with_email_twice_in_file_imports_nothing(app, runner, tmp_path):
+    path = write_csv(tmp_path, "Ada,ada@example.com\nAda Again,ADA@example.com\n")
+    assert import_csv(runner, path).exit_code != 0
+    assert stored(app) == []
+
+
+def test_import_skips_and_counts_existing_emails(app, runner, tmp_path):
+    make_user(runner, name="Ada", email="ada@example.com")
+    path = write_csv(tmp_path, "name,email\nAda L,ADA@example.com\nGrace,grace@example.com\n")
+    result = import_csv(runner, path)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"imported": 1, "skipped_existing": 1}
+    assert stored(app) == [("Ada", "ada@example.com", 1), ("Grace", "grace@example.com", 1)]
+
+
+def test_import_keeps_unicode_names(app, runner, tmp_path):
+    path = write_csv(tmp_path, "name,email\nZoë Ñúñez,zoe@example.com\n李小龙,li@example.com\n")
+    result = import_csv(runner, path)
+    assert result.exit_code == 0, result.output
+    assert [row[0] for row in stored(app)] == ["Zoë Ñúñez", "李小龙"]
+
+
+def test_import_accepts_utf8_bom_and_quoted_fields(app, runner, tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes('\ufeffname,email\n"Lovelace, Ada",ada@example.com\n'.encode("utf-8"))
+    result = import_csv(runner, str(path))
+    assert result.exit_code == 0, result.output
+    assert stored(app) == [("Lovelace, Ada", "ada@example.com", 1)]
+
+
+def test_import_of_missing_file_fails(app, runner, tmp_path):
+    assert import_csv(runner, str(tmp_path / "missing.csv")).exit_code != 0
+
+
+# --- global options ----------------------------------------------------------
+
+
+def test_parse_options_before_the_command():
+    overrides, rest = cli.parse_options(
+        ["--host", "0.0.0.0", "--port", "9000", "--database", "x.db", "--threads", "8", "serve"]
+    )
+    assert overrides == {"HOST": "0.0.0.0", "PORT": "9000", "DATABASE": "x.db", "THREADS": "8"}
+    assert rest == ["serve"]
+
+
+def test_parse_options_after_the_command_leaves_command_args():
+    overrides, rest = cli.parse_options(
+        ["users", "add", "--name", "Ada", "--database", "x.db", "--email", "ada@example.com"]
+    )
+    assert overrides == {"DATABASE": "x.db"}
+    assert rest == ["users", "add", "--name", "Ada", "--email", "ada@example.com"]
+
+
+def test_parse_options_accepts_equals_form_and_mixed_positions():
+    overrides, rest = cli.parse_options(["--port=9001", "users", "import", "f.csv", "--database=y.db"])
+    assert overrides == {"PORT": "9001", "DATABASE": "y.db"}
+    assert rest == ["users", "import", "f.csv"]
+
+
+def test_parse_options_with_no_arguments():
+    assert cli.parse_options([]) == ({}, [])
+
+
+def test_defaults_without_flags_or_env():
+    app = create_app(cli.parse_options([])[0])
+    assert app.config["HOST"] == "127.0.0.1"
+    assert str(app.config["PORT"]) == "8080"
+    assert os.path.basename(app.config["DATABASE"]) == "okr.db"
+    assert str(app.config["THREADS"]) == "4"
+
+
+def test_env_overrides_defaults(monkeypatch):
+    monkeypatch.setenv("OKR_HOST", "0.0.0.0")
+    monkeypatch.setenv("OKR_PORT", "9100")
+    monkeypatch.setenv("OKR_DATABASE", "env.db")
+    monkeypatch.setenv("OKR_THREADS", "16")
+    app = create_app(cli.parse_options(["serve"])[0])
+    assert app.config["HOST"] == "0.0.0.0"
+    assert str(app.config["PORT"]) == "9100"
+    assert app.config["DATABASE"] == "env.db"
+    assert str(app.config["THREADS"]) == "16"
+
+
+def test_flags_override_env(monkeypatch):
+    monkeypatch.setenv("OKR_HOST", "0.0.0.0")
+    monkeypatch.setenv("OKR_PORT", "9100")
+    monkeypatch.setenv("OKR_DATABASE", "env.db")
+    monkeypatch.setenv("OKR_THREADS", "16")
+    overrides, _ = cli.parse_options(
+        ["serve", "--host", "127.0.0.2", "--port", "9200", "--database", "flag.db", "--threads", "2"]
+    )
+    app = create_app(overrides)
+    assert app.config["HOST"] == "127.0.0.2"
+    assert str(app.config["PORT"]) == "9200"
+    assert app.config["DATABASE"] == "flag.db"
+    assert str(app.config["THREADS"]) == "2"
+
+
+def test_main_honours_database_flag_after_the_command(tmp_path, capsys):
+    database = tmp_path / "flag.db"
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["users", "add", "--name", "Ada", "--email", "ada@example.com", "--database", str(database)])
+    assert exit_info.value.code in (0, None)
+    assert json.loads(capsys.readouterr().out)["email"] == "ada@example.com"
+    assert users_in(database) == [("Ada", "ada@example.com", 1)]
+
+
+def test_main_flag_beats_env_database(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OKR_DATABASE", str(tmp_path / "env.db"))
+    with pytest.raises(SystemExit):
+        cli.main(["--database", str(tmp_path / "flag.db"), "users", "add", "--name", "A", "--email", "a@x.io"])
+    assert len(users_in(tmp_path / "flag.db")) == 1
+    assert users_in(tmp_path / "env.db") == []
+
+
+# --- app.py as a process -----------------------------------------------------
+
+
+def test_process_database_flag_creates_user_there(tmp_path):
+    database = tmp_path / "chosen.db"
+    result = run_app(
+        ["--database", str(database), "users", "add", "--name", "Ada", "--email", "ada@example.com"], tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["is_active"] is True
+    assert users_in(database) == [("Ada", "ada@example.com", 1)]
+    assert not (tmp_path / "okr.db").exists()
+
+
+def test_process_database_flag_after_command(tmp_path):
+    database = tmp_path / "after.db"
+    result = run_app(
+        ["users", "add", "--name", "Ada", "--email", "ada@example.com", "--database", str(database)], tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(users_in(database)) == 1
+
+
+def test_process_honours_okr_database_env(tmp_path):
+    database = tmp_path / "from-env.db"
+    result = run_app(
+        ["users", "add", "--name", "Grace", "--email", "grace@example.com"], tmp_path,
+        env={"OKR_DATABASE": str(database)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert users_in(database) == [("Grace", "grace@example.com", 1)]
+    assert not (tmp_path / "okr.db").exists()
+
+
+def test_process_init_db_creates_private_file(tmp_path):
+    database = tmp_path / "new.db"
+    for _ in range(2):
+        result = run_app(["init-db", "--database", str(database)], tmp_path)
+        assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(os.stat(database).st_mode) == 0o600
+
+
+def test_process_bad_command_exits_non_zero(tmp_path):
+    result = run_app(["no-such-command"], tmp_path)
+    assert result.returncode != 0
+    assert "no-such-command" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, env, word",
+    [
+        (["--port", "notanumber"], {}, "port"),
+        (["serve", "--port", "70000"], {}, "port"),
+        (["--port", "-1"], {}, "port"),
+        (["--threads", "0"], {}, "threads"),
+        ([], {"OKR_PORT": "http"}, "port"),
+    ],
+)
+def test_process_bad_port_or_threads_exits_with_message(tmp_path, args, env, word):
+    # A bad value must stop the process before it listens; the timeout catches a server left running.
+    result = run_app(["--database", str(tmp_path / "x.db"), *args], tmp_path, env=env, timeout=20)
+    assert result.returncode != 0
+    assert word in result.stderr.lower()
