@@ -1,6 +1,7 @@
 """Serves the OKR API with waitress, or runs one of its admin commands.
 
 usage: python app.py [serve] [--host H] [--port P] [--database FILE] [--threads N]
+                             [--allow-anonymous]
        python app.py COMMAND [ARGS]...      (also installed as `okr`)
 
 Global options may stand anywhere on the line; flags override the OKR_HOST,
@@ -17,7 +18,8 @@ from flask.cli import ScriptInfo
 from waitress import serve
 
 from okr import create_app
-from okr.db import init_db
+from okr.auth import open_to_network
+from okr.db import connect, init_db
 
 
 def parse_options(argv):
@@ -27,6 +29,7 @@ def parse_options(argv):
     parser.add_argument("--port")
     parser.add_argument("--database")
     parser.add_argument("--threads")
+    parser.add_argument("--allow-anonymous", action="store_true", default=None)
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
 
@@ -50,6 +53,14 @@ def run_server(app, args):
     threads = positive_int(app, "THREADS", 1, 256)
     with app.app_context():
         init_db()
+        db = connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])
+        exposed = open_to_network(db, app.config["HOST"])
+        db.close()
+    if exposed and not app.config.get("ALLOW_ANONYMOUS"):
+        sys.exit(
+            f"okr: refusing to serve on {app.config['HOST']} without authentication: no API key "
+            "exists yet. Run `okr keys create --name NAME` first, or pass --allow-anonymous."
+        )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("okr").info("database %s", os.path.abspath(app.config["DATABASE"]))
     signal.signal(signal.SIGTERM, stop_on_sigterm)
@@ -63,7 +74,8 @@ def main(argv=None):
         return run_server(app, rest[1:])
     if rest[0] in ("-h", "--help"):
         print(__doc__)
-    return app.cli.main(args=rest, prog_name="okr", obj=ScriptInfo(create_app=lambda: app))
+    with app.app_context():
+        return app.cli.main(args=rest, prog_name="okr", obj=ScriptInfo(create_app=lambda: app))
 
 
 if __name__ == "__main__":

@@ -84,9 +84,22 @@ CREATE TABLE IF NOT EXISTS key_results (
         WHEN 'negative'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL
         WHEN 'range'     THEN target_value_min IS NOT NULL AND target_value_max IS NOT NULL
         WHEN 'baseline'  THEN target_value_min IS NULL AND target_value_max IS NULL
-        WHEN 'milestone' THEN target_value_min = '1.00' AND target_value_max IS NULL
+        WHEN 'milestone' THEN target_value_min IS '1.00' AND target_value_max IS NULL
     END)
 );
 
 CREATE INDEX IF NOT EXISTS key_results_by_objective ON key_results (objective_id, seq);
 CREATE INDEX IF NOT EXISTS key_results_by_cycle ON key_results (cycle_id, seq);
+
+-- API keys for Simple OKR's S1-HMAC-SHA256 request signing. The secret is
+-- kept as issued because the server must compute the same HMAC; the file is
+-- therefore created readable by its owner only. Keys are revoked, never
+-- deleted: once any key exists, every /v1 request needs a valid signature.
+CREATE TABLE IF NOT EXISTS api_keys (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    credential TEXT NOT NULL UNIQUE,
+    secret     TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);

@@ -34,10 +34,11 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.json.ensure_ascii = False
 
-    from . import commands, cycles, db, errors, key_results, objectives, teams, users
+    from . import auth, commands, cycles, db, errors, key_results, objectives, teams, users
 
     db.init_app(app)
     errors.init_app(app)
+    auth.init_app(app)
     commands.init_app(app)
     for module in (objectives, key_results, cycles, teams, users):
         app.register_blueprint(module.bp)

@@ -1,13 +1,21 @@
-"""Admin commands: `okr users ...`. Users can only be created here, not over HTTP."""
+"""Admin commands: users, API keys, request signing and backups.
+
+Users can only be created here, not over HTTP.
+"""
 import csv
 import json
+import os
+import secrets
 import sqlite3
+import tempfile
 
 import click
-from flask.cli import AppGroup
+from flask import current_app
+from flask.cli import AppGroup, with_appcontext
 from marshmallow import ValidationError
 
-from .db import init_db, new_id, utc_now, write_transaction
+from .auth import authorization_header
+from .db import connect, init_db, new_id, utc_now, write_transaction
 from .errors import flatten
 from .schemas import user_schema
 from .users import user_json
@@ -118,5 +126,108 @@ def import_users(csv_file):
     echo_json({"imported": imported, "skipped_existing": skipped})
 
 
+
+
+keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
+
+
+@keys_cli.command("create")
+@click.option("--name", required=True, help="What the key is for, e.g. the client's name.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"credential": ..., "secret": ...}.')
+def create_key(name, as_json):
+    """Create an API key; its secret is printed now and never again."""
+    if not name.strip():
+        raise click.ClickException("--name must not be blank")
+    credential, secret = secrets.token_hex(12), secrets.token_urlsafe(32)
+    init_db()
+    with write_transaction() as db:
+        db.execute(
+            "INSERT INTO api_keys (credential, secret, name, created_at) VALUES (?, ?, ?, ?)",
+            (credential, secret, name, utc_now()),
+        )
+    if as_json:
+        echo_json({"credential": credential, "secret": secret})
+    else:
+        click.echo(f"credential: {credential}\nsecret:     {secret}\n"
+                   "The secret is shown only this once: store it now.")
+
+
+@keys_cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per key.")
+def list_keys(as_json):
+    """List API keys (never their secrets)."""
+    init_db()
+    with write_transaction() as db:
+        rows = db.execute(
+            "SELECT credential, name, created_at, revoked_at FROM api_keys ORDER BY seq"
+        ).fetchall()
+    for row in rows:
+        if as_json:
+            echo_json(dict(row))
+        else:
+            state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
+            click.echo(f"{row['credential']}  {row['created_at']}  {state:28}  {row['name']}")
+
+
+@keys_cli.command("revoke")
+@click.argument("credential")
+def revoke_key(credential):
+    """Revoke an API key; the next request signed with it is refused."""
+    init_db()
+    with write_transaction() as db:
+        row = db.execute(
+            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE credential = ? "
+            "RETURNING revoked_at",
+            (utc_now(), credential),
+        ).fetchone()
+    if row is None:
+        raise click.ClickException(f"no API key with credential {credential}")
+    click.echo(f"revoked {credential} at {row['revoked_at']}")
+
+
+@click.command("auth-header")
+@click.option("--credential", required=True, envvar="OKR_CREDENTIAL", help="Or set OKR_CREDENTIAL.")
+@click.option("--secret", required=True, envvar="OKR_SECRET", help="Or set OKR_SECRET.")
+@click.option("--timestamp", help="RFC 3339 UTC time to sign; default: now.")
+def auth_header(credential, secret, timestamp):
+    """Print a signed Authorization header line, for curl -H."""
+    timestamp = timestamp or utc_now()
+    click.echo(f"Authorization: {authorization_header(credential, secret, timestamp)}")
+
+
+@click.command("backup")
+@click.argument("path", type=click.Path(dir_okay=False, writable=True))
+@with_appcontext
+def backup(path):
+    """Copy the database to PATH through SQLite's online backup API, safe while serving."""
+    source_path = current_app.config["DATABASE"]
+    if not os.path.isfile(source_path):
+        raise click.ClickException(f"no database at {source_path}")
+    if os.path.exists(path):
+        raise click.ClickException(f"{path} exists; back up to a new file")
+    # A private temporary file beside the target, renamed only once complete.
+    handle, partial = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".okr-backup-")
+    os.close(handle)
+    try:
+        source = connect(source_path, current_app.config["BUSY_TIMEOUT_MS"])
+        target = sqlite3.connect(partial)
+        try:
+            # One step: the copy is one read snapshot, and in WAL mode writers go on meanwhile.
+            source.backup(target)
+            target.execute("PRAGMA journal_mode = DELETE")  # a single self-contained file
+            integrity = target.execute("PRAGMA integrity_check").fetchone()[0]
+        finally:
+            target.close()
+            source.close()
+        if integrity != "ok":
+            raise click.ClickException(f"the copy failed its integrity check: {integrity}")
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    echo_json({"backup": os.path.abspath(path), "bytes": os.path.getsize(path), "integrity_check": integrity})
+
+
 def init_app(app):
-    app.cli.add_command(users_cli)
+    for command in (users_cli, keys_cli, auth_header, backup):
+        app.cli.add_command(command)

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 
 import click
 from flask import current_app, g, request
+from flask.cli import with_appcontext
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -23,14 +24,21 @@ def connect(path, busy_timeout_ms):
     return db
 
 
-def get_db():
-    """Returns this request's connection, opening it and its transaction on first use."""
+def get_connection():
+    """This request's connection, outside any transaction (for the auth check)."""
     if "db" not in g:
         g.db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+    return g.db
+
+
+def get_db():
+    """This request's connection inside its transaction, begun on first use."""
+    db = get_connection()
+    if not db.in_transaction:
         # Writers take the write lock up front so that two requests never
         # deadlock upgrading read locks; readers get a consistent snapshot.
-        g.db.execute("BEGIN" if request.method in READ_METHODS else "BEGIN IMMEDIATE")
-    return g.db
+        db.execute("BEGIN" if request.method in READ_METHODS else "BEGIN IMMEDIATE")
+    return db
 
 
 def finish_transaction(response):
@@ -73,6 +81,7 @@ def init_db():
 
 
 @click.command("init-db")
+@with_appcontext
 def init_db_command():
     """Create the schema (safe to run twice)."""
     init_db()

@@ -1,0 +1,117 @@
+"""Simple OKR's request signing: Authorization: S1-HMAC-SHA256 Credential=..&Timestamp=..&Signature=..
+
+The signature is the lowercase hex HMAC-SHA256 of credential + timestamp,
+keyed with the key's secret. Auth is on for every /v1 path as soon as any
+API key has been created, revoked ones included.
+"""
+import hashlib
+import hmac
+import ipaddress
+import re
+import secrets
+from datetime import datetime, timedelta, timezone
+
+from flask import current_app, request
+from werkzeug.exceptions import Unauthorized
+
+from .db import get_connection
+
+SCHEME = "S1-HMAC-SHA256"
+MAX_CLOCK_SKEW = timedelta(minutes=10)
+RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
+)
+# Compared against when the credential is unknown, so timing does not tell.
+UNKNOWN_KEY_SECRET = secrets.token_hex(32)
+OPEN_PATHS = frozenset({"/v1/openapi.json"})
+
+
+class Unauthenticated(Unauthorized):
+    def get_headers(self, environ=None, scope=None):
+        return [*super().get_headers(environ, scope), ("WWW-Authenticate", SCHEME)]
+
+
+def sign(credential, secret, timestamp):
+    """The lowercase hex HMAC-SHA256 of credential + timestamp, keyed with secret."""
+    message = (credential + timestamp).encode("utf-8")
+    return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).hexdigest()
+
+
+def authorization_header(credential, secret, timestamp):
+    signature = sign(credential, secret, timestamp)
+    return f"{SCHEME} Credential={credential}&Timestamp={timestamp}&Signature={signature}"
+
+
+def parse_authorization(header):
+    """The (credential, timestamp, signature) of an S1-HMAC-SHA256 header."""
+    if not header:
+        raise Unauthenticated("missing Authorization header")
+    scheme, _, params = header.strip().partition(" ")
+    if scheme.upper() != SCHEME:
+        raise Unauthenticated(f"unsupported authorization scheme; use {SCHEME}")
+    fields = {}
+    for part in params.strip().split("&"):
+        key, sep, value = part.partition("=")
+        if not sep or key in fields:
+            raise Unauthenticated("malformed Authorization header")
+        fields[key] = value
+    if set(fields) != {"Credential", "Timestamp", "Signature"} or not all(fields.values()):
+        raise Unauthenticated("malformed Authorization header: need Credential, Timestamp and Signature")
+    return fields["Credential"], fields["Timestamp"], fields["Signature"]
+
+
+def check_timestamp(timestamp, now):
+    if not RFC3339.fullmatch(timestamp):
+        raise Unauthenticated("Timestamp is not an RFC 3339 time")
+    try:
+        moment = datetime.fromisoformat(timestamp.upper().replace("Z", "+00:00"))
+    except ValueError:
+        raise Unauthenticated("Timestamp is not an RFC 3339 time") from None
+    if abs(now - moment) > MAX_CLOCK_SKEW:
+        raise Unauthenticated("Timestamp is more than 10 minutes from the server's time")
+
+
+def auth_enabled(db):
+    """True once any key was ever created; that never reverts, so it is remembered."""
+    if current_app.extensions.get("okr_auth_on"):
+        return True
+    on = db.execute("SELECT EXISTS (SELECT 1 FROM api_keys)").fetchone()[0] == 1
+    if on:
+        current_app.extensions["okr_auth_on"] = True
+    return on
+
+
+def authenticate():
+    """Rejects a /v1 request without a valid signature, before routing reads anything."""
+    if not request.path.startswith("/v1/") and request.path != "/v1" or request.path in OPEN_PATHS:
+        return
+    db = get_connection()
+    if not auth_enabled(db):
+        return
+    credential, timestamp, signature = parse_authorization(request.headers.get("Authorization"))
+    check_timestamp(timestamp, datetime.now(timezone.utc))
+    key = db.execute(
+        "SELECT secret FROM api_keys WHERE credential = ? AND revoked_at IS NULL", (credential,)
+    ).fetchone()
+    expected = sign(credential, key["secret"] if key else UNKNOWN_KEY_SECRET, timestamp)
+    # Bytes, because compare_digest refuses non-ASCII str.
+    if not hmac.compare_digest(expected.encode(), signature.lower().encode("utf-8")) or key is None:
+        raise Unauthenticated("unknown or revoked credential, or wrong signature")
+
+
+def init_app(app):
+    app.before_request(authenticate)
+
+
+def is_loopback(host):
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def open_to_network(db, host):
+    """True when serving on host would expose an API that has no key yet."""
+    return not is_loopback(host) and not auth_enabled(db)
