@@ -12,6 +12,7 @@ import argparse
 import logging
 import os
 import signal
+import sqlite3
 import sys
 
 from flask.cli import ScriptInfo
@@ -20,6 +21,9 @@ from waitress import serve
 from okr import create_app
 from okr.auth import open_to_network
 from okr.db import connect, init_db
+
+
+WAITRESS_BODY_LIMIT = 16 * 1024 * 1024
 
 
 def parse_options(argv):
@@ -51,11 +55,14 @@ def run_server(app, args):
         sys.exit(f"okr: serve takes no arguments besides the global options, not {' '.join(args)}")
     port = positive_int(app, "PORT", 0, 65535)
     threads = positive_int(app, "THREADS", 1, 256)
-    with app.app_context():
-        init_db()
-        db = connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])
-        exposed = open_to_network(db, app.config["HOST"])
-        db.close()
+    try:
+        with app.app_context():
+            init_db()
+            db = connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])
+            exposed = open_to_network(db, app.config["HOST"])
+            db.close()
+    except (sqlite3.Error, OSError, RuntimeError) as error:
+        sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
     if exposed and not app.config.get("ALLOW_ANONYMOUS"):
         sys.exit(
             f"okr: refusing to serve on {app.config['HOST']} without authentication: no API key "
@@ -64,7 +71,10 @@ def run_server(app, args):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("okr").info("database %s", os.path.abspath(app.config["DATABASE"]))
     signal.signal(signal.SIGTERM, stop_on_sigterm)
-    serve(app, host=app.config["HOST"], port=port, threads=threads)
+    # Bodies over the app's 1 MiB get its JSON 413; waitress refuses absurd ones
+    # (with a plain-text 413) before spooling them to disk.
+    serve(app, host=app.config["HOST"], port=port, threads=threads,
+          max_request_body_size=WAITRESS_BODY_LIMIT)
 
 
 def main(argv=None):

@@ -13,8 +13,6 @@
 -- the foreign keys below, which need PRAGMA foreign_keys=ON on every
 -- connection. The statements are idempotent: init_db runs this on every start.
 
-PRAGMA journal_mode = WAL;
-
 CREATE TABLE IF NOT EXISTS users (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     id         TEXT NOT NULL UNIQUE,

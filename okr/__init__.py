@@ -1,9 +1,15 @@
 """A self-hosted OKR service: objectives, key results, cycles, teams and users over JSON."""
 import os
+import sys
 
-from flask import Flask
+from flask import Flask, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
-SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schema.sql")
+def schema_path():
+    """schema.sql beside the package in a checkout, or where a plain pip install puts it."""
+    checkout = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schema.sql")
+    installed = os.path.join(sys.prefix, "share", "okr", "schema.sql")
+    return checkout if os.path.exists(checkout) or not os.path.exists(installed) else installed
 
 
 def env_settings():
@@ -14,10 +20,12 @@ def env_settings():
 
 def create_app(test_config=None):
     """Builds the app: defaults, then OKR_* environment variables, then test_config."""
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)
+    # //v1/cycles is not a redirect to /v1/cycles but an unknown path.
+    app.url_map.merge_slashes = False
     app.config.from_mapping(
         DATABASE="okr.db",
-        SCHEMA=SCHEMA_PATH,
+        SCHEMA=schema_path(),
         HOST="127.0.0.1",
         PORT=8080,
         THREADS=4,
@@ -25,6 +33,7 @@ def create_app(test_config=None):
         PAGE_SIZE=100,
         MAX_PAGE_SIZE=1000,
         MAX_CONTENT_LENGTH=1024 * 1024,
+        API_VERSION="1.0.0",
     )
     app.config.from_mapping(env_settings())
     if test_config is not None:
@@ -34,17 +43,23 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.json.ensure_ascii = False
 
-    from . import auth, commands, cycles, db, errors, key_results, objectives, teams, users
+    from . import auth, commands, cycles, db, errors, key_results, objectives, openapi, teams, users
 
     db.init_app(app)
     errors.init_app(app)
     auth.init_app(app)
     commands.init_app(app)
-    for module in (objectives, key_results, cycles, teams, users):
+    for module in (objectives, key_results, cycles, teams, users, openapi):
         app.register_blueprint(module.bp)
 
+    @app.before_request
+    def refuse_large_bodies():
+        """413 for any declared body over the limit, whether or not the view reads it."""
+        if (request.content_length or 0) > app.config["MAX_CONTENT_LENGTH"]:
+            raise RequestEntityTooLarge()
+
     @app.get("/healthz")
-    def health():
+    def check_health():
         """Tells a process supervisor that the service answers."""
         return {"status": "ok"}
 

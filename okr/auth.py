@@ -23,6 +23,8 @@ RFC3339 = re.compile(
 )
 # Compared against when the credential is unknown, so timing does not tell.
 UNKNOWN_KEY_SECRET = secrets.token_hex(32)
+# The API's description is public, so that clients can be generated before a key is issued.
+OPEN_PATHS = frozenset({"/v1/openapi.json"})
 
 
 class Unauthenticated(Unauthorized):
@@ -82,7 +84,7 @@ def auth_enabled(db):
 
 def authenticate():
     """Rejects a /v1 request without a valid signature, before routing reads anything."""
-    if not request.path.startswith("/v1/") and request.path != "/v1":
+    if not request.path.startswith("/v1/") and request.path != "/v1" or request.path in OPEN_PATHS:
         return
     db = get_connection()
     if not auth_enabled(db):

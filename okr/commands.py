@@ -3,6 +3,7 @@
 Users can only be created here, not over HTTP.
 """
 import csv
+import functools
 import json
 import os
 import secrets
@@ -15,12 +16,34 @@ from flask.cli import AppGroup, with_appcontext
 from marshmallow import ValidationError
 
 from .auth import authorization_header
-from .db import connect, init_db, new_id, utc_now, write_transaction
+from .db import connect, init_db, new_id, transaction, utc_now
 from .errors import flatten
 from .schemas import user_schema
 from .users import user_json
 
+def reports_errors(command):
+    """A bad file or database ends the command with a one-line message, not a traceback."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except (sqlite3.Error, OSError, UnicodeError, csv.Error, RuntimeError) as error:
+            raise click.ClickException(f"{error} (database {current_app.config['DATABASE']})") from None
+
+    return run
+
+
 users_cli = AppGroup("users", help="Add, import, activate and deactivate users.")
+
+
+@click.command("init-db")
+@with_appcontext
+@reports_errors
+def init_db_command():
+    """Create the schema (safe to run twice)."""
+    init_db()
+    click.echo(f"initialised {current_app.config['DATABASE']}")
 
 
 def echo_json(value):
@@ -45,11 +68,12 @@ def insert_user(db, user):
 @users_cli.command("add")
 @click.option("--name", required=True, help="Full name.")
 @click.option("--email", required=True, help="Email address; unique, case-insensitive.")
+@reports_errors
 def add_user(name, email):
     """Create a user and print it as JSON."""
     user = validated_user(name, email)
     init_db()
-    with write_transaction() as db:
+    with transaction() as db:
         try:
             row = insert_user(db, user)
         except sqlite3.IntegrityError:
@@ -59,7 +83,7 @@ def add_user(name, email):
 
 def set_active(email, active):
     init_db()
-    with write_transaction() as db:
+    with transaction() as db:
         row = db.execute(
             "UPDATE users SET is_active = ? WHERE email = ? RETURNING *", (active, email)
         ).fetchone()
@@ -70,6 +94,7 @@ def set_active(email, active):
 
 @users_cli.command("deactivate")
 @click.argument("email")
+@reports_errors
 def deactivate_user(email):
     """Mark a user inactive: they can no longer sign in."""
     set_active(email, 0)
@@ -77,6 +102,7 @@ def deactivate_user(email):
 
 @users_cli.command("activate")
 @click.argument("email")
+@reports_errors
 def activate_user(email):
     """Mark a user active again."""
     set_active(email, 1)
@@ -110,12 +136,13 @@ def read_user_rows(path):
 
 @users_cli.command("import")
 @click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
+@reports_errors
 def import_users(csv_file):
     """Create users from a CSV file with columns name,email; existing emails are skipped."""
     users = read_user_rows(csv_file)
     init_db()
     imported = skipped = 0
-    with write_transaction() as db:
+    with transaction() as db:
         for user in users:
             exists = db.execute("SELECT 1 FROM users WHERE email = ?", (user["email"],)).fetchone()
             if exists:
@@ -126,21 +153,20 @@ def import_users(csv_file):
     echo_json({"imported": imported, "skipped_existing": skipped})
 
 
-
-
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
 
 
 @keys_cli.command("create")
 @click.option("--name", required=True, help="What the key is for, e.g. the client's name.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"credential": ..., "secret": ...}.')
+@reports_errors
 def create_key(name, as_json):
     """Create an API key; its secret is printed now and never again."""
     if not name.strip():
         raise click.ClickException("--name must not be blank")
     credential, secret = secrets.token_hex(12), secrets.token_urlsafe(32)
     init_db()
-    with write_transaction() as db:
+    with transaction() as db:
         db.execute(
             "INSERT INTO api_keys (credential, secret, name, created_at) VALUES (?, ?, ?, ?)",
             (credential, secret, name, utc_now()),
@@ -154,10 +180,11 @@ def create_key(name, as_json):
 
 @keys_cli.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per key.")
+@reports_errors
 def list_keys(as_json):
     """List API keys (never their secrets)."""
     init_db()
-    with write_transaction() as db:
+    with transaction(write=False) as db:
         rows = db.execute(
             "SELECT credential, name, created_at, revoked_at FROM api_keys ORDER BY seq"
         ).fetchall()
@@ -171,10 +198,11 @@ def list_keys(as_json):
 
 @keys_cli.command("revoke")
 @click.argument("credential")
+@reports_errors
 def revoke_key(credential):
     """Revoke an API key; the next request signed with it is refused."""
     init_db()
-    with write_transaction() as db:
+    with transaction() as db:
         row = db.execute(
             "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE credential = ? "
             "RETURNING revoked_at",
@@ -198,6 +226,7 @@ def auth_header(credential, secret, timestamp):
 @click.command("backup")
 @click.argument("path", type=click.Path(dir_okay=False, writable=True))
 @with_appcontext
+@reports_errors
 def backup(path):
     """Copy the database to PATH through SQLite's online backup API, safe while serving."""
     source_path = current_app.config["DATABASE"]
@@ -229,5 +258,5 @@ def backup(path):
 
 
 def init_app(app):
-    for command in (users_cli, keys_cli, auth_header, backup):
+    for command in (init_db_command, users_cli, keys_cli, auth_header, backup):
         app.cli.add_command(command)

@@ -5,20 +5,19 @@ import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
-import click
 from flask import current_app, g, request
-from flask.cli import with_appcontext
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+MIN_SQLITE = (3, 35, 0)
 
 
 def connect(path, busy_timeout_ms):
     """Opens a connection with the pragmas every connection needs."""
     # isolation_level=None: we issue BEGIN ourselves, so a request is one transaction.
+    # timeout= is SQLite's busy timeout: wait for a lock rather than fail at once.
     db = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA foreign_keys = ON")
-    db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     return db
@@ -68,9 +67,10 @@ def create_private_file(path):
 
 def init_db():
     """Creates the schema if it is missing; keeps any data already stored."""
+    if sqlite3.sqlite_version_info < MIN_SQLITE:
+        raise RuntimeError(f"SQLite 3.35 or newer is needed (for RETURNING); this Python has {sqlite3.sqlite_version}")
     path = current_app.config["DATABASE"]
-    if path != ":memory:":
-        create_private_file(path)
+    create_private_file(path)
     with open(current_app.config["SCHEMA"], encoding="utf-8") as f:
         script = f.read()
     db = connect(path, current_app.config["BUSY_TIMEOUT_MS"])
@@ -80,18 +80,9 @@ def init_db():
         db.close()
 
 
-@click.command("init-db")
-@with_appcontext
-def init_db_command():
-    """Create the schema (safe to run twice)."""
-    init_db()
-    click.echo(f"initialised {current_app.config['DATABASE']}")
-
-
 def init_app(app):
     app.after_request(finish_transaction)
     app.teardown_appcontext(close_db)
-    app.cli.add_command(init_db_command)
 
 
 def new_id():
@@ -104,11 +95,11 @@ def utc_now():
 
 
 @contextmanager
-def write_transaction():
-    """A write transaction outside any request, for the admin commands."""
+def transaction(write=True):
+    """A transaction outside any request, for the admin commands."""
     db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
     try:
-        db.execute("BEGIN IMMEDIATE")
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         yield db
         db.execute("COMMIT")
     finally:

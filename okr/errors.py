@@ -11,7 +11,6 @@ MESSAGES = {
     401: "authentication required",
     404: "not found",
     405: "method not allowed",
-    413: "request body too large (limit 1 MiB)",
 }
 
 
@@ -49,6 +48,8 @@ def handle_http_exception(error):
     # class-level default descriptions are replaced by ours.
     if error.description and error.description != type(error).description:
         message = error.description
+    elif error.code == 413:
+        message = f"request body too large (limit {current_app.config['MAX_CONTENT_LENGTH']} bytes)"
     else:
         message = MESSAGES.get(error.code, error.name.lower())
     return error_response(error.code, message, headers=error.get_headers())

@@ -6,7 +6,15 @@ from marshmallow import ValidationError, fields
 
 MAX_FRACTION_DIGITS = 6
 MAX_INTEGER_DIGITS = 15  # absolute values of 10**15 or more are rejected
-DECIMAL_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+# Exactly the characters str.isspace() accepts, as a regex class body usable in
+# both Python and ECMA-262 (the OpenAPI document's dialect).
+WHITESPACE = (
+    "\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a"
+    "\\u2028\\u2029\\u202f\\u205f\\u3000"
+)
+NOT_BLANK = re.compile(f"[^{WHITESPACE}]")
+NOT_A_DECIMAL = 'Not a valid decimal: send a string such as "0.50" or a number.'
+DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 class Text(fields.String):
@@ -27,7 +35,7 @@ class Text(fields.String):
             raise ValidationError("Must be valid Unicode (no lone surrogates).") from None
         if self.max_length is not None and len(text) > self.max_length:
             raise ValidationError(f"Longer than maximum length {self.max_length}.")
-        if self.not_blank and not text.strip():
+        if self.not_blank and not NOT_BLANK.search(text):
             raise ValidationError("Must not be empty or only whitespace.")
         return text
 
@@ -44,33 +52,34 @@ class StrictBool(fields.Field):
 def canonical_decimal(value):
     """Returns the contract's string for a decimal, or raises ValidationError.
 
-    Accepts a string or a JSON number already parsed as Decimal or int. The
-    result is plain notation with at least two fractional digits: 0.5 gives
-    "0.50", 1e3 gives "1000.00", 0.125 stays "0.125". Nothing goes through float.
+    Accepts a string or a JSON number already parsed as Decimal or int. At most
+    six fractional digits may be written ("1.0000000" has seven). The result is
+    plain notation with at least two fractional digits: 0.5 gives "0.50", 1e3
+    gives "1000.00", 0.125 stays "0.125". Nothing goes through float.
     """
     if isinstance(value, bool) or not isinstance(value, (str, int, Decimal)):
-        raise ValidationError("Not a valid decimal: send a string such as \"0.50\" or a number.")
+        raise ValidationError(NOT_A_DECIMAL)
     if isinstance(value, str):
         if not DECIMAL_TEXT.fullmatch(value):
-            raise ValidationError("Not a valid decimal: send a string such as \"0.50\" or a number.")
+            raise ValidationError(NOT_A_DECIMAL)
         try:
             value = Decimal(value)
         except InvalidOperation:  # an exponent beyond what Decimal can hold
-            raise ValidationError("Absolute value must be less than 10^15.") from None
+            raise ValidationError("Not a valid decimal: the exponent is out of range.") from None
     elif isinstance(value, int):
         value = Decimal(value)
     if not value.is_finite():
         raise ValidationError("Must be a finite decimal.")
     sign, digits, exponent = value.as_tuple()
+    if exponent < -MAX_FRACTION_DIGITS:
+        raise ValidationError(f"Has more than {MAX_FRACTION_DIGITS} fractional digits.")
     if not any(digits):
         return "0.00"
-    # Trailing zeros say nothing about the value: 1.500 is 1.5.
-    while exponent < 0 and digits[-1] == 0:
-        digits, exponent = digits[:-1], exponent + 1
-    if -exponent > MAX_FRACTION_DIGITS:
-        raise ValidationError(f"Has more than {MAX_FRACTION_DIGITS} fractional digits.")
     if len(digits) + exponent > MAX_INTEGER_DIGITS:
         raise ValidationError("Absolute value must be less than 10^15.")
+    # The value decides the output: 1.500 is returned as 1.50.
+    while exponent < 0 and digits[-1] == 0:
+        digits, exponent = digits[:-1], exponent + 1
     text = format(Decimal((sign, digits, exponent)), "f")
     whole, _, fraction = text.partition(".")
     return f"{whole}.{fraction.ljust(2, '0')}"

@@ -29,14 +29,17 @@ def decode_token(token):
 
 
 def query_arg(name, required=False):
-    """One query argument; repeating it is an error, and "" counts as absent."""
+    """One query argument, or None when absent; repeating it is an error.
+
+    A required argument given empty counts as missing.
+    """
     values = request.args.getlist(name)
     if len(values) > 1:
         raise ValidationError({name: "Given more than once."})
-    value = values[0] if values else ""
+    value = values[0] if values else None
     if required and not value:
         raise ValidationError({name: "Missing required query argument."})
-    return value or None
+    return value
 
 
 def page_size():

@@ -1,6 +1,6 @@
 """The marshmallow schema of every request body, and the one way bodies are read."""
 import json
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 from flask import request
 from marshmallow import EXCLUDE, Schema, ValidationError, post_load, validate, validates_schema
@@ -141,6 +141,8 @@ def read_json_body():
         raise BadRequest("request body is not valid UTF-8") from None
     except RecursionError:
         raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except InvalidOperation:
+        raise BadRequest("request body holds a number whose exponent is out of range") from None
     except ValueError as error:
         raise BadRequest(f"request body is not valid JSON: {error}") from None
     if not isinstance(data, dict):

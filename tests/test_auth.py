@@ -265,7 +265,7 @@ def test_unauthenticated_delete_deletes_nothing(client, key):
     assert client.get(f"/v1/cycles/{cycle['id']}", headers=signed(key)).get_json()["name"] == "kept"
 
 
-@pytest.mark.parametrize("path", ["/v1", "/v1/", "/v1/nowhere", "/v1/cycles/not-an-id/x", "/v1/openapi.json"])
+@pytest.mark.parametrize("path", ["/v1", "/v1/", "/v1/nowhere", "/v1/cycles/not-an-id/x", "/v1/openapi.jsonx"])
 def test_unknown_v1_path_without_auth_is_401_not_404(client, key, path):
     assert_401(client.get(path))
 

@@ -374,3 +374,52 @@ def test_process_bad_port_or_threads_exits_with_message(tmp_path, args, env, wor
     result = run_app(["--database", str(tmp_path / "x.db"), *args], tmp_path, env=env, timeout=20)
     assert result.returncode != 0
     assert word in result.stderr.lower()
+
+
+# --- regressions found in review: clean messages, never tracebacks --------------------
+
+
+def assert_clean_failure(result, text):
+    assert result.exit_code == 1, result.output
+    assert text in result.output
+    assert "Traceback" not in result.output
+
+
+def test_import_of_a_file_that_is_not_utf8_fails_cleanly(runner, tmp_path):
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("name,email\nJos\xe9,jose@example.com\n".encode("latin-1"))
+    assert_clean_failure(runner.invoke(args=["users", "import", str(bad)]), "utf-8")
+
+
+def test_import_of_an_oversized_field_fails_cleanly(runner, tmp_path):
+    huge = tmp_path / "huge.csv"
+    huge.write_text('name,email\n"' + "x" * 200_000 + '",a@example.com\n')
+    assert_clean_failure(runner.invoke(args=["users", "import", str(huge)]), "field larger")
+
+
+def test_backup_into_a_missing_folder_fails_cleanly(runner, tmp_path):
+    result = runner.invoke(args=["backup", str(tmp_path / "nowhere" / "b.db")])
+    assert_clean_failure(result, "No such file or directory")
+
+
+@pytest.mark.parametrize("make_database", [
+    lambda tmp: tmp,  # a folder
+    lambda tmp: (tmp / "not.db").write_text("not a database" * 100) and tmp / "not.db",
+    lambda tmp: tmp / "missing" / "okr.db",
+])
+@pytest.mark.parametrize("command", [["users", "add", "--name", "A", "--email", "a@example.com"],
+                                     ["keys", "list"], ["init-db"], ["serve"]])
+def test_an_unusable_database_fails_with_a_message(tmp_path, make_database, command):
+    database = make_database(tmp_path)
+    result = subprocess.run([sys.executable, str(APP_PY), "--database", str(database), "--port", "0", *command],
+                            capture_output=True, text=True, timeout=20, cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr, result.stderr
+    assert str(database) in result.stderr or "database" in result.stderr
+
+
+def test_too_old_sqlite_is_named(app, monkeypatch):
+    import okr.db
+    monkeypatch.setattr(okr.db.sqlite3, "sqlite_version_info", (3, 31, 1))
+    with app.app_context(), pytest.raises(RuntimeError, match="SQLite 3.35"):
+        okr.db.init_db()

@@ -227,7 +227,6 @@ def test_values_other_than_confidence_may_be_negative_or_above_one(client, objec
     ("0.10", "0.10"),
     ("-0", "0.00"),
     (Decimal("-0"), "0.00"),
-    (Decimal("-0E-10"), "0.00"),
     (0, "0.00"),
     (-7, "-7.00"),
     ("0.000001", "0.000001"),
@@ -262,3 +261,15 @@ def test_canonical_decimal_refuses_floats(value):
     # Nothing goes through float: JSON numbers reach it as Decimal, never as float.
     with pytest.raises(ValidationError):
         canonical_decimal(value)
+
+
+@pytest.mark.parametrize("value", ["1.0000000", "0.0000000", Decimal("-0E-10"), "1000e-9"])
+def test_fractional_digits_are_counted_as_written(value):
+    # The contract's letter: more than 6 fractional digits is a 400, even when they are zeros.
+    with pytest.raises(ValidationError, match="fractional digits"):
+        canonical_decimal(value)
+
+
+@pytest.mark.parametrize("raw", [b'{"x": 1e9999999999999999999}', b'{"current_value": 1e-9999999999999999999}'])
+def test_numbers_with_absurd_exponents_are_400_not_500(client, raw):
+    assert_error(client.post("/v1/cycles", data=raw), 400)

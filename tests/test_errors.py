@@ -314,3 +314,19 @@ def test_bad_query_argument_names_it(client):
 def test_unknown_id_is_json_404(client):
     assert_error(client.get("/v1/cycles/not-a-uuid"), 404)
     assert_error(client.delete("/v1/objectives/0f8fad5b-d9cb-469f-a165-70867728950e"), 404)
+
+
+# --- regressions found in review ---------------------------------------------------
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/v1/cycles"), ("DELETE", "/v1/cycles/nope"),
+                                          ("POST", "/v1/objectives/nope")])
+def test_any_declared_body_over_the_limit_is_413(client, method, path):
+    response = client.open(path, method=method, data=b"x" * (1024 * 1024 + 1))
+    assert_error(response, 413)
+
+
+@pytest.mark.parametrize("path", ["//v1/cycles", "/v1//cycles", "/static/x"])
+def test_doubled_slashes_and_static_are_unknown_paths_not_redirects(client, path):
+    assert_error(client.get(path), 404)
+    assert_error(client.post(path, json={}), 404)

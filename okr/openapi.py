@@ -1,0 +1,273 @@
+"""GET /v1/openapi.json: the OpenAPI 3 document, generated from the request schemas.
+
+Request bodies come from the marshmallow schemas that validate them, so the
+document cannot drift from what the service accepts. Response bodies are
+described by small schemas here, which exist only for the document: the views
+build responses straight from rows.
+"""
+from functools import cache
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from flask import Blueprint, current_app
+from marshmallow import Schema, fields
+
+from . import schemas
+from .auth import SCHEME
+from .fields import DECIMAL_TEXT, DecimalString, StrictBool, Text, WHITESPACE
+
+bp = Blueprint("openapi", __name__)
+
+DECIMAL_OUT = r"^-?[0-9]+\.[0-9]{2,6}$"
+TIMESTAMP = {"type": "string", "format": "date-time", "example": "2026-11-22T10:15:30Z"}
+
+
+def uuid_field(**kwargs):
+    return fields.String(required=True, metadata={"format": "uuid"}, **kwargs)
+
+
+def timestamp_field():
+    return fields.String(required=True, metadata=TIMESTAMP)
+
+
+def decimal_field(**kwargs):
+    return fields.String(required=True, metadata={"pattern": DECIMAL_OUT, "example": "0.50"}, **kwargs)
+
+
+class Objective(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    created_at = timestamp_field()
+    modified_at = timestamp_field()
+    team_id = uuid_field(allow_none=True)
+    assignee_id = uuid_field(allow_none=True)
+    description = fields.String(required=True, allow_none=True)
+    is_personal = fields.Boolean(required=True)
+    is_company = fields.Boolean(required=True)
+    parent_objective_id = uuid_field(allow_none=True)
+    cycle_id = uuid_field()
+
+
+class KeyResult(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    created_at = timestamp_field()
+    modified_at = timestamp_field()
+    objective_id = uuid_field()
+    confidence = decimal_field()
+    type = fields.String(required=True, metadata={"enum": list(schemas.KEY_RESULT_TYPES)})
+    current_value = decimal_field()
+    target_value_min = decimal_field(allow_none=True)
+    target_value_max = decimal_field(allow_none=True)
+
+
+class Cycle(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    created_at = timestamp_field()
+
+
+class Team(Cycle):
+    pass
+
+
+class User(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    email = fields.String(required=True, metadata={"format": "email"})
+    is_active = fields.Boolean(required=True)
+    created_at = timestamp_field()
+
+
+def page_of(name, item):
+    return type(f"{item.__name__}Page", (Schema,), {
+        "next_page_token": fields.String(required=True, allow_none=True),
+        name: fields.List(fields.Nested(item), required=True),
+    })
+
+
+ObjectivePage = page_of("objectives", Objective)
+KeyResultPage = page_of("keyresults", KeyResult)
+CyclePage = page_of("cycles", Cycle)
+TeamPage = page_of("teams", Team)
+UserPage = page_of("users", User)
+
+
+class Error(Schema):
+    code = fields.Integer(required=True)
+    message = fields.String(required=True)
+    details = fields.Dict(keys=fields.String(), values=fields.String())
+
+
+class Health(Schema):
+    status = fields.String(required=True, metadata={"enum": ["ok"]})
+
+
+def text_properties(self, field, **kwargs):
+    """maxLength and a pattern for the rules a Text field enforces: no NUL, maybe not blank."""
+    if not isinstance(field, Text):
+        return {}
+    result = {}
+    if field.max_length is not None:
+        result["maxLength"] = field.max_length
+    if field.not_blank:
+        result["pattern"] = f"^[^\\u0000]*[^\\u0000{WHITESPACE}][^\\u0000]*$"
+    else:
+        result["pattern"] = "^[^\\u0000]*$"
+    return result
+
+
+def decimal_properties(self, field, **kwargs):
+    """A decimal is a string in decimal or exponent notation, or a JSON number."""
+    if not isinstance(field, DecimalString):
+        return {}
+    number = {"type": "number", "exclusiveMinimum": True, "exclusiveMaximum": True,
+              "minimum": -10**15, "maximum": 10**15}
+    if field.minimum is not None:
+        number.update(minimum=field.minimum, maximum=field.maximum,
+                      exclusiveMinimum=False, exclusiveMaximum=False)
+    result = {
+        "anyOf": [{"type": "string", "pattern": f"^{DECIMAL_TEXT.pattern}$"}, number],
+        "description": "An exact decimal: at most 6 fractional digits, absolute value below 10^15"
+        + (f", from {field.minimum} to {field.maximum}" if field.minimum is not None else "")
+        + ". Returned as a string with at least two fractional digits.",
+    }
+    if kwargs["ret"].get("nullable"):
+        result["nullable"] = True
+    return result
+
+
+# (path, method, summary, request schema, response schema, query parameters)
+LIST = ("page_token", "page_size")
+OPERATIONS = [
+    ("/v1/objectives", "post", "Create an objective", schemas.ObjectiveSchema, Objective, ()),
+    ("/v1/objectives", "get", "List a cycle's objectives", None, ObjectivePage,
+     ("cycle_id", *LIST)),
+    ("/v1/objectives/{objective_id}", "get", "Get an objective", None, Objective, ()),
+    ("/v1/objectives/{objective_id}", "post", "Replace an objective", schemas.ObjectiveUpdateSchema,
+     Objective, ()),
+    ("/v1/objectives/{objective_id}", "delete", "Delete an objective and its key results", None, None, ()),
+    ("/v1/objectives/{objective_id}/keyresults", "post", "Create a key result",
+     schemas.KeyResultSchema, KeyResult, ()),
+    ("/v1/objectives/{objective_id}/keyresults", "get", "List an objective's key results", None, KeyResultPage, LIST),
+    ("/v1/keyresults", "get", "List a cycle's key results", None, KeyResultPage,
+     ("cycle_id", *LIST)),
+    ("/v1/keyresults/{key_result_id}", "get", "Get a key result", None, KeyResult, ()),
+    ("/v1/keyresults/{key_result_id}", "post", "Replace a key result", schemas.KeyResultUpdateSchema,
+     KeyResult, ()),
+    ("/v1/keyresults/{key_result_id}", "delete", "Delete a key result", None, None, ()),
+    ("/v1/cycles", "post", "Create a cycle", schemas.GroupSchema, Cycle, ()),
+    ("/v1/cycles", "get", "List cycles", None, CyclePage, LIST),
+    ("/v1/cycles/{cycle_id}", "get", "Get a cycle", None, Cycle, ()),
+    ("/v1/cycles/{cycle_id}", "post", "Rename a cycle", schemas.GroupUpdateSchema, Cycle, ()),
+    ("/v1/cycles/{cycle_id}", "delete", "Delete a cycle with its objectives", None, None, ()),
+    ("/v1/teams", "post", "Create a team", schemas.GroupSchema, Team, ()),
+    ("/v1/teams", "get", "List teams", None, TeamPage, LIST),
+    ("/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
+    ("/v1/teams/{team_id}", "post", "Rename a team", schemas.GroupUpdateSchema, Team, ()),
+    ("/v1/teams/{team_id}", "delete", "Delete a team; its objectives keep living", None, None, ()),
+    ("/v1/users", "get", "List users", None, UserPage, LIST),
+    ("/v1/users/{user_id}", "get", "Get a user", None, User, ()),
+    ("/v1/openapi.json", "get", "This document", None, None, ()),
+    ("/healthz", "get", "Health check for process supervisors", None, Health, ()),
+]
+
+QUERY_PARAMETERS = {
+    "cycle_id": {"required": True, "description": "The cycle whose records are listed.",
+                 "schema": {"type": "string", "minLength": 1}},
+    "page_token": {"description": "next_page_token of the previous page.",
+                   "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]*={0,2}$"}},
+    "page_size": {"description": "Rows per page, 1 to 1000; 100 when absent.",
+                  "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+}
+
+ERRORS = {
+    400: "Invalid JSON, a validation error, or a bad query argument",
+    401: "Missing or invalid S1-HMAC-SHA256 signature",
+    404: "No such record",
+    405: "Method not allowed on this path",
+    413: "Body larger than 1 MiB",
+}
+ERROR_HEADERS = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string", "enum": [SCHEME]}}},
+    405: {"Allow": {"schema": {"type": "string"}}},
+}
+
+
+def error_codes(path, method, body, parameters):
+    codes = [405]
+    if path.startswith("/v1/") and path != "/v1/openapi.json":
+        codes.append(401)
+    if body or parameters:
+        codes.append(400)
+    if "{" in path or "cycle_id" in parameters:
+        codes.append(404)
+    if body:
+        codes.append(413)
+    return sorted(codes)
+
+
+def operation(path, method, summary, body, response, parameters):
+    spec = {"summary": summary, "operationId": f"{method}_{path}", "responses": {}}
+    if response is not None:
+        spec["responses"]["200"] = {"description": "OK", "content": {"application/json": {"schema": response}}}
+    else:
+        spec["responses"]["200"] = {"description": "OK; the body is empty" if method == "delete" else "OK"}
+    if body is not None:
+        # An empty body counts as {}, so it is only required where a field is.
+        required = any(field.required for field in body._declared_fields.values())
+        spec["requestBody"] = {"required": required, "content": {"application/json": {"schema": body}}}
+    if parameters:
+        spec["parameters"] = [{"in": "query", "name": name, **QUERY_PARAMETERS[name]} for name in parameters]
+    for code in error_codes(path, method, body, parameters):
+        spec["responses"][str(code)] = {
+            "description": ERRORS[code],
+            "content": {"application/json": {"schema": "Error"}},
+            **({"headers": ERROR_HEADERS[code]} if code in ERROR_HEADERS else {}),
+        }
+    if not path.startswith("/v1/") or path == "/v1/openapi.json":
+        spec["security"] = []
+    return spec
+
+
+@cache
+def build_document(version):
+    """The whole document as a dict."""
+    plugin = MarshmallowPlugin(schema_name_resolver=schema_name)
+    spec = APISpec(
+        title="OKR service", version=version, openapi_version="3.0.3", plugins=[plugin],
+        info={"description": "Objectives, key results, delivery cycles, teams and users over JSON."},
+        security=[{SCHEME: []}],
+    )
+    plugin.converter.add_attribute_function(text_properties)
+    plugin.converter.add_attribute_function(decimal_properties)
+    plugin.map_to_openapi_type(StrictBool, "boolean", None)
+    spec.components.security_scheme(SCHEME, {
+        "type": "apiKey", "in": "header", "name": "Authorization",
+        "description": f"{SCHEME} Credential=<credential>&Timestamp=<RFC 3339 UTC>&Signature=<hex>; "
+                       "the signature is the lowercase hex HMAC-SHA256 of credential + timestamp, "
+                       "keyed with the secret.",
+    })
+    spec.components.schema("Error", schema=Error)
+    paths = {}
+    for path, method, *rest in OPERATIONS:
+        paths.setdefault(path, {})[method] = operation(path, method, *rest)
+    for path, operations in paths.items():
+        parameters = [{"in": "path", "name": name, "required": True, "schema": {"type": "string"}}
+                      for name in path_parameters(path)]
+        spec.path(path=path, operations=operations, parameters=parameters)
+    return spec.to_dict()
+
+
+def schema_name(schema):
+    return (schema if isinstance(schema, type) else type(schema)).__name__
+
+
+def path_parameters(path):
+    return [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+
+@bp.get("/v1/openapi.json")
+def get_openapi():
+    """Returns the OpenAPI 3 document of this API."""
+    return build_document(current_app.config["API_VERSION"])

@@ -1,0 +1,152 @@
+"""Schemathesis attacks the API through its own OpenAPI document, with every check on.
+
+JSON Schema cannot say that a referenced id must exist, that key-result targets
+depend on the type, or that a decimal has at most six fractional digits. So
+for the cases schemathesis generates as valid, and only for those, the ids are
+pointed at real records and such cross-field values are made consistent
+before the call. Negative cases go out exactly as generated.
+"""
+import json
+import os
+import random
+from decimal import Decimal
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from marshmallow import ValidationError
+
+from helpers import make_user
+from okr.auth import authorization_header
+from okr.db import connect, utc_now
+from okr.fields import canonical_decimal
+from okr.pagination import encode_token
+
+REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
+              "parent_objective_id": "objectives", "objective_id": "objectives",
+              "key_result_id": "key_results", "user_id": "users"}
+
+
+@pytest.fixture
+def api(app, runner):
+    """The app behind an API key, with a user to assign objectives to."""
+    result = runner.invoke(args=["keys", "create", "--name", "fuzzer", "--json"])
+    app.config["FUZZ_KEY"] = json.loads(result.output)
+    make_user(runner)
+    return app
+
+
+@pytest.fixture
+def api_schema(api):
+    return schemathesis.openapi.from_wsgi("/v1/openapi.json", api)
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+def signed(app):
+    key = app.config["FUZZ_KEY"]
+    return {"Authorization": authorization_header(key["credential"], key["secret"], utc_now())}
+
+
+@schema.auth(refresh_interval=None, retry_on=[])
+class SimpleOkrSigning:
+    """Signs every request afresh, as a Simple OKR client does."""
+
+    def get(self, case, context):
+        return signed(case.operation.app)["Authorization"]
+
+    def set(self, case, data, context):
+        case.headers = {**(case.headers or {}), "Authorization": data}
+
+
+def existing_id(app, table):
+    """The id of some row of table, or None when it is empty."""
+    db = connect(app.config["DATABASE"], 5000)
+    try:
+        row = db.execute(f"SELECT id FROM {table} ORDER BY random() LIMIT 1").fetchone()
+    finally:
+        db.close()
+    return row[0] if row else None
+
+
+def a_cycle(app):
+    found = existing_id(app, "cycles")
+    if found:
+        return found
+    client = app.test_client()
+    return client.post("/v1/cycles", json={"name": "fuzz"}, headers=signed(app)).get_json()["id"]
+
+
+def valid_decimal(value, low=-(10**15), high=10**15):
+    try:
+        number = Decimal(canonical_decimal(value))
+    except ValidationError:
+        return False
+    return low <= number <= high and abs(number) < 10**15
+
+
+def fix_decimals(body):
+    for name in ("current_value", "target_value_min", "target_value_max"):
+        if body.get(name) is not None and not valid_decimal(body[name]):
+            body[name] = random.choice(["0", "12.5", "-3.25", 100])
+    if "confidence" in body and not valid_decimal(body["confidence"], 0, 1):
+        body["confidence"] = random.choice(["0", "0.75", 1])
+
+
+def fix_targets(body):
+    kind = body.get("type")
+    low, high = body.get("target_value_min"), body.get("target_value_max")
+    if kind in ("positive", "negative", "range") and low is None:
+        body["target_value_min"] = low = "10"
+    if kind == "range" and high is None:
+        body["target_value_max"] = high = "20"
+    if kind in ("positive", "negative", "milestone", "baseline"):
+        body.pop("target_value_max", None)
+    if kind == "baseline":
+        body.pop("target_value_min", None)
+    if kind == "milestone" and low is not None and Decimal(canonical_decimal(low)) != 1:
+        body["target_value_min"] = "1"
+    if kind == "range" and Decimal(canonical_decimal(low)) > Decimal(canonical_decimal(high)):
+        body["target_value_min"], body["target_value_max"] = high, low
+
+
+def make_consistent(case, app):
+    """Turns a schema-valid case into one the service's cross-field rules accept too."""
+    for name in list(case.path_parameters or {}):
+        if random.random() < 0.7:  # most of the time, a record that exists
+            case.path_parameters[name] = existing_id(app, REFERENCES[name]) or case.path_parameters[name]
+    query = case.query or {}
+    if "page_token" in query:
+        query["page_token"] = encode_token(random.randrange(0, 10**6))
+    if "cycle_id" in query and random.random() < 0.7:
+        query["cycle_id"] = a_cycle(app)
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    if "cycle_id" in body:
+        body["cycle_id"] = a_cycle(app)
+    for field in ("team_id", "assignee_id", "parent_objective_id"):
+        if body.get(field) is not None:
+            body[field] = existing_id(app, REFERENCES[field])
+    if case.operation.path == "/v1/objectives/{objective_id}":
+        body["parent_objective_id"] = None  # an existing parent could close a loop
+    if body.get("is_company") and body.get("is_personal"):
+        body["is_personal"] = False
+    if "type" in body:
+        fix_decimals(body)
+        fix_targets(body)
+
+
+# CI runs a fixed, repeatable set of examples; FUZZ_EXAMPLES=2000 FUZZ_RANDOM=1 digs deeper.
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "120"))
+RANDOM = os.environ.get("FUZZ_RANDOM") == "1"
+
+
+@schema.parametrize()
+@settings(max_examples=EXAMPLES, derandomize=not RANDOM, deadline=None,
+          suppress_health_check=list(HealthCheck), database=None)
+def test_api_survives_the_fuzzer(case, api):
+    if case.meta is not None and case.meta.generation.mode.is_positive:
+        make_consistent(case, api)
+    case.call_and_validate()
