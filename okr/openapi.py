@@ -187,17 +187,19 @@ ERRORS = {
     404: "No such record",
     405: "Method not allowed on this path",
     413: "Body larger than 1 MiB",
+    503: "The database stayed busy past the busy timeout; retry",
 }
 ERROR_HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string", "enum": [SCHEME]}}},
     405: {"Allow": {"schema": {"type": "string"}}},
+    503: {"Retry-After": {"schema": {"type": "string"}}},
 }
 
 
 def error_codes(path, method, body, parameters):
     codes = [405]
     if path.startswith("/v1/") and path != "/v1/openapi.json":
-        codes.append(401)
+        codes += [401, 503]
     if body or parameters:
         codes.append(400)
     if "{" in path or "cycle_id" in parameters:

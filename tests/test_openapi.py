@@ -64,7 +64,8 @@ def test_every_operation_documents_its_success_and_error_responses(document):
     for path, method, operation in operations(document):
         codes = set(operation["responses"])
         assert "200" in codes and "405" in codes, (path, method)
-        assert ("401" in codes) == (path.startswith("/v1/") and path != "/v1/openapi.json"), (path, method)
+        touches_data = path.startswith("/v1/") and path != "/v1/openapi.json"
+        assert ("401" in codes) == touches_data and ("503" in codes) == touches_data, (path, method)
         assert ("413" in codes) == ("requestBody" in operation), (path, method)
         if "{" in path or any(p["name"] == "cycle_id" for p in operation.get("parameters", [])):
             assert "404" in codes, (path, method)
@@ -84,6 +85,7 @@ def test_401_and_405_document_their_headers(document):
     responses = operation_of(document, "/v1/cycles", "get")["responses"]
     assert "WWW-Authenticate" in responses["401"]["headers"]
     assert "Allow" in responses["405"]["headers"]
+    assert "Retry-After" in responses["503"]["headers"]
 
 
 def test_lists_document_paging_and_cycle_parameters(document):
