@@ -330,3 +330,14 @@ def test_any_declared_body_over_the_limit_is_413(client, method, path):
 def test_doubled_slashes_and_static_are_unknown_paths_not_redirects(client, path):
     assert_error(client.get(path), 404)
     assert_error(client.post(path, json={}), 404)
+
+
+@pytest.mark.parametrize("raw", [b"\x0c", b"\x0b", b" \x0c ", b"\xa0"])
+def test_a_body_of_non_json_whitespace_is_invalid_json_not_empty(client, raw):
+    # Found by the fuzzer: str.strip() counts a form feed as whitespace, JSON does not.
+    assert_error(client.post("/v1/cycles", data=raw), 400)
+
+
+@pytest.mark.parametrize("raw", [b"", b" ", b"\r\n\t "])
+def test_a_body_of_json_whitespace_counts_as_empty(client, raw):
+    assert client.post("/v1/cycles", data=raw).status_code == 200
