@@ -86,7 +86,9 @@ CREATE TABLE IF NOT EXISTS key_results (
     END)
 );
 
-CREATE INDEX IF NOT EXISTS key_results_by_objective ON key_results (objective_id, seq);
+-- Exactly the composite foreign key's columns first: without it every
+-- objective deleted scans key_results, and a cycle's delete goes quadratic.
+CREATE INDEX IF NOT EXISTS key_results_by_objective_cycle ON key_results (objective_id, cycle_id, seq);
 CREATE INDEX IF NOT EXISTS key_results_by_cycle ON key_results (cycle_id, seq);
 
 -- API keys for Simple OKR's S1-HMAC-SHA256 request signing. The secret is
