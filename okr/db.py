@@ -1,6 +1,7 @@
 """The SQLite connection of a request, the schema, and row-level helpers."""
 import os
 import sqlite3
+import threading
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -24,9 +25,17 @@ def connect(path, busy_timeout_ms):
 
 
 def get_connection():
-    """This request's connection, outside any transaction (for the auth check)."""
+    """This request's connection, outside any transaction (for the auth check).
+
+    Each worker thread keeps one connection for the app's life: opening one per
+    request cost more than the request's own queries (pragmas, parsing the
+    schema, a WAL checkpoint on close). It is never shared between threads.
+    """
     if "db" not in g:
-        g.db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+        local = current_app.extensions["okr_connections"]
+        if getattr(local, "db", None) is None:
+            local.db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+        g.db = local.db
     return g.db
 
 
@@ -49,12 +58,10 @@ def finish_transaction(response):
 
 
 def close_db(exception=None):
-    """Closes the connection; anything still uncommitted is rolled back."""
+    """Ends the request's use of its thread's connection; anything uncommitted is rolled back."""
     db = g.pop("db", None)
-    if db is not None:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        db.close()
+    if db is not None and db.in_transaction:
+        db.execute("ROLLBACK")
 
 
 def create_private_file(path):
@@ -81,6 +88,7 @@ def init_db():
 
 
 def init_app(app):
+    app.extensions["okr_connections"] = threading.local()
     app.after_request(finish_transaction)
     app.teardown_appcontext(close_db)
 
