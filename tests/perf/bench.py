@@ -1,0 +1,258 @@
+"""Benchmark: the real server under wrk on loopback, against a bare Flask "hello" ceiling.
+
+    python tests/perf/bench.py [--rounds 3] [--seconds 5] [--objectives 100000]
+
+Needs wrk (apt-get install wrk). Seeds a fresh database in a temporary
+folder through the project's own code, starts `app.py` and a bare Flask app
+with the same waitress settings as separate processes, and prints a table.
+Throughput and latency goals are ratios to figures taken in the same run,
+because the machines are noisy. Every figure is the median of the rounds.
+"""
+import argparse
+import base64
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from okr import create_app  # noqa: E402
+from okr.db import connect, init_db, new_id, utc_now  # noqa: E402
+
+HELLO_APP = """
+import sys
+from flask import Flask
+from waitress import serve
+app = Flask(__name__)
+
+@app.get("/hello")
+def hello():
+    return {"hello": "world"}
+
+serve(app, host="127.0.0.1", port=int(sys.argv[1]), threads=int(sys.argv[2]))
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(port, path, method="GET", body=None):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        connection.request(method, path, body=body)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def wait_until_up(port, path, started):
+    while True:
+        try:
+            if get(port, path)[0] == 200:
+                return time.perf_counter() - started
+        except OSError:
+            time.sleep(0.005)
+        if time.perf_counter() - started > 30:
+            raise RuntimeError(f"nothing answered on port {port}")
+
+
+def seed_objectives(database, count, key_results_each=0):
+    """A cycle with count objectives (and key results), written straight with SQL."""
+    app = create_app({"DATABASE": database})
+    with app.app_context():
+        init_db()
+    db = connect(database, 5000)
+    cycle, now = new_id(), utc_now()
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO cycles (id, name, created_at) VALUES (?, ?, ?)", (cycle, "bench", now))
+    objectives = [(new_id(), f"objective {i}", cycle, now, now) for i in range(count)]
+    db.executemany(
+        "INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at) "
+        "VALUES (?, ?, 0, 0, ?, ?, ?)", objectives)
+    db.executemany(
+        "INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value, "
+        "target_value_min, created_at, modified_at) VALUES (?, ?, ?, 'kr', 'positive', '0.50', '0.00', "
+        "'10.00', ?, ?)",
+        ((new_id(), o[0], cycle, now, now) for o in objectives for _ in range(key_results_each)))
+    db.execute("COMMIT")
+    seqs = [row[0] for row in db.execute("SELECT seq FROM objectives WHERE cycle_id = ? ORDER BY seq", (cycle,))]
+    db.close()
+    return cycle, [o[0] for o in objectives], seqs
+
+
+class Process:
+    """A server process, with its resident memory sampled while it runs."""
+
+    def __init__(self, args, port, probe):
+        self.port = port
+        started = time.perf_counter()
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.startup = wait_until_up(port, probe, started)
+        self.peak_rss = 0
+        self.sampling = True
+        self.sampler = threading.Thread(target=self.sample, daemon=True)
+        self.sampler.start()
+
+    def rss(self):
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) * 1024
+
+    def sample(self):
+        while self.sampling:
+            self.peak_rss = max(self.peak_rss, self.rss())
+            time.sleep(0.05)
+
+    def stop(self):
+        self.sampling = False
+        self.sampler.join()
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def wrk(port, path, seconds, connections, script=None):
+    """Runs wrk; returns requests/s, p50 latency in ms and the count of non-2xx answers."""
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    if script:
+        command += ["-s", script]
+    output = subprocess.run(command + [f"http://127.0.0.1:{port}{path}"],
+                            capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    value, unit = re.search(r"50%\s+([\d.]+)(us|ms|s)", output).groups()
+    p50 = float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    failures = (int(bad.group(1)) if bad else 0) + (sum(map(int, errors.groups())) if errors else 0)
+    return rate, p50, failures
+
+
+def post_script(folder, cycle):
+    body = json.dumps({"name": "bench", "cycle_id": cycle, "is_company": False, "is_personal": False})
+    path = Path(folder) / "post.lua"
+    path.write_text(f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
+                    'wrk.headers["Content-Type"] = "application/json"\n')
+    return str(path)
+
+
+def token(seq):
+    return base64.urlsafe_b64encode(str(seq).encode()).decode()
+
+
+def time_cycle_delete(folder, objectives, key_results_each, threads):
+    """Seeds a second database and times DELETE /v1/cycles/:id through the real server."""
+    database = os.path.join(folder, "delete.db")
+    cycle, _, _ = seed_objectives(database, objectives, key_results_each)
+    port = free_port()
+    server = Process([sys.executable, str(REPO / "app.py"), "--database", database,
+                      "--port", str(port), "--threads", str(threads)], port, "/healthz")
+    try:
+        started = time.perf_counter()
+        status, _ = get(port, f"/v1/cycles/{cycle}", method="DELETE")
+        elapsed = time.perf_counter() - started
+        assert status == 200, status
+        left = get(port, f"/v1/objectives?cycle_id={cycle}")[0]
+        assert left == 404, left
+    finally:
+        server.stop()
+    return elapsed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--objectives", type=int, default=100_000)
+    parser.add_argument("--threads", type=int, default=4, help="waitress threads, for both servers")
+    parser.add_argument("--connections", type=int, default=8)
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is needed: apt-get install wrk")
+
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    database = os.path.join(folder, "bench.db")
+    print(f"seeding {args.objectives} objectives ...", flush=True)
+    cycle, ids, seqs = seed_objectives(database, args.objectives)
+    post_cycle = seed_objectives(database, 0)[0]
+    deep = token(seqs[int(len(seqs) * 0.9) - 1])
+
+    okr_port, hello_port = free_port(), free_port()
+    okr = Process([sys.executable, str(REPO / "app.py"), "--database", database, "--port", str(okr_port),
+                   "--threads", str(args.threads)], okr_port, "/healthz")
+    hello = Process([sys.executable, "-c", HELLO_APP, str(hello_port), str(args.threads)], hello_port, "/hello")
+    script = post_script(folder, post_cycle)
+    runs = {name: [] for name in ("hello", "get", "first", "deep", "post")}
+    try:
+        for round_number in range(1, args.rounds + 1):
+            print(f"round {round_number}/{args.rounds} ...", flush=True)
+            c, s = args.connections, args.seconds
+            runs["hello"].append(wrk(hello_port, "/hello", s, c))
+            runs["get"].append(wrk(okr_port, f"/v1/objectives/{ids[len(ids) // 2]}", s, c))
+            runs["first"].append(wrk(okr_port, f"/v1/objectives?cycle_id={cycle}", s, c))
+            runs["deep"].append(wrk(okr_port, f"/v1/objectives?cycle_id={cycle}&page_token={deep}", s, c))
+            runs["post"].append(wrk(okr_port, "/v1/objectives", s, 8, script))
+        okr_startup, okr_rss = okr.startup, okr.peak_rss
+    finally:
+        okr.stop()
+        hello.stop()
+    # A fresh process for the start-up figure: the first one also compiled bytecode.
+    port = free_port()
+    fresh = Process([sys.executable, str(REPO / "app.py"), "--database", database, "--port", str(port)],
+                    port, "/healthz")
+    fresh.stop()
+    print(f"seeding {args.objectives} objectives and {3 * args.objectives} key results to delete ...", flush=True)
+    delete_seconds = time_cycle_delete(folder, args.objectives, 3, args.threads)
+    shutil.rmtree(folder)
+
+    median = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
+                     sum(r[2] for r in rs)) for name, rs in runs.items()}
+    hello_rate = median["hello"][0]
+    rows = [
+        ("hello ceiling (bare Flask on waitress)", f"{hello_rate:,.0f} req/s", "", ""),
+        ("GET /v1/objectives/:id", f"{median['get'][0]:,.0f} req/s",
+         f"{median['get'][0] / hello_rate:.2f} x hello", ">= 0.60"),
+        ("list, first page of 100", f"p50 {median['first'][1]:.2f} ms", f"{median['first'][0]:,.0f} req/s", ""),
+        ("list, page 90% deep", f"p50 {median['deep'][1]:.2f} ms",
+         f"{median['deep'][1] / median['first'][1]:.2f} x first", "<= 1.25"),
+        ("POST /v1/objectives (8 connections)", f"{median['post'][0]:,.0f} req/s",
+         f"{median['post'][0] / hello_rate:.2f} x hello", ">= 0.30"),
+        ("POST non-2xx answers and socket errors", f"{median['post'][2]}", "", "0"),
+        (f"DELETE a cycle of {args.objectives:,} objectives + {3 * args.objectives:,} key results",
+         f"{delete_seconds:.2f} s", "", "< 3 s"),
+        ("server resident memory, peak under load", f"{okr_rss / 2**20:.1f} MB", "", "< 80 MB"),
+        ("start-up to first answer", f"{fresh.startup:.2f} s", f"(first start {okr_startup:.2f} s)", "< 1 s"),
+    ]
+    goals = [
+        median["get"][0] / hello_rate >= 0.6,
+        median["deep"][1] / median["first"][1] <= 1.25,
+        median["post"][0] / hello_rate >= 0.3,
+        median["post"][2] == 0,
+        delete_seconds < 3,
+        okr_rss < 80 * 2**20,
+        fresh.startup < 1,
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'measure':{width}}  {'figure':>16}  {'ratio':>20}  goal")
+    for name, figure, ratio, goal in rows:
+        print(f"{name:{width}}  {figure:>16}  {ratio:>20}  {goal}")
+    print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {args.seconds} s, "
+          f"wrk -t1 -c{args.connections}, waitress threads={args.threads}, {os.cpu_count()} CPUs")
+    for name, rs in runs.items():
+        print(f"  {name:5} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
+
+
+if __name__ == "__main__":
+    main()
