@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from flask import current_app, request
 from werkzeug.exceptions import Unauthorized
 
-from .db import get_connection
+from .db import READ_METHODS, get_connection, get_db
 
 SCHEME = "S1-HMAC-SHA256"
 MAX_CLOCK_SKEW = timedelta(minutes=10)
@@ -86,7 +86,9 @@ def authenticate():
     """Rejects a /v1 request without a valid signature, before routing reads anything."""
     if not request.path.startswith("/v1/") and request.path != "/v1" or request.path in OPEN_PATHS:
         return
-    db = get_connection()
+    # A read checks the key inside its own snapshot (one snapshot, not two: the
+    # dearer part of a small read); a write checks before it takes the write lock.
+    db = get_db() if request.method in READ_METHODS else get_connection()
     if not auth_enabled(db):
         return
     credential, timestamp, signature = parse_authorization(request.headers.get("Authorization"))
