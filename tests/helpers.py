@@ -1,7 +1,15 @@
 """Shared assertions and builders for the tests."""
 import http.client
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
@@ -109,3 +117,30 @@ class HttpResponse:
         """The parsed body of a 200, or a failure that shows what came back."""
         assert self.status == 200, (self.status, self.payload[:500])
         return self.json() if self.payload else None
+
+
+APP_PY = Path(__file__).resolve().parent.parent / "app.py"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_service(port, *args, env=None):
+    """`python app.py --port PORT ARGS` as its own process, once /healthz answers."""
+    process = subprocess.Popen(
+        [sys.executable, str(APP_PY), "--port", str(port), *args],
+        env=os.environ if env is None else env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    http = HttpClient(f"127.0.0.1:{port}")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            if http.get("/healthz").status == 200:
+                return process, http
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    pytest.fail(f"service did not start: {process.communicate()[0].decode()}")

@@ -5,11 +5,9 @@ import hmac
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -18,7 +16,7 @@ from werkzeug.wrappers import Response
 
 import app as app_module
 import okr.auth
-from helpers import HttpClient, assert_error
+from helpers import assert_error, free_port, start_service
 from okr import create_app
 from okr.auth import is_loopback, open_to_network, sign
 from okr.db import connect
@@ -315,12 +313,6 @@ def test_open_to_network_only_for_non_loopback_without_keys(app, runner):
     assert not exposed("0.0.0.0")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def clean_environ():
     return {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
 
@@ -398,26 +390,9 @@ def cli(database, *args):
     return result.stdout
 
 
-def start_service(database, port):
-    process = subprocess.Popen(
-        [sys.executable, APP_PY, "--port", str(port), "--database", str(database)],
-        env=clean_environ(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    http = HttpClient(f"127.0.0.1:{port}")
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            if http.get("/healthz").status == 200:
-                return process, http
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    pytest.fail(f"service did not start: {process.communicate()[0].decode()}")
-
-
 def test_end_to_end_signed_requests_and_revocation(tmp_path):
     database = tmp_path / "e2e.db"
-    process, http = start_service(database, free_port())
+    process, http = start_service(free_port(), "--database", str(database), env=clean_environ())
     try:
         assert http.get("/v1/cycles").status == 200  # open: no key yet
 

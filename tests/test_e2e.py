@@ -2,16 +2,12 @@
 import base64
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, HttpClient, make_user
+from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, free_port, make_user, start_service
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -159,33 +155,14 @@ def test_errors_over_http_are_json(live_server):
         assert response.json()["code"] == status
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_service(database, port):
-    env = {**os.environ, "OKR_DATABASE": str(database)}
-    process = subprocess.Popen(
-        [sys.executable, str(REPO / "app.py"), "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    http = HttpClient(f"127.0.0.1:{port}")
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            if http.get("/healthz").status == 200:
-                return process, http
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    pytest.fail(f"service did not start: {process.communicate()[0].decode()}")
+def start_with_env_database(database, port):
+    # The database comes from OKR_DATABASE here, to run that path for real too.
+    return start_service(port, env={**os.environ, "OKR_DATABASE": str(database)})
 
 
 def test_app_py_serves_stops_on_sigterm_and_keeps_data(tmp_path):
     database, port = tmp_path / "fresh.db", free_port()
-    process, http = start_service(database, port)
+    process, http = start_with_env_database(database, port)
     try:
         cycle = http.post("/v1/cycles", {"name": "kept"}).ok()
     finally:
@@ -194,7 +171,7 @@ def test_app_py_serves_stops_on_sigterm_and_keeps_data(tmp_path):
     assert process.returncode == 0, output
     assert oct(database.stat().st_mode & 0o777) == oct(0o600)
 
-    process, http = start_service(database, port)
+    process, http = start_with_env_database(database, port)
     try:
         assert http.get(f"/v1/cycles/{cycle['id']}").ok()["name"] == "kept"
     finally:

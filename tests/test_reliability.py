@@ -12,7 +12,6 @@ import http.client
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, HttpClient
+from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, HttpClient, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,12 +32,6 @@ NO_ANSWER = (OSError, http.client.HTTPException)
 
 
 # --- the server process ------------------------------------------------------------------------
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Service:
