@@ -53,11 +53,11 @@ def create_key_result(objective_id):
 @bp.get("/objectives/<objective_id>/keyresults")
 def list_objective_key_results(objective_id):
     """Lists an objective's key results in creation order, a page at a time."""
-    objective = get_objective_or_404(objective_id)
+    get_objective_or_404(objective_id)
     return paginate(
         "keyresults",
-        "SELECT * FROM key_results WHERE objective_id = ? AND cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (objective_id, objective["cycle_id"]),
+        "SELECT * FROM key_results WHERE objective_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (objective_id,),
         key_result_json,
     )
 

@@ -4,13 +4,14 @@ import sqlite3
 import stat
 import threading
 import time
+from contextlib import closing
 
 import pytest
+from helpers import assert_error, make_cycle, make_key_result, make_objective
 from marshmallow import ValidationError
 
 import okr.cycles
 import okr.objectives
-from helpers import assert_error, make_cycle, make_key_result, make_objective
 from okr import create_app
 from okr.db import connect, get_db, init_db
 
@@ -346,3 +347,50 @@ def test_write_lock_held_past_busy_timeout_is_a_json_error(app, client):
     assert response.status_code in (500, 503)
     assert_error(response, response.status_code)
     assert count(app, "cycles") == 0
+
+
+# --- key results follow their objective's cycle; indexes for every cascade and list --------
+
+
+def test_schema_refuses_a_key_result_outside_its_objectives_cycle(app, client):
+    cycle, other = make_cycle(client), make_cycle(client, "Q2")
+    objective = make_objective(client, cycle["id"])
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        with pytest.raises(sqlite3.IntegrityError, match="cycle_id"):
+            db.execute(
+                "INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,"
+                " created_at, modified_at) VALUES ('k', ?, ?, 'k', 'baseline', '0.50', '0.00', 'x', 'x')",
+                (objective["id"], other["id"]))
+        kr = make_key_result(client, objective["id"])
+        with pytest.raises(sqlite3.IntegrityError, match="cycle_id"):
+            db.execute("UPDATE key_results SET cycle_id = ? WHERE id = ?", (other["id"], kr["id"]))
+
+
+def test_moving_an_objective_moves_its_key_results_in_the_schema(app, client):
+    cycle, other = make_cycle(client), make_cycle(client, "Q2")
+    objective = make_objective(client, cycle["id"])
+    kr = make_key_result(client, objective["id"])
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        db.execute("UPDATE objectives SET cycle_id = ? WHERE id = ?", (other["id"], objective["id"]))
+        assert db.execute("SELECT cycle_id FROM key_results WHERE id = ?", (kr["id"],)).fetchone()[0] == other["id"]
+
+
+def test_every_foreign_key_column_leads_an_index(app):
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            leading = {db.execute(f"PRAGMA index_info({index[1]!r})").fetchone()[2]
+                       for index in db.execute(f"PRAGMA index_list({table!r})")}
+            for foreign_key in db.execute(f"PRAGMA foreign_key_list({table!r})"):
+                assert foreign_key[3] in leading, (table, foreign_key[3])
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM objectives WHERE cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    "SELECT * FROM key_results WHERE cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    "SELECT * FROM key_results WHERE objective_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+])
+def test_list_queries_search_an_index_without_sorting(app, sql):
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN " + sql, ("x", 0, 101)))
+    assert "SEARCH" in plan and "USING INDEX" in plan and "TEMP B-TREE" not in plan, plan
