@@ -257,6 +257,38 @@ def backup(path):
     echo_json({"backup": os.path.abspath(path), "bytes": os.path.getsize(path), "integrity_check": integrity})
 
 
+@click.command("restore")
+@click.argument("backup_path", type=click.Path(exists=True, dir_okay=False))
+@with_appcontext
+@reports_errors
+def restore(backup_path):
+    """Replace the database with a backup (stop the server first)."""
+    source = sqlite3.connect(f"file:{os.path.abspath(backup_path)}?mode=ro", uri=True)
+    try:
+        integrity = source.execute("PRAGMA integrity_check").fetchone()[0]
+        if integrity != "ok":
+            raise click.ClickException(f"{backup_path} fails its integrity check: {integrity}")
+        init_db()
+        # Through SQLite, not a file copy: a WAL left by an unclean stop is
+        # replayed first and then overwritten, instead of being replayed onto
+        # the restored file at the next start.
+        target = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+        try:
+            source.backup(target)
+            target.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            counts = dict(target.execute(
+                "SELECT 'cycles', count(*) FROM cycles UNION ALL SELECT 'objectives', count(*) FROM objectives"
+                " UNION ALL SELECT 'key_results', count(*) FROM key_results"
+                " UNION ALL SELECT 'teams', count(*) FROM teams UNION ALL SELECT 'users', count(*) FROM users"
+            ).fetchall())
+        finally:
+            target.close()
+    finally:
+        source.close()
+    echo_json({"restored": os.path.abspath(current_app.config["DATABASE"]), "from": os.path.abspath(backup_path),
+               **counts})
+
+
 def init_app(app):
-    for command in (init_db_command, users_cli, keys_cli, auth_header, backup):
+    for command in (init_db_command, users_cli, keys_cli, auth_header, backup, restore):
         app.cli.add_command(command)

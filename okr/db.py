@@ -21,6 +21,9 @@ def connect(path, busy_timeout_ms):
     db.execute("PRAGMA foreign_keys = ON")
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
+    # Connections live as long as the server, so the WAL would otherwise keep
+    # its largest size (130 MB after a big cycle delete) until shutdown.
+    db.execute("PRAGMA journal_size_limit = 16777216")
     return db
 
 
@@ -33,10 +36,28 @@ def get_connection():
     """
     if "db" not in g:
         local = current_app.extensions["okr_connections"]
+        path = current_app.config["DATABASE"]
+        identity = file_identity(path)
+        if getattr(local, "db", None) is not None and local.identity != identity:
+            # The file was deleted or replaced under us: writes to the old one would be lost.
+            current_app.logger.warning("database file %s changed on disk; reconnecting", path)
+            local.db.close()
+            local.db = None
+        if identity is None:
+            raise RuntimeError(f"the database file {path} is missing")
         if getattr(local, "db", None) is None:
-            local.db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+            local.db = connect(path, current_app.config["BUSY_TIMEOUT_MS"])
+            local.identity = identity
         g.db = local.db
     return g.db
+
+
+def file_identity(path):
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def get_db():
@@ -75,7 +96,13 @@ def close_db(exception=None):
     """Ends the request's use of its thread's connection; anything uncommitted is rolled back."""
     db = g.pop("db", None)
     if db is not None and db.in_transaction:
-        db.execute("ROLLBACK")
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            # Never hand the next request a connection stuck in a transaction.
+            current_app.logger.exception("rollback failed; dropping the connection")
+            current_app.extensions["okr_connections"].db = None
+            db.close()
 
 
 def create_private_file(path):

@@ -186,7 +186,7 @@ ERRORS = {
     401: "Missing or invalid S1-HMAC-SHA256 signature",
     404: "No such record",
     405: "Method not allowed on this path",
-    413: "Body larger than 1 MiB",
+    413: "A declared body larger than 1 MiB, on any method",
     503: "The database stayed busy past the busy timeout; retry",
 }
 ERROR_HEADERS = {
@@ -204,8 +204,7 @@ def error_codes(path, method, body, parameters):
         codes.append(400)
     if "{" in path or "cycle_id" in parameters:
         codes.append(404)
-    if body:
-        codes.append(413)
+    codes.append(413)  # any request that declares a body over the limit
     return sorted(codes)
 
 

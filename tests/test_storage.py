@@ -1,13 +1,16 @@
 """SQLite storage: schema, pragmas, file permissions, transactions and locking."""
+import json
 import os
 import sqlite3
+import subprocess
+import sys
 import stat
 import threading
 import time
 from contextlib import closing
 
 import pytest
-from helpers import assert_error, make_cycle, make_key_result, make_objective
+from helpers import APP_PY, assert_error, free_port, make_cycle, make_key_result, make_objective, start_service
 from marshmallow import ValidationError
 
 import okr.cycles
@@ -394,3 +397,97 @@ def test_list_queries_search_an_index_without_sorting(app, sql):
     with closing(connect(app.config["DATABASE"], 1000)) as db:
         plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN " + sql, ("x", 0, 101)))
     assert "SEARCH" in plan and "USING INDEX" in plan and "TEMP B-TREE" not in plan, plan
+
+
+# --- the per-thread connection ------------------------------------------------------------
+
+
+def thread_connection(app):
+    return app.extensions["okr_connections"].db
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("GET", "/v1/cycles", None), ("GET", "/v1/cycles/nope", None), ("PUT", "/v1/cycles", None),
+    ("POST", "/v1/cycles", b"{bad json"), ("POST", "/v1/cycles", b"x" * (1024 * 1024 + 1)),
+    ("POST", "/v1/cycles", b'{"name": "ok"}'), ("DELETE", "/v1/cycles/nope", None), ("HEAD", "/v1/cycles", None),
+])
+def test_no_request_leaves_its_threads_connection_in_a_transaction(app, client, method, path, body):
+    client.get("/v1/cycles")  # opens this thread's connection
+    client.open(path, method=method, data=body)
+    assert thread_connection(app).in_transaction is False
+
+
+def test_a_401_leaves_no_transaction_open(app, client, runner):
+    client.get("/v1/cycles")
+    assert runner.invoke(args=["keys", "create", "--name", "k"]).exit_code == 0
+    for method in ("GET", "POST", "DELETE"):
+        assert client.open("/v1/cycles", method=method).status_code == 401
+        assert thread_connection(app).in_transaction is False
+
+
+def test_a_database_file_replaced_under_the_server_is_reopened(app, client, tmp_path):
+    client.post("/v1/cycles", json={"name": "old file"})
+    other = create_app({"TESTING": True, "DATABASE": tmp_path / "other.db"})
+    with other.app_context():
+        init_db()
+    other.test_client().post("/v1/cycles", json={"name": "new file"})
+    with closing(connect(tmp_path / "other.db", 1000)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    # Replaced as a careful operator would, companions and all (okr restore does it for you).
+    for suffix in ("-wal", "-shm"):
+        os.remove(str(app.config["DATABASE"]) + suffix)
+    os.replace(tmp_path / "other.db", app.config["DATABASE"])
+    names = [c["name"] for c in client.get("/v1/cycles").get_json()["cycles"]]
+    assert names == ["new file"]
+
+
+def test_a_deleted_database_file_is_an_error_not_a_silent_loss(app, client):
+    client.post("/v1/cycles", json={"name": "q"})
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(str(app.config["DATABASE"]) + suffix):
+            os.remove(str(app.config["DATABASE"]) + suffix)
+    assert_error(client.post("/v1/cycles", json={"name": "lost?"}), 500)
+    assert not os.path.exists(app.config["DATABASE"])
+
+
+def test_the_wal_is_kept_small_between_checkpoints(app):
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        assert db.execute("PRAGMA journal_size_limit").fetchone()[0] == 16 * 1024 * 1024
+
+
+# --- restore -----------------------------------------------------------------------------
+
+
+def test_restore_after_an_unclean_stop_gives_exactly_the_backup(tmp_path):
+    database, copy = tmp_path / "live.db", tmp_path / "backup.db"
+    process, http = start_service(free_port(), "--database", str(database))
+    try:
+        kept = http.post("/v1/cycles", {"name": "kept"}).ok()
+        result = subprocess.run([sys.executable, str(APP_PY), "--database", str(database), "backup", str(copy)],
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, result.stderr
+        for i in range(50):
+            http.post("/v1/cycles", {"name": f"after backup {i}"}).ok()
+    finally:
+        process.kill()  # an unclean stop: the WAL stays behind
+        process.communicate(timeout=15)
+    assert os.path.exists(str(database) + "-wal")
+    result = subprocess.run([sys.executable, str(APP_PY), "--database", str(database), "restore", str(copy)],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["cycles"] == 1
+    process, http = start_service(free_port(), "--database", str(database))
+    try:
+        assert [c["id"] for c in http.get("/v1/cycles").ok()["cycles"]] == [kept["id"]]
+    finally:
+        process.terminate()
+        process.communicate(timeout=15)
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_restore_refuses_a_damaged_backup(runner, tmp_path):
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    result = runner.invoke(args=["restore", str(damaged)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
