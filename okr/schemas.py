@@ -9,7 +9,6 @@ from werkzeug.exceptions import BadRequest
 from .fields import DecimalString, StrictBool, Text
 
 MAX_JSON_DEPTH = 32
-JSON_WHITESPACE = b" \t\n\r"  # RFC 8259's; a form feed is not one
 KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
 NAME_MAX = 500
 GROUP_NAME_MAX = 200
@@ -126,9 +125,12 @@ def json_depth(value):
 
 
 def read_json_body():
-    """The request body as a JSON object, whatever the Content-Type; empty is {}."""
+    """The request body as a JSON object, whatever the Content-Type; an empty body is {}.
+
+    Only a body of no bytes at all: whitespace alone is not a JSON text.
+    """
     raw = request.get_data(cache=False)
-    if not raw.strip(JSON_WHITESPACE):
+    if not raw:
         return {}
     try:
         data = json.loads(

@@ -89,7 +89,7 @@ def test_invalid_json_with_form_content_type_is_400(client):
     assert_error(response, 400)
 
 
-@pytest.mark.parametrize("data", [None, b"", b"  \r\n\t "])
+@pytest.mark.parametrize("data", [None, b""])
 def test_empty_body_counts_as_empty_object(client, data):
     response = client.post("/v1/cycles", data=data)
     assert response.status_code == 200, response.get_data(as_text=True)
@@ -338,6 +338,11 @@ def test_a_body_of_non_json_whitespace_is_invalid_json_not_empty(client, raw):
     assert_error(client.post("/v1/cycles", data=raw), 400)
 
 
-@pytest.mark.parametrize("raw", [b"", b" ", b"\r\n\t "])
-def test_a_body_of_json_whitespace_counts_as_empty(client, raw):
-    assert client.post("/v1/cycles", data=raw).status_code == 200
+def test_only_a_body_of_no_bytes_counts_as_empty(client):
+    assert client.post("/v1/cycles", data=b"").status_code == 200
+
+
+@pytest.mark.parametrize("raw", [b" ", b"\r\n\t "])
+def test_a_body_of_only_whitespace_is_not_json(client, raw):
+    # Found by the fuzzer: the contract's "empty body" is no bytes; whitespace alone is not JSON.
+    assert_error(client.post("/v1/cycles", data=raw), 400)
