@@ -1,4 +1,4 @@
-"""The SQLite connection of a request, the schema, and row-level helpers."""
+"""SQLite: a connection per worker thread, a transaction per request, the schema, and row helpers."""
 import os
 import sqlite3
 import threading

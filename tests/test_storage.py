@@ -7,7 +7,7 @@ import sys
 import stat
 import threading
 import time
-from contextlib import closing
+from contextlib import closing, contextmanager
 
 import pytest
 from helpers import APP_PY, assert_error, free_port, make_cycle, make_key_result, make_objective, start_service
@@ -304,17 +304,24 @@ def hold_write_lock(path, seconds, locked):
         other.close()
 
 
-def test_write_waits_for_a_held_write_lock(app, client):
+@contextmanager
+def write_lock_held(app, seconds):
+    """Another connection holds the write lock for `seconds` while the block runs."""
     locked = threading.Event()
-    holder = threading.Thread(target=hold_write_lock, args=(db_path(app), 0.3, locked))
+    holder = threading.Thread(target=hold_write_lock, args=(db_path(app), seconds, locked))
     holder.start()
     try:
         assert locked.wait(5)
+        yield
+    finally:
+        holder.join()
+
+
+def test_write_waits_for_a_held_write_lock(app, client):
+    with write_lock_held(app, 0.3):
         started = time.monotonic()
         response = client.post("/v1/cycles", json={"name": "waited"})
         waited = time.monotonic() - started
-    finally:
-        holder.join()
     assert response.status_code == 200, response.get_data(as_text=True)
     assert waited >= 0.2
     assert count(app, "cycles") == 1
@@ -322,16 +329,10 @@ def test_write_waits_for_a_held_write_lock(app, client):
 
 def test_read_is_not_blocked_by_a_held_write_lock(app, client):
     make_cycle(client)
-    locked = threading.Event()
-    holder = threading.Thread(target=hold_write_lock, args=(db_path(app), 1.0, locked))
-    holder.start()
-    try:
-        assert locked.wait(5)
+    with write_lock_held(app, 1.0):
         started = time.monotonic()
         response = client.get("/v1/cycles")
         elapsed = time.monotonic() - started
-    finally:
-        holder.join()
     assert response.status_code == 200
     assert len(response.get_json()["cycles"]) == 1
     assert elapsed < 0.5
@@ -339,16 +340,10 @@ def test_read_is_not_blocked_by_a_held_write_lock(app, client):
 
 def test_write_lock_held_past_busy_timeout_is_a_json_error(app, client):
     app.config["BUSY_TIMEOUT_MS"] = 100
-    locked = threading.Event()
-    holder = threading.Thread(target=hold_write_lock, args=(db_path(app), 1.0, locked))
-    holder.start()
-    try:
-        assert locked.wait(5)
+    with write_lock_held(app, 1.0):
         response = client.post("/v1/cycles", json={"name": "late"})
-    finally:
-        holder.join()
-    assert response.status_code in (500, 503)
-    assert_error(response, response.status_code)
+    assert_error(response, 503)
+    assert response.headers["Retry-After"] == "1"
     assert count(app, "cycles") == 0
 
 
