@@ -14,6 +14,7 @@ from helpers import APP_PY, assert_error, free_port, make_cycle, make_key_result
 from marshmallow import ValidationError
 
 import okr.cycles
+import okr.db
 import okr.objectives
 from okr import create_app
 from okr.db import connect, get_db, init_db
@@ -383,6 +384,39 @@ def test_every_foreign_key_column_leads_an_index(app):
                 assert foreign_key[3] in leading, (table, foreign_key[3])
 
 
+NULLABLE_REFERENCE_INDEXES = {
+    "objectives_with_team": "team_id",
+    "objectives_with_assignee": "assignee_id",
+    "objectives_with_parent": "parent_objective_id",
+}
+
+
+@pytest.mark.parametrize("index, column", NULLABLE_REFERENCE_INDEXES.items())
+def test_nullable_references_are_indexed_only_where_set(app, index, column):
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        partial = {row[1]: row[4] for row in db.execute("PRAGMA index_list('objectives')")}
+        assert partial[index] == 1
+        # The shape of the SET NULL action's lookup: the partial index serves it.
+        plan = db.execute(f"EXPLAIN QUERY PLAN UPDATE objectives SET {column} = NULL WHERE {column} = ?",
+                          ("x",)).fetchone()[3]
+    assert plan.startswith("SEARCH objectives USING") and f"INDEX {index} " in plan, plan
+
+
+def test_init_db_replaces_the_full_indexes_of_earlier_versions(app, client):
+    objective = make_objective(client, make_cycle(client)["id"])
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        for index, column in NULLABLE_REFERENCE_INDEXES.items():
+            db.execute(f"DROP INDEX {index}")
+            db.execute(f"CREATE INDEX {index.replace('_with_', '_by_')} ON objectives ({column})")
+    with app.app_context():
+        init_db()
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'objectives'")}
+    assert set(NULLABLE_REFERENCE_INDEXES) <= names
+    assert not names & {"objectives_by_team", "objectives_by_assignee", "objectives_by_parent"}
+    assert client.get(f"/v1/objectives/{objective['id']}").get_json() == objective
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT * FROM objectives WHERE cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     "SELECT * FROM key_results WHERE cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -395,6 +429,8 @@ def test_list_queries_search_an_index_without_sorting(app, sql):
 
 
 # --- the per-thread connection ------------------------------------------------------------
+
+
 
 
 def thread_connection(app):
