@@ -1,7 +1,7 @@
 """Delivery cycles: /v1/cycles."""
 from flask import Blueprint, abort
 
-from .db import get_db, new_id, roomy_page_cache, utc_now
+from .db import get_db, new_id, bulk_delete, utc_now
 from .pagination import paginate
 from .responses import deleted
 from .schemas import group_schema, group_update_schema, load_body
@@ -59,7 +59,7 @@ def delete_cycle(cycle_id):
     """Deletes a cycle with its objectives and their key results."""
     get_cycle_or_404(cycle_id)
     db = get_db()
-    with roomy_page_cache(db):
+    with bulk_delete(db):
         # The foreign keys would cascade to these too, but one range delete on
         # the cycle's index is twice as fast as a cascade step per objective.
         db.execute("DELETE FROM key_results WHERE cycle_id = ?", (cycle_id,))

@@ -3,7 +3,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import datetime, timezone
 
 from flask import current_app, g, request
@@ -71,25 +71,50 @@ def get_db():
 
 
 @contextmanager
-def roomy_page_cache(db):
-    """A 32 MiB page cache for one bulk delete, then back to SQLite's 2 MB default.
+def bulk_delete(db):
+    """A 32 MiB page cache for one big delete, and its WAL checkpoint in the background.
 
-    A cascade over 100,000 objectives re-reads index pages that the default
-    cache keeps evicting; measured on disk, this halves a big cycle delete.
+    A cascade over 100,000 objectives re-reads index pages that SQLite's 2 MB
+    default cache keeps evicting: the bigger cache makes a big cycle delete a
+    third faster. Its commit would also copy the ~120 MB it wrote from the
+    WAL into the database, which the client need not wait for.
     """
     db.execute("PRAGMA cache_size = -32768")
     try:
         yield
     finally:
         db.execute("PRAGMA cache_size = -2000")
+    g.checkpoint_in_background = True
 
 
 def finish_transaction(response):
     """Commits the request's transaction when it succeeded, rolls it back otherwise."""
     db = g.get("db")
-    if db is not None and db.in_transaction:
-        db.execute("COMMIT" if response.status_code < 400 else "ROLLBACK")
+    if db is None or not db.in_transaction:
+        return response
+    if response.status_code >= 400:
+        db.execute("ROLLBACK")
+    elif g.get("checkpoint_in_background"):
+        db.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            db.execute("COMMIT")
+        finally:
+            db.execute("PRAGMA wal_autocheckpoint = 1000")  # SQLite's default
+        # Should the thread fail, nothing is lost: the next commit checkpoints.
+        args = (current_app.config["DATABASE"], current_app.logger)
+        threading.Thread(target=checkpoint, args=args, name="okr-checkpoint", daemon=True).start()
+    else:
+        db.execute("COMMIT")
     return response
+
+
+def checkpoint(path, logger):
+    """Copies the WAL into the database file without blocking readers or writers."""
+    try:
+        with closing(sqlite3.connect(path)) as db:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except sqlite3.Error:
+        logger.exception("checkpoint after a bulk delete failed")
 
 
 def close_db(exception=None):

@@ -1,4 +1,5 @@
 """SQLite storage: schema, pragmas, file permissions, transactions and locking."""
+import hashlib
 import json
 import os
 import sqlite3
@@ -430,6 +431,96 @@ def test_list_queries_search_an_index_without_sorting(app, sql):
 
 # --- the per-thread connection ------------------------------------------------------------
 
+
+def seed_cycle(app, objectives, key_results_each):
+    """A cycle written straight with SQL, big enough that deleting it fills the WAL past a checkpoint."""
+    cycle = make_cycle(app.test_client())
+    with closing(connect(app.config["DATABASE"], 1000)) as db:
+        ids = [f"o{i}" for i in range(objectives)]
+        db.execute("BEGIN")
+        db.executemany(
+            "INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at)"
+            " VALUES (?, 'O', 0, 0, ?, ?, ?)", [(i, cycle["id"], NOW, NOW) for i in ids])
+        db.executemany(
+            "INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,"
+            " target_value_min, created_at, modified_at) VALUES (?, ?, ?, 'K', 'positive', '0.50', '0.00',"
+            " '10.00', ?, ?)",
+            [(f"{i}k{n}", i, cycle["id"], NOW, NOW) for i in ids for n in range(key_results_each)])
+        db.execute("COMMIT")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return cycle
+
+
+def file_digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_a_big_cycle_delete_answers_before_its_checkpoint(app, client, monkeypatch):
+    cycle = seed_cycle(app, 8000, 3)  # its delete writes some 1,600 pages
+    before = file_digest(db_path(app))
+    release, done, at_start = threading.Event(), threading.Event(), []
+    real_checkpoint = okr.db.checkpoint
+
+    def held_checkpoint(path, logger):
+        at_start.append(file_digest(path))
+        release.wait(5)
+        real_checkpoint(path, logger)
+        done.set()
+
+    monkeypatch.setattr(okr.db, "checkpoint", held_checkpoint)
+    # The answer comes while the checkpoint is held back, so it never waits for one.
+    assert client.delete(f"/v1/cycles/{cycle['id']}").status_code == 200
+    assert not done.is_set()
+    assert count(app, "objectives") == count(app, "key_results") == 0
+    release.set()
+    assert done.wait(10)
+    # The commit left the database file as it was; the background checkpoint then wrote it.
+    assert at_start == [before]
+    assert file_digest(db_path(app)) != before
+    assert thread_connection(app).execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+
+
+def test_a_failed_bulk_commit_restores_the_automatic_checkpoint(app, client):
+    cycle = seed_cycle(app, 10, 1)
+    app.config["PROPAGATE_EXCEPTIONS"] = False  # as served: a failing commit is a 500, not a test crash
+    client.get("/v1/cycles")
+    local = app.extensions["okr_connections"]
+
+    class CommitFails:
+        def __init__(self, db):
+            self.db = db
+
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
+        def execute(self, sql, *args):
+            if sql == "COMMIT":
+                raise sqlite3.OperationalError("disk I/O error")
+            return self.db.execute(sql, *args)
+
+    real = local.db
+    local.db = CommitFails(real)
+    try:
+        assert_error(client.delete(f"/v1/cycles/{cycle['id']}"), 500)
+    finally:
+        local.db = real
+    assert real.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    assert count(app, "objectives") == 10
+
+
+def test_other_writes_checkpoint_as_usual(app, client, monkeypatch):
+    calls = []
+    monkeypatch.setattr(okr.db, "checkpoint", lambda path, logger: calls.append(path))
+    assert client.post("/v1/cycles", json={"name": "small"}).status_code == 200
+    assert client.delete(f"/v1/objectives/{make_objective(client, make_cycle(client)['id'])['id']}").status_code == 200
+    assert calls == []
+    assert thread_connection(app).execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+
+
+def test_a_failed_background_checkpoint_is_logged(app, tmp_path, caplog):
+    okr.db.checkpoint(str(tmp_path / "no such folder" / "okr.db"), app.logger)
+    assert "checkpoint after a bulk delete failed" in caplog.text
 
 
 
