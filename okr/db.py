@@ -2,6 +2,7 @@
 import os
 import sqlite3
 import threading
+import urllib.parse
 import uuid
 from contextlib import closing, contextmanager
 from datetime import datetime, timezone
@@ -70,21 +71,27 @@ def get_db():
     return db
 
 
+# Rows; about what fills the WAL to the 1,000 pages at which SQLite checkpoints.
+BULK_CHANGES = 10_000
+
+
 @contextmanager
 def bulk_delete(db):
-    """A 32 MiB page cache for one big delete, and its WAL checkpoint in the background.
+    """A 32 MiB page cache for one delete that may be big, and if it was, its WAL checkpoint in the background.
 
     A cascade over 100,000 objectives re-reads index pages that SQLite's 2 MB
     default cache keeps evicting: the bigger cache makes a big cycle delete a
     third faster. Its commit would also copy the ~120 MB it wrote from the
     WAL into the database, which the client need not wait for.
     """
+    changes_before = db.total_changes  # counts the rows the foreign keys cascade to
     db.execute("PRAGMA cache_size = -32768")
     try:
         yield
     finally:
         db.execute("PRAGMA cache_size = -2000")
-    g.checkpoint_in_background = True
+    if db.total_changes - changes_before >= BULK_CHANGES:
+        g.checkpoint_in_background = True
 
 
 def finish_transaction(response):
@@ -99,8 +106,9 @@ def finish_transaction(response):
         try:
             db.execute("COMMIT")
         finally:
-            db.execute("PRAGMA wal_autocheckpoint = 1000")  # SQLite's default
-        # Should the thread fail, nothing is lost: the next commit checkpoints.
+            db.execute("PRAGMA wal_autocheckpoint = 1000")  # SQLite's default; nothing here sets another
+        # Should the thread fail, nothing is lost: the next commit checkpoints. A
+        # write that commits before the thread has begun runs the checkpoint itself.
         args = (current_app.config["DATABASE"], current_app.logger)
         threading.Thread(target=checkpoint, args=args, name="okr-checkpoint", daemon=True).start()
     else:
@@ -111,7 +119,8 @@ def finish_transaction(response):
 def checkpoint(path, logger):
     """Copies the WAL into the database file without blocking readers or writers."""
     try:
-        with closing(sqlite3.connect(path)) as db:
+        # mode=rw: should the file have gone meanwhile, never create an empty one.
+        with closing(sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=rw", uri=True)) as db:
             db.execute("PRAGMA wal_checkpoint(PASSIVE)")
     except sqlite3.Error:
         logger.exception("checkpoint after a bulk delete failed")

@@ -71,9 +71,11 @@ def running_on(cpus):
 
 def place_processes(pin):
     """Splits the CPUs between the servers and wrk; returns a line saying how."""
+    if not pin or not hasattr(os, "sched_getaffinity"):
+        return "not pinned"
     cpus = sorted(os.sched_getaffinity(0))
-    if not pin or len(cpus) < 2:
-        return f"not pinned ({len(cpus)} CPUs available)"
+    if len(cpus) < 2:
+        return "not pinned (one CPU available)"
     PLACEMENT.update(server={cpus[0]}, wrk={cpus[1]})
     return f"servers pinned to CPU {cpus[0]}, wrk to CPU {cpus[1]}"
 
@@ -152,19 +154,17 @@ class Process:
             self.peak_rss = max(self.peak_rss, self.rss())
             time.sleep(0.05)
 
-    def cpu_seconds(self):
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    def thread_count(self):
+        return len(os.listdir(f"/proc/{self.process.pid}/task"))
 
-    def wait_until_idle(self, quiet=0.1):
-        """The time at which the process stopped using CPU, after `quiet` seconds without any."""
-        last, since = self.cpu_seconds(), time.perf_counter()
-        while time.perf_counter() - since < quiet:
-            time.sleep(0.01)
-            now = self.cpu_seconds()
-            if now != last:
-                last, since = now, time.perf_counter()
-        return since
+    def wait_for_threads(self, count, timeout=120):
+        """The time at which the process is back to `count` threads (a background checkpoint has ended)."""
+        deadline = time.perf_counter() + timeout
+        while self.thread_count() > count:
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"the server still has {self.thread_count()} threads after {timeout} s")
+            time.sleep(0.005)
+        return time.perf_counter()
 
     def stop(self):
         self.sampling = False
@@ -205,8 +205,8 @@ def token(seq):
 def time_cycle_delete(folder, objectives, key_results_each, threads, rounds):
     """Times DELETE /v1/cycles/:id through the real server, on a fresh copy of one seeded database per round.
 
-    Returns, per round: seconds to the answer, seconds until the server went
-    idle (it checkpoints the WAL after answering), and the peak and after-delete
+    Returns, per round: seconds to the answer, seconds until the server's
+    background checkpoint of the WAL ended, and the peak and after-delete
     resident memory.
     """
     seeded = os.path.join(folder, "delete-seed.db")
@@ -219,13 +219,14 @@ def time_cycle_delete(folder, objectives, key_results_each, threads, rounds):
         server = Process([sys.executable, str(REPO / "app.py"), "--database", database,
                           "--port", str(port), "--threads", str(threads)], port, "/healthz")
         try:
+            threads = server.thread_count()
             started = time.perf_counter()
             status, _ = get(port, f"/v1/cycles/{cycle}", method="DELETE")
             answered = time.perf_counter() - started
             assert status == 200, status
-            busy = server.wait_until_idle() - started
+            checkpointed = server.wait_for_threads(threads) - started
             assert get(port, f"/v1/objectives?cycle_id={cycle}")[0] == 404
-            results.append((answered, busy, server.peak_rss, server.rss()))
+            results.append((answered, checkpointed, server.peak_rss, server.rss()))
         finally:
             server.stop()
         for suffix in ("", "-wal", "-shm"):
@@ -282,7 +283,7 @@ def main():
     print(f"seeding {args.objectives} objectives and {3 * args.objectives} key results to delete ...", flush=True)
     deletes = time_cycle_delete(folder, args.objectives, 3, args.threads, args.rounds)
     shutil.rmtree(folder)
-    delete_seconds, delete_busy = (statistics.median(d[i] for d in deletes) for i in (0, 1))
+    delete_seconds, delete_checkpointed = (statistics.median(d[i] for d in deletes) for i in (0, 1))
     delete_peak_rss, delete_after_rss = max(d[2] for d in deletes), max(d[3] for d in deletes)
 
     median = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
@@ -299,7 +300,7 @@ def main():
          f"{median['post'][0] / hello_rate:.2f} x hello", ">= 0.30"),
         ("POST non-2xx answers and socket errors", f"{median['post'][2]}", "", "0"),
         (f"DELETE a cycle of {args.objectives:,} objectives + {3 * args.objectives:,} key results",
-         f"{delete_seconds:.2f} s", f"server busy {delete_busy:.2f} s", "< 3 s"),
+         f"{delete_seconds:.2f} s", f"checkpointed {delete_checkpointed:.2f} s", "< 3 s"),
         ("server resident memory, peak under the wrk load", f"{okr_rss / 2**20:.1f} MB", "", "< 80 MB"),
         ("  ... peak during the deletes", f"{delete_peak_rss / 2**20:.1f} MB",
          f"{delete_after_rss / 2**20:.1f} MB after", "< 80 MB"),
@@ -323,7 +324,7 @@ def main():
           f"wrk -t1 -c{args.connections}, waitress threads={args.threads}, {placement}")
     for name, rs in runs.items():
         print(f"  {name:6} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
-    print("  delete rounds: " + ", ".join(f"{d[0]:.2f} s (busy {d[1]:.2f} s)" for d in deletes))
+    print("  delete rounds: " + ", ".join(f"{d[0]:.2f} s (checkpointed {d[1]:.2f} s)" for d in deletes))
 
 
 if __name__ == "__main__":
