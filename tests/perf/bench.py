@@ -5,14 +5,16 @@
 Needs wrk (apt-get install wrk). Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
 with the same waitress settings as separate processes, and prints a table.
-Throughput and latency goals are ratios to figures taken in the same run,
-because the machines are noisy. Every figure is the median of the rounds.
+Throughput and latency goals are ratios to figures taken in the same round,
+because the machines are noisy; each is the median over the rounds, as are
+the figures themselves. Memory is the peak over all rounds.
 
 With two CPUs or more, the servers run on one CPU and wrk on another, as if
 the clients were on other machines. Left to the scheduler, wrk competes with
 the server for CPU time, and the server's threads spread over both CPUs,
 where every hand-over of Python's GIL becomes a cross-CPU wake-up: both
-servers then measure at half speed or less. --no-pin measures that case.
+servers measure slower, and the OKR server, whose SQLite calls each release
+the GIL, much slower. --no-pin measures that case.
 """
 import argparse
 import base64
@@ -261,7 +263,7 @@ def main():
                    "--threads", str(args.threads)], okr_port, "/healthz")
     hello = Process([sys.executable, "-c", HELLO_APP, str(hello_port), str(args.threads)], hello_port, "/hello")
     script = post_script(folder, post_cycle)
-    runs = {name: [] for name in ("hello", "get", "first", "deep", "post")}
+    runs = {name: [] for name in ("hello", "get", "first", "deep", "post", "hello again")}
     try:
         for round_number in range(1, args.rounds + 1):
             print(f"round {round_number}/{args.rounds} ...", flush=True)
@@ -271,6 +273,7 @@ def main():
             runs["first"].append(wrk(okr_port, f"/v1/objectives?cycle_id={cycle}", s, c))
             runs["deep"].append(wrk(okr_port, f"/v1/objectives?cycle_id={cycle}&page_token={deep}", s, c))
             runs["post"].append(wrk(okr_port, "/v1/objectives", s, 8, script))
+            runs["hello again"].append(wrk(hello_port, "/hello", s, c))
         okr_startup, okr_rss = okr.startup, okr.peak_rss
     finally:
         okr.stop()
@@ -288,16 +291,24 @@ def main():
 
     median = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
                      sum(r[2] for r in rs)) for name, rs in runs.items()}
-    hello_rate = median["hello"][0]
+    hello_rate = statistics.median(r[0] for r in runs["hello"] + runs["hello again"])
+    # Ratios are taken within each round, then their median: the machine's speed
+    # drifts between rounds, but little within the half minute of one round.
+    ceilings = [(a[0] + b[0]) / 2 for a, b in zip(runs["hello"], runs["hello again"])]
+    ratio = {
+        "get": statistics.median(r[0] / h for r, h in zip(runs["get"], ceilings)),
+        "post": statistics.median(r[0] / h for r, h in zip(runs["post"], ceilings)),
+        "deep": statistics.median(d[1] / f[1] for d, f in zip(runs["deep"], runs["first"])),
+    }
     rows = [
         ("hello ceiling (bare Flask on waitress)", f"{hello_rate:,.0f} req/s", "", ""),
         ("GET /v1/objectives/:id", f"{median['get'][0]:,.0f} req/s",
-         f"{median['get'][0] / hello_rate:.2f} x hello", ">= 0.60"),
+         f"{ratio['get']:.2f} x hello", ">= 0.60"),
         ("list, first page of 100", f"p50 {median['first'][1]:.2f} ms", f"{median['first'][0]:,.0f} req/s", ""),
         ("list, page 90% deep", f"p50 {median['deep'][1]:.2f} ms",
-         f"{median['deep'][1] / median['first'][1]:.2f} x first", "<= 1.25"),
+         f"{ratio['deep']:.2f} x first", "<= 1.25"),
         ("POST /v1/objectives (8 connections)", f"{median['post'][0]:,.0f} req/s",
-         f"{median['post'][0] / hello_rate:.2f} x hello", ">= 0.30"),
+         f"{ratio['post']:.2f} x hello", ">= 0.30"),
         ("POST non-2xx answers and socket errors", f"{median['post'][2]}", "", "0"),
         (f"DELETE a cycle of {args.objectives:,} objectives + {3 * args.objectives:,} key results",
          f"{delete_seconds:.2f} s", f"checkpointed {delete_checkpointed:.2f} s", "< 3 s"),
@@ -307,9 +318,9 @@ def main():
         ("start-up to first answer", f"{fresh.startup:.2f} s", f"(first start {okr_startup:.2f} s)", "< 1 s"),
     ]
     goals = [
-        median["get"][0] / hello_rate >= 0.6,
-        median["deep"][1] / median["first"][1] <= 1.25,
-        median["post"][0] / hello_rate >= 0.3,
+        ratio["get"] >= 0.6,
+        ratio["deep"] <= 1.25,
+        ratio["post"] >= 0.3,
         median["post"][2] == 0,
         delete_seconds < 3,
         okr_rss < 80 * 2**20,
@@ -323,8 +334,8 @@ def main():
     print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {args.seconds} s, "
           f"wrk -t1 -c{args.connections}, waitress threads={args.threads}, {placement}")
     for name, rs in runs.items():
-        print(f"  {name:6} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
-    print("  delete rounds: " + ", ".join(f"{d[0]:.2f} s (checkpointed {d[1]:.2f} s)" for d in deletes))
+        print(f"  {name:11} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
+    print("  delete      rounds: " + ", ".join(f"{d[0]:.2f} s (checkpointed {d[1]:.2f} s)" for d in deletes))
 
 
 if __name__ == "__main__":
