@@ -1,4 +1,6 @@
 """Objectives: /v1/objectives."""
+import sqlite3
+
 from flask import Blueprint, abort
 from marshmallow import ValidationError
 
@@ -73,16 +75,21 @@ def check_references(body, objective_id=None):
 def create_objective():
     """Creates an objective."""
     body = load_body(objective_schema)
-    check_references(body)
     now = utc_now()
-    row = get_db().execute(
-        """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id,
-               team_id, assignee_id, parent_objective_id, created_at, modified_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
-        (new_id(), body["name"], body["description"], body["is_company"], body["is_personal"],
-         body["cycle_id"], body["team_id"], body["assignee_id"], body["parent_objective_id"],
-         now, now),
-    ).fetchone()
+    try:
+        row = get_db().execute(
+            """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id,
+                   team_id, assignee_id, parent_objective_id, created_at, modified_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+            (new_id(), body["name"], body["description"], body["is_company"], body["is_personal"],
+             body["cycle_id"], body["team_id"], body["assignee_id"], body["parent_objective_id"],
+             now, now),
+        ).fetchone()
+    except sqlite3.IntegrityError:
+        # The foreign keys check the references; only when they refuse one do we
+        # look up which, for the 400. (A new objective cannot close a loop.)
+        check_references(body)
+        raise
     return objective_json(row)
 
 
