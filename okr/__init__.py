@@ -57,7 +57,9 @@ def create_app(test_config=None):
         """413 for any declared body over the limit, whether or not the view reads it."""
         # The environ test first: most requests carry no body, and request.content_length
         # goes through the headers object.
-        if request.environ.get("CONTENT_LENGTH") and (request.content_length or 0) > app.config["MAX_CONTENT_LENGTH"]:
+        if not request.environ.get("CONTENT_LENGTH"):
+            return
+        if (request.content_length or 0) > app.config["MAX_CONTENT_LENGTH"]:
             raise RequestEntityTooLarge()
 
     @app.get("/healthz")

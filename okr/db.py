@@ -77,7 +77,7 @@ BULK_CHANGES = 10_000
 
 @contextmanager
 def bulk_delete(db):
-    """A 32 MiB page cache for one delete that may be big, and if it was, its WAL checkpoint in the background.
+    """A 32 MiB page cache for a delete that may be big; if it was, its checkpoint runs in the background.
 
     A cascade over 100,000 objectives re-reads index pages that SQLite's 2 MB
     default cache keeps evicting: the bigger cache makes a big cycle delete a
