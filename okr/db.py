@@ -6,6 +6,7 @@ import urllib.parse
 import uuid
 from contextlib import closing, contextmanager
 from datetime import datetime, timezone
+from time import monotonic
 
 from flask import current_app, g, request
 
@@ -28,6 +29,13 @@ def connect(path, busy_timeout_ms):
     return db
 
 
+# How long a thread's reads go on without checking that the database file is
+# still the one its connection opened. Writes always check. The check is one
+# stat() call, but it releases the GIL, and under load every release hands the
+# CPU to another thread: checking on every read cost a sixth of GET throughput.
+READ_RECHECK_SECONDS = 1.0
+
+
 def get_connection():
     """This request's connection, outside any transaction (for the auth check).
 
@@ -37,20 +45,28 @@ def get_connection():
     """
     if "db" not in g:
         local = current_app.extensions["okr_connections"]
-        path = current_app.config["DATABASE"]
-        identity = file_identity(path)
-        if getattr(local, "db", None) is not None and local.identity != identity:
-            # The file was deleted or replaced under us: writes to the old one would be lost.
-            current_app.logger.warning("database file %s changed on disk; reconnecting", path)
-            local.db.close()
-            local.db = None
-        if identity is None:
-            raise RuntimeError(f"the database file {path} is missing")
-        if getattr(local, "db", None) is None:
-            local.db = connect(path, current_app.config["BUSY_TIMEOUT_MS"])
-            local.identity = identity
+        recently_checked = getattr(local, "db", None) is not None and monotonic() < local.recheck_at
+        if not (recently_checked and request.method in READ_METHODS):
+            open_current_file(local)
         g.db = local.db
     return g.db
+
+
+def open_current_file(local):
+    """Gives this thread a connection to the file now at the configured path."""
+    path = current_app.config["DATABASE"]
+    identity = file_identity(path)
+    if getattr(local, "db", None) is not None and local.identity != identity:
+        # The file was deleted or replaced under us: writes to the old one would be lost.
+        current_app.logger.warning("database file %s changed on disk; reconnecting", path)
+        local.db.close()
+        local.db = None
+    if identity is None:
+        raise RuntimeError(f"the database file {path} is missing")
+    if getattr(local, "db", None) is None:
+        local.db = connect(path, current_app.config["BUSY_TIMEOUT_MS"])
+        local.identity = identity
+    local.recheck_at = monotonic() + READ_RECHECK_SECONDS
 
 
 def file_identity(path):

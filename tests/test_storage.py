@@ -580,20 +580,39 @@ def test_a_401_leaves_no_transaction_open(app, client, runner):
         assert thread_connection(app).in_transaction is False
 
 
-def test_a_database_file_replaced_under_the_server_is_reopened(app, client, tmp_path):
-    client.post("/v1/cycles", json={"name": "old file"})
+def replace_database_file(app, tmp_path, cycle_name):
+    """Replaces the app's database with another holding one cycle, as a careful operator would."""
     other = create_app({"TESTING": True, "DATABASE": tmp_path / "other.db"})
     with other.app_context():
         init_db()
-    other.test_client().post("/v1/cycles", json={"name": "new file"})
+    other.test_client().post("/v1/cycles", json={"name": cycle_name})
     with closing(connect(tmp_path / "other.db", 1000)) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    # Replaced as a careful operator would, companions and all (okr restore does it for you).
+    # Companions and all (okr restore does it for you).
     for suffix in ("-wal", "-shm"):
         os.remove(str(app.config["DATABASE"]) + suffix)
     os.replace(tmp_path / "other.db", app.config["DATABASE"])
-    names = [c["name"] for c in client.get("/v1/cycles").get_json()["cycles"]]
-    assert names == ["new file"]
+
+
+def cycle_names(client):
+    return [c["name"] for c in client.get("/v1/cycles").get_json()["cycles"]]
+
+
+def test_a_database_file_replaced_under_the_server_is_reopened_by_the_next_write(app, client, tmp_path):
+    client.post("/v1/cycles", json={"name": "old file"})
+    replace_database_file(app, tmp_path, "new file")
+    assert client.post("/v1/cycles", json={"name": "written"}).status_code == 200
+    assert cycle_names(client) == ["new file", "written"]
+
+
+def test_reads_notice_a_replaced_database_file_within_a_second(app, client, tmp_path, monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr(okr.db, "monotonic", lambda: now[0])
+    client.post("/v1/cycles", json={"name": "old file"})
+    replace_database_file(app, tmp_path, "new file")
+    assert cycle_names(client) == ["old file"]
+    now[0] += okr.db.READ_RECHECK_SECONDS
+    assert cycle_names(client) == ["new file"]
 
 
 def test_a_deleted_database_file_is_an_error_not_a_silent_loss(app, client):
