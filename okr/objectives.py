@@ -76,15 +76,18 @@ def create_objective():
     """Creates an objective."""
     body = load_body(objective_schema)
     now = utc_now()
+    row = {**body, "id": new_id(), "created_at": now, "modified_at": now}
     try:
-        row = get_db().execute(
+        # No RETURNING: the row is what we wrote, and reading it back would be one
+        # more SQLite call, which releases the GIL.
+        get_db().execute(
             """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id,
                    team_id, assignee_id, parent_objective_id, created_at, modified_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
-            (new_id(), body["name"], body["description"], body["is_company"], body["is_personal"],
-             body["cycle_id"], body["team_id"], body["assignee_id"], body["parent_objective_id"],
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (row["id"], row["name"], row["description"], row["is_company"], row["is_personal"],
+             row["cycle_id"], row["team_id"], row["assignee_id"], row["parent_objective_id"],
              now, now),
-        ).fetchone()
+        )
     except sqlite3.IntegrityError:
         # The foreign keys check the references; only when they refuse one do we
         # look up which, for the 400. (A new objective cannot close a loop.)

@@ -8,6 +8,7 @@ import sys
 import stat
 import threading
 import time
+import uuid
 from contextlib import closing, contextmanager
 
 import pytest
@@ -458,6 +459,26 @@ def test_list_queries_search_an_index_without_sorting(app, sql):
     with closing(connect(app.config["DATABASE"], 1000)) as db:
         plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN " + sql, ("x", 0, 101)))
     assert "SEARCH" in plan and "USING INDEX" in plan and "TEMP B-TREE" not in plan, plan
+
+
+# --- new ids --------------------------------------------------------------------------------
+
+
+def test_new_ids_are_distinct_lowercase_uuid4s_in_every_thread():
+    ids = []
+
+    def make_ids():
+        ids.extend(okr.db.new_id() for _ in range(1000))
+
+    threads = [threading.Thread(target=make_ids) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(ids)) == 4000
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
 
 
 # --- the per-thread connection ------------------------------------------------------------
