@@ -264,7 +264,7 @@ def test_defaults_without_flags_or_env():
     assert app.config["HOST"] == "127.0.0.1"
     assert str(app.config["PORT"]) == "8080"
     assert os.path.basename(app.config["DATABASE"]) == "okr.db"
-    assert str(app.config["THREADS"]) == "4"
+    assert str(app.config["THREADS"]) == "2"
 
 
 def test_env_overrides_defaults(monkeypatch):

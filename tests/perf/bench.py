@@ -242,7 +242,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--objectives", type=int, default=100_000)
-    parser.add_argument("--threads", type=int, default=4, help="waitress threads, for both servers")
+    parser.add_argument("--threads", type=int, default=create_app().config["THREADS"],
+                        help="waitress threads, for both servers (default: the service's)")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--no-pin", dest="pin", action="store_false",
                         help="leave the servers and wrk to the scheduler instead of one CPU each")
