@@ -189,13 +189,6 @@ def init_app(app):
 _id_entropy = threading.local()
 
 
-def random_id_bytes():
-    chunks = getattr(_id_entropy, "chunks", None)
-    if chunks is None:
-        chunks = _id_entropy.chunks = entropy_chunks()
-    return next(chunks)
-
-
 def entropy_chunks():
     while True:
         block = os.urandom(16 * 256)
@@ -205,7 +198,9 @@ def entropy_chunks():
 
 def new_id():
     """A new lowercase UUID4, as uuid.uuid4() would make it."""
-    return str(uuid.UUID(bytes=random_id_bytes(), version=4))
+    if not hasattr(_id_entropy, "chunks"):
+        _id_entropy.chunks = entropy_chunks()
+    return str(uuid.UUID(bytes=next(_id_entropy.chunks), version=4))
 
 
 def utc_now():
