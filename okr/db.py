@@ -163,17 +163,70 @@ def create_private_file(path):
         pass
 
 
+# The schema version this release writes, kept in PRAGMA user_version. Version 0
+# is every database made before versions were kept.
+SCHEMA_VERSION = 0
+
+# version -> function(db) that brings a database of the version before up to it,
+# inside the migration's transaction.
+MIGRATIONS = {}
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer release than this one."""
+
+
+def schema_statements(path):
+    """The statements of schema.sql, one at a time (executescript would commit)."""
+    statement = ""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            statement += line
+            if sqlite3.complete_statement(statement):
+                yield statement
+                statement = ""
+    if statement.strip() and not statement.lstrip().startswith("--"):
+        yield statement
+
+
+def schema_version(db):
+    return db.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(db, schema_file):
+    """Brings an open database to SCHEMA_VERSION in one transaction, keeping its rows.
+
+    A database newer than this release is refused and left untouched.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = schema_version(db)
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"the database has schema version {version}, newer than this release knows "
+                f"({SCHEMA_VERSION}); use a newer okr"
+            )
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'").fetchone():
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[step](db)
+        for statement in schema_statements(schema_file):
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+
+
 def init_db():
-    """Creates the schema if it is missing; keeps any data already stored."""
+    """Creates the schema if it is missing, or migrates it; keeps any data already stored."""
     if sqlite3.sqlite_version_info < MIN_SQLITE:
         raise RuntimeError(f"SQLite 3.35 or newer is needed (for RETURNING); this Python has {sqlite3.sqlite_version}")
     path = current_app.config["DATABASE"]
     create_private_file(path)
-    with open(current_app.config["SCHEMA"], encoding="utf-8") as f:
-        script = f.read()
     db = connect(path, current_app.config["BUSY_TIMEOUT_MS"])
     try:
-        db.executescript(script)
+        migrate(db, current_app.config["SCHEMA"])
     finally:
         db.close()
 
