@@ -1,12 +1,14 @@
 """Serves the OKR API with waitress, or runs one of its admin commands.
 
 usage: python app.py [serve] [--host H] [--port P] [--database FILE] [--threads N]
-                             [--allow-anonymous]
+                             [--cpu auto|all|N] [--connection-limit N]
+                             [--channel-timeout SECONDS] [--allow-anonymous]
        python app.py COMMAND [ARGS]...      (also installed as `okr`)
 
 Global options may stand anywhere on the line; flags override the OKR_HOST,
-OKR_PORT, OKR_DATABASE and OKR_THREADS environment variables, which override
-the defaults (127.0.0.1, 8080, ./okr.db, 4).
+OKR_PORT, OKR_DATABASE, OKR_THREADS, OKR_CPU, OKR_CONNECTION_LIMIT and
+OKR_CHANNEL_TIMEOUT environment variables, which override the defaults
+(127.0.0.1, 8080, ./okr.db, 8 threads, one CPU, 1000 connections, 30 s).
 """
 import argparse
 import logging
@@ -16,14 +18,11 @@ import sqlite3
 import sys
 
 from flask.cli import ScriptInfo
-from waitress import serve
 
 from okr import create_app
 from okr.auth import open_to_network
 from okr.db import connect, init_db
-
-
-WAITRESS_BODY_LIMIT = 16 * 1024 * 1024
+from okr.server import make_server, place_on_cpus
 
 
 def parse_options(argv):
@@ -33,6 +32,9 @@ def parse_options(argv):
     parser.add_argument("--port")
     parser.add_argument("--database")
     parser.add_argument("--threads")
+    parser.add_argument("--cpu")
+    parser.add_argument("--connection-limit")
+    parser.add_argument("--channel-timeout")
     parser.add_argument("--allow-anonymous", action="store_true", default=None)
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
@@ -53,8 +55,10 @@ def stop_on_sigterm(signum, frame):
 def run_server(app, args):
     if args:
         sys.exit(f"okr: serve takes no arguments besides the global options, not {' '.join(args)}")
-    port = positive_int(app, "PORT", 0, 65535)
-    threads = positive_int(app, "THREADS", 1, 256)
+    positive_int(app, "PORT", 0, 65535)
+    positive_int(app, "THREADS", 1, 256)
+    positive_int(app, "CONNECTION_LIMIT", 1, 100_000)
+    positive_int(app, "CHANNEL_TIMEOUT", 1, 86_400)
     try:
         with app.app_context():
             init_db()
@@ -69,12 +73,28 @@ def run_server(app, args):
             "exists yet. Run `okr keys create --name NAME` first, or pass --allow-anonymous."
         )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("okr").info("database %s", os.path.abspath(app.config["DATABASE"]))
+    try:
+        placement = place_on_cpus(app.config["CPU"])
+    except ValueError as error:
+        sys.exit(f"okr: {error}")
+    raise_open_files_limit(int(app.config["CONNECTION_LIMIT"]))
+    logging.getLogger("okr").info("database %s; serving %s", os.path.abspath(app.config["DATABASE"]), placement)
     signal.signal(signal.SIGTERM, stop_on_sigterm)
-    # Bodies over the app's 1 MiB get its JSON 413; waitress refuses absurd ones
-    # (with a plain-text 413) before spooling them to disk.
-    serve(app, host=app.config["HOST"], port=port, threads=threads,
-          max_request_body_size=WAITRESS_BODY_LIMIT)
+    server = make_server(app)
+    server.print_listen("Serving on http://{}:{}")
+    server.run()
+
+
+def raise_open_files_limit(connections):
+    """Lets the process hold the connection limit's sockets, as far as the hard limit allows."""
+    try:
+        import resource
+    except ImportError:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + 100  # the database, its WAL, logs, the listening socket
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
 
 
 def main(argv=None):

@@ -14,8 +14,8 @@ def schema_path():
 
 def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
-    names = {"OKR_HOST": "HOST", "OKR_PORT": "PORT", "OKR_DATABASE": "DATABASE", "OKR_THREADS": "THREADS"}
-    return {key: os.environ[name] for name, key in names.items() if os.environ.get(name)}
+    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT")
+    return {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
 
 
 def create_app(test_config=None):
@@ -28,10 +28,11 @@ def create_app(test_config=None):
         SCHEMA=schema_path(),
         HOST="127.0.0.1",
         PORT=8080,
-        # Two, not waitress's four: each SQLite call releases the GIL, and every extra
-        # thread waiting for it makes the hand-overs dearer (pinned, GET went from 0.78
-        # to 0.84 x a hello on as many threads, and POST from 0.33 to 0.42).
-        THREADS=2,
+        # Serving settings (okr/server.py); the README's Operations section says why.
+        THREADS=8,
+        CPU="auto",
+        CONNECTION_LIMIT=1000,
+        CHANNEL_TIMEOUT=30,
         BUSY_TIMEOUT_MS=5000,
         PAGE_SIZE=100,
         MAX_PAGE_SIZE=1000,

@@ -1,0 +1,231 @@
+"""Misbehaving clients and long deletes cannot stop the real server answering others.
+
+Each test starts `app.py` as its own process on a free loopback port, runs
+bounded bad clients against it, and measures what a well-behaved client sees.
+"""
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from okr import create_app
+from okr.db import connect, init_db, new_id, utc_now
+
+from helpers import APP_PY, HttpClient, free_port
+
+
+def seed(path, objectives, key_results_each=0, description=""):
+    """A database with a cycle of `objectives` objectives, written straight with SQL."""
+    app = create_app({"DATABASE": path})
+    with app.app_context():
+        init_db()
+    db = connect(str(path), 5000)
+    cycle, now = new_id(), utc_now()
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO cycles (id, name, created_at) VALUES (?, 'big', ?)", (cycle, now))
+    ids = [new_id() for _ in range(objectives)]
+    db.executemany(
+        "INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id, created_at, "
+        "modified_at) VALUES (?, 'objective', ?, 0, 0, ?, ?, ?)",
+        ((i, description, cycle, now, now) for i in ids))
+    db.executemany(
+        "INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value, "
+        "target_value_min, created_at, modified_at) VALUES (?, ?, ?, 'kr', 'positive', '0.50', '0.00', "
+        "'10.00', ?, ?)",
+        ((new_id(), i, cycle, now, now) for i in ids for _ in range(key_results_each)))
+    db.execute("COMMIT")
+    db.close()
+    return cycle, ids
+
+
+def start(port, log, *args):
+    """`app.py` with its log in a file: a pipe nobody reads could fill and stall the server."""
+    with open(log, "ab") as out:
+        process = subprocess.Popen([sys.executable, str(APP_PY), "--port", str(port), *args],
+                                   stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 15
+    while quick_status(port, "/healthz", 1) != 200:
+        if time.monotonic() > deadline or process.poll() is not None:
+            stop(process)
+            pytest.fail(f"service did not start: {Path(log).read_text()}")
+        time.sleep(0.05)
+    return process
+
+
+def stop(process):
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def open_connections(pid):
+    """The TCP sockets the server process holds, the listening one included."""
+    folder = f"/proc/{pid}/fd"
+    count = 0
+    for name in os.listdir(folder):
+        try:
+            if os.readlink(os.path.join(folder, name)).startswith("socket:"):
+                count += 1
+        except FileNotFoundError:
+            pass
+    return count
+
+
+class WellBehavedClient(threading.Thread):
+    """Asks for /healthz and a small GET in turn, each on a new connection, and times each answer."""
+
+    def __init__(self, port, path):
+        super().__init__(daemon=True)
+        self.http = HttpClient(f"127.0.0.1:{port}")
+        self.paths = ["/healthz", path]
+        self.latencies = {p: [] for p in self.paths}
+        self.statuses = []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            for path in self.paths:
+                started = time.monotonic()
+                try:
+                    status = self.http.get(path).status
+                except OSError as error:
+                    status = repr(error)
+                self.latencies[path].append(time.monotonic() - started)
+                self.statuses.append(status)
+            time.sleep(0.01)
+
+    def finish(self):
+        self.stopping.set()
+        self.join(timeout=60)
+        return self
+
+
+def p99(values):
+    return statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
+
+
+def pipelining_client(port, path, count):
+    """Sends `count` requests on one connection and never reads an answer."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    sock.sendall(request * count)
+    return sock
+
+
+def stalled_client(port):
+    """Starts a request and never finishes its headers."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    return sock
+
+
+def idle_keepalive_client(port):
+    """One answered request, then the connection is kept open and idle."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    sock.settimeout(10)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    return sock
+
+
+@pytest.fixture
+def page_database(tmp_path):
+    """1,000 objectives with 1 kB descriptions: a page of them is about 1.4 MB of JSON."""
+    path = tmp_path / "okr.db"
+    cycle, _ = seed(path, 1000, description="d" * 1000)
+    return path, cycle
+
+
+def test_bad_clients_do_not_stop_the_service_answering_others(page_database):
+    path, cycle = page_database
+    port = free_port()
+    process = start(port, path.with_suffix(".log"), "--database", str(path))
+    bad = []
+    try:
+        baseline = open_connections(process.pid)
+        page = f"/v1/objectives?cycle_id={cycle}&page_size=1000"
+        client = WellBehavedClient(port, f"/v1/cycles/{cycle}")
+        bad += [pipelining_client(port, page, 80) for _ in range(2)]
+        bad += [stalled_client(port) for _ in range(200)]
+        bad += [idle_keepalive_client(port) for _ in range(50)]
+        client.start()
+        time.sleep(5)
+        client.finish()
+        assert set(client.statuses) == {200}, set(client.statuses)
+        for path_, latencies in client.latencies.items():
+            assert p99(latencies) < 1.0, (path_, p99(latencies), max(latencies))
+
+        for sock in bad:
+            sock.close()
+        bad.clear()
+        deadline = time.monotonic() + 20
+        while open_connections(process.pid) > baseline and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert open_connections(process.pid) <= baseline
+        after = WellBehavedClient(port, f"/v1/cycles/{cycle}")
+        after.start()
+        time.sleep(1)
+        after.finish()
+        assert set(after.statuses) == {200} and max(after.latencies["/healthz"]) < 0.5
+    finally:
+        for sock in bad:
+            sock.close()
+        stop(process)
+
+
+def quick_status(port, path, timeout):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status
+    except OSError as error:
+        return repr(error)
+    finally:
+        connection.close()
+
+
+def closed_by_server(sock, timeout):
+    """True when the server closes the connection within timeout seconds."""
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(1 << 20):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_idle_stalled_and_non_reading_connections_are_dropped_after_the_channel_timeout(page_database):
+    path, cycle = page_database
+    port = free_port()
+    # Two threads, both taken by clients that pipeline big pages and never read.
+    process = start(port, path.with_suffix(".log"), "--database", str(path), "--threads", "2",
+                    "--channel-timeout", "2")
+    page = f"/v1/objectives?cycle_id={cycle}&page_size=1000"
+    stalled, idle = stalled_client(port), idle_keepalive_client(port)
+    pipelining = [pipelining_client(port, page, 80) for _ in range(2)]
+    try:
+        started = time.monotonic()
+        # Dropped between the 2 s timeout and that plus the 2 s cleanup interval.
+        assert closed_by_server(stalled, 10)
+        assert closed_by_server(idle, 10)
+        assert time.monotonic() - started < 10
+        # The stuck workers are freed while their clients still hold their sockets open.
+        assert quick_status(port, "/healthz", timeout=10) == 200
+    finally:
+        for sock in (stalled, idle, *pipelining):
+            sock.close()
+        stop(process)
