@@ -3,9 +3,11 @@
 Each test starts `app.py` as its own process on a free loopback port, runs
 bounded bad clients against it, and measures what a well-behaved client sees.
 """
+import base64
 import http.client
 import os
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -229,3 +231,79 @@ def test_idle_stalled_and_non_reading_connections_are_dropped_after_the_channel_
         for sock in (stalled, idle, *pipelining):
             sock.close()
         stop(process)
+
+
+class Load(threading.Thread):
+    """Calls `request()` every `interval` seconds until stopped, keeping each status and latency."""
+
+    def __init__(self, request, interval):
+        super().__init__(daemon=True)
+        self.request, self.interval = request, interval
+        self.results = []
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.is_set():
+            started = time.monotonic()
+            try:
+                outcome = self.request()
+            except OSError as error:
+                outcome = repr(error)
+            self.results.append((outcome, time.monotonic() - started))
+            self.stopping.wait(self.interval)
+
+    def finish(self):
+        self.stopping.set()
+        self.join(timeout=60)
+        return self.results
+
+
+def test_a_big_cycle_delete_stalls_no_read_and_fails_no_write(tmp_path):
+    path = tmp_path / "okr.db"
+    big, big_ids = seed(path, 100_000, key_results_each=3)
+    port = free_port()
+    process = start(port, tmp_path / "okr.log", "--database", str(path))
+    http = HttpClient(f"127.0.0.1:{port}")
+    try:
+        small = http.post("/v1/cycles", {"name": "small"}).ok()["id"]
+        objective = http.post("/v1/objectives", {"name": "o", "cycle_id": small, "is_company": False,
+                                                "is_personal": False}).ok()["id"]
+        # The last full page of the big cycle: while it exists, it holds exactly 1,000 rows.
+        last_page = f"/v1/objectives?cycle_id={big}&page_size=1000&page_token=" + page_token_before(path, big_ids[-1000])
+
+        def whole_or_gone():
+            response = http.get(last_page)
+            return response.status if response.status != 200 else len(response.json()["objectives"])
+
+        loads = {
+            "write": Load(lambda: http.post("/v1/teams", {"name": "t"}).status, 0.05),
+            "read": Load(lambda: http.get(f"/v1/objectives/{objective}").status, 0.01),
+            "healthz": Load(lambda: http.get("/healthz").status, 0.01),
+            "snapshot": Load(whole_or_gone, 0.05),
+        }
+        for load in loads.values():
+            load.start()
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert http.delete(f"/v1/cycles/{big}").status == 200
+        deleted_in = time.monotonic() - started
+        time.sleep(1)
+        results = {name: load.finish() for name, load in loads.items()}
+    finally:
+        stop(process)
+    assert deleted_in > 0.3  # the delete was long enough to matter
+    assert {outcome for outcome, _ in results["write"]} == {200}, results["write"]
+    assert {outcome for outcome, _ in results["read"] + results["healthz"]} == {200}
+    assert max(latency for _, latency in results["read"]) < 1.0
+    assert max(latency for _, latency in results["healthz"]) < 0.5
+    # Never part of the cycle: the whole page, then a 404 once it is gone.
+    seen = [outcome for outcome, _ in results["snapshot"]]
+    assert set(seen) == {1000, 404} and seen == sorted(seen, key=lambda s: s == 404)
+
+
+def page_token_before(path, objective_id):
+    """The page token that lists from objective_id on."""
+    db = sqlite3.connect(path)
+    seq = db.execute("SELECT seq FROM objectives WHERE id = ?", (objective_id,)).fetchone()[0]
+    db.close()
+    return base64.urlsafe_b64encode(str(seq - 1).encode()).decode()
