@@ -60,6 +60,10 @@ def run_server(app, args):
     positive_int(app, "CONNECTION_LIMIT", 1, 100_000)
     positive_int(app, "CHANNEL_TIMEOUT", 1, 86_400)
     try:
+        placement = place_on_cpus(app.config["CPU"])
+    except ValueError as error:
+        sys.exit(f"okr: {error}")
+    try:
         with app.app_context():
             init_db()
             db = connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])
@@ -73,28 +77,11 @@ def run_server(app, args):
             "exists yet. Run `okr keys create --name NAME` first, or pass --allow-anonymous."
         )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        placement = place_on_cpus(app.config["CPU"])
-    except ValueError as error:
-        sys.exit(f"okr: {error}")
-    raise_open_files_limit(int(app.config["CONNECTION_LIMIT"]))
     logging.getLogger("okr").info("database %s; serving %s", os.path.abspath(app.config["DATABASE"]), placement)
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     server = make_server(app)
     server.print_listen("Serving on http://{}:{}")
     server.run()
-
-
-def raise_open_files_limit(connections):
-    """Lets the process hold the connection limit's sockets, as far as the hard limit allows."""
-    try:
-        import resource
-    except ImportError:
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = connections + 100  # the database, its WAL, logs, the listening socket
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
 
 
 def main(argv=None):

@@ -2,8 +2,8 @@
 
 The README's Operations section explains each figure.
 """
-import logging
 import os
+import resource
 
 from waitress import create_server
 
@@ -16,8 +16,6 @@ CLEANUP_INTERVAL = 2
 # waitress's own default: above this much unsent output, a worker thread waits
 # for the client to read before it writes more.
 OUTBUF_HIGH_WATERMARK = 16 * 1024 * 1024
-
-log = logging.getLogger("okr")
 
 
 def waitress_settings(config):
@@ -56,9 +54,19 @@ def drop_stuck_channels(server, maintenance, now):
             channel.handle_close()
 
 
+def allow_open_files(connections):
+    """Lets the process hold as many sockets as the connection limit, as far as the hard limit allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + 100  # the database, its WAL, logs, the listening socket
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+
+
 def make_server(app):
     """A waitress server for app, with the settings above; not yet running."""
-    server = create_server(app, **waitress_settings(app.config))
+    settings = waitress_settings(app.config)
+    allow_open_files(settings["connection_limit"])
+    server = create_server(app, **settings)
     original = server.maintenance
     server.maintenance = lambda now: drop_stuck_channels(server, original, now)
     return server
