@@ -23,6 +23,7 @@ from okr import create_app
 from okr.auth import open_to_network
 from okr.db import connect, init_db
 from okr.server import make_server, place_on_cpus
+from okr.serving_lock import hold_shared
 
 
 def parse_options(argv):
@@ -66,6 +67,8 @@ def run_server(app, args):
     try:
         with app.app_context():
             init_db()
+            # Held until the process ends: `okr restore` refuses a served database.
+            hold_shared(app.config["DATABASE"])
             db = connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])
             exposed = open_to_network(db, app.config["HOST"])
             db.close()
