@@ -68,7 +68,8 @@ def create_app(test_config=None):
 
     @app.get("/healthz")
     def check_health():
-        """Tells a process supervisor that the service answers."""
+        """Tells a process supervisor whether the database file is there and answers."""
+        db.check_database()
         return {"status": "ok"}
 
     return app

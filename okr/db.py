@@ -4,7 +4,7 @@ import sqlite3
 import threading
 import urllib.parse
 import uuid
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from datetime import datetime, timezone
 from time import monotonic
 
@@ -46,14 +46,15 @@ def get_connection():
     if "db" not in g:
         local = current_app.extensions["okr_connections"]
         recently_checked = getattr(local, "db", None) is not None and monotonic() < local.recheck_at
-        if not (recently_checked and request.method in READ_METHODS):
-            open_current_file(local)
+        write = request.method not in READ_METHODS
+        if not (recently_checked and not write):
+            open_current_file(local, write)
         g.db = local.db
     return g.db
 
 
-def open_current_file(local):
-    """Gives this thread a connection to the file now at the configured path."""
+def open_current_file(local, write=False):
+    """Gives this thread a connection to the file now at the configured path, writable if it can be."""
     path = current_app.config["DATABASE"]
     identity = file_identity(path)
     if getattr(local, "db", None) is not None and local.identity != identity:
@@ -61,12 +62,64 @@ def open_current_file(local):
         current_app.logger.warning("database file %s changed on disk; reconnecting", path)
         local.db.close()
         local.db = None
+    elif getattr(local, "db", None) is not None and write and local.read_only:
+        # Opened while the file was unwritable, so read-only for good: the file may be fixed by now.
+        local.db.close()
+        local.db = None
     if identity is None:
-        raise RuntimeError(f"the database file {path} is missing")
+        raise DatabaseMissing(f"the database file {path} is missing")
     if getattr(local, "db", None) is None:
         local.db = connect(path, current_app.config["BUSY_TIMEOUT_MS"])
         local.identity = identity
+        # SQLite opens a file it may not write read-only without a word.
+        local.read_only = not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
     local.recheck_at = monotonic() + READ_RECHECK_SECONDS
+
+
+class DatabaseMissing(RuntimeError):
+    """No file at the configured path: never create an empty one in its place."""
+
+
+class DatabaseUnusable(Exception):
+    """The database cannot answer; the argument says why, for an operator."""
+
+
+def check_database():
+    """Raises DatabaseUnusable unless the file is there and this thread's connection answers a query."""
+    path = current_app.config["DATABASE"]
+    local = current_app.extensions["okr_connections"]
+    try:
+        open_current_file(local)  # always: a health check must not trust a second-old look
+        g.db = local.db
+        # Reads the file's first page; an empty file would answer too, but holds no tables.
+        if local.db.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' LIMIT 1").fetchone() is None:
+            raise DatabaseUnusable(f"the database file {path} holds no tables")
+    except DatabaseMissing as error:
+        raise DatabaseUnusable(str(error)) from error
+    except sqlite3.Error as error:
+        forget_connection_after(error)
+        raise DatabaseUnusable(f"the database file {path} does not answer: {error}") from error
+
+
+# After these, a thread's connection may be stuck on a file it can no longer use:
+# opened read-only while the file was unwritable, or holding a handle on a broken
+# or vanished file. A new connection costs little; a stuck one fails every write.
+STALE_CONNECTION_ERRORS = frozenset({
+    sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
+})
+
+
+def primary_error_code(error):
+    """SQLite's primary result code of a sqlite3 error (SQLITE_READONLY for SQLITE_READONLY_DBMOVED), or None."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def forget_connection_after(error):
+    """Has close_db drop this thread's connection when the error says it may be stuck."""
+    if primary_error_code(error) in STALE_CONNECTION_ERRORS and "db" in g:
+        g.drop_connection = True
 
 
 def file_identity(path):
@@ -116,20 +169,32 @@ def finish_transaction(response):
     if db is None or not db.in_transaction:
         return response
     if response.status_code >= 400:
-        db.execute("ROLLBACK")
-    elif g.get("checkpoint_in_background"):
-        db.execute("PRAGMA wal_autocheckpoint = 0")
-        try:
-            db.execute("COMMIT")
-        finally:
-            db.execute("PRAGMA wal_autocheckpoint = 1000")  # SQLite's default; nothing here sets another
-        # Should the thread fail, nothing is lost: the next commit checkpoints. A
-        # write that commits before the thread has begun runs the checkpoint itself.
-        args = (current_app.config["DATABASE"], current_app.logger)
-        threading.Thread(target=checkpoint, args=args, name="okr-checkpoint", daemon=True).start()
-    else:
-        db.execute("COMMIT")
+        # A failed rollback is left to close_db, which drops the connection.
+        with suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        return response
+    try:
+        commit(db)
+    except sqlite3.Error as error:
+        # After-request hooks run past the app's error handlers: hand the failure to
+        # them, so that a full disk at commit answers like a full disk anywhere.
+        return current_app.make_response(current_app.handle_user_exception(error))
     return response
+
+
+def commit(db):
+    if not g.get("checkpoint_in_background"):
+        db.execute("COMMIT")
+        return
+    db.execute("PRAGMA wal_autocheckpoint = 0")
+    try:
+        db.execute("COMMIT")
+    finally:
+        db.execute("PRAGMA wal_autocheckpoint = 1000")  # SQLite's default; nothing here sets another
+    # Should the thread fail, nothing is lost: the next commit checkpoints. A
+    # write that commits before the thread has begun runs the checkpoint itself.
+    args = (current_app.config["DATABASE"], current_app.logger)
+    threading.Thread(target=checkpoint, args=args, name="okr-checkpoint", daemon=True).start()
 
 
 def checkpoint(path, logger):
@@ -145,14 +210,26 @@ def checkpoint(path, logger):
 def close_db(exception=None):
     """Ends the request's use of its thread's connection; anything uncommitted is rolled back."""
     db = g.pop("db", None)
-    if db is not None and db.in_transaction:
+    if db is None:
+        return
+    if g.pop("drop_connection", False):
+        # The next request opens the file afresh, writable again once it is fixed.
+        current_app.logger.warning("dropping this thread's database connection after a file error")
+        drop_connection(db)
+    elif db.in_transaction:
         try:
             db.execute("ROLLBACK")
         except sqlite3.Error:
             # Never hand the next request a connection stuck in a transaction.
             current_app.logger.exception("rollback failed; dropping the connection")
-            current_app.extensions["okr_connections"].db = None
-            db.close()
+            drop_connection(db)
+
+
+def drop_connection(db):
+    local = current_app.extensions["okr_connections"]
+    if local.db is db:
+        local.db = None
+    db.close()  # rolls back whatever is open
 
 
 def create_private_file(path):

@@ -5,6 +5,8 @@ from flask import current_app, jsonify
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
+from . import db
+
 # Short, stable summaries; werkzeug's default descriptions talk about browsers.
 MESSAGES = {
     400: "bad request",
@@ -59,11 +61,25 @@ def handle_validation_error(error):
     return error_response(400, "validation failed", flatten(error.messages))
 
 
+def handle_database_unusable(error):
+    return error_response(503, "the database is unusable", {"database": str(error)})
+
+
 def handle_unexpected(error):
-    if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
-        # The busy timeout ran out: the client may simply retry.
-        current_app.logger.warning("database busy: %s", error)
-        return error_response(503, "database busy, retry shortly", headers=[("Retry-After", "1")])
+    if isinstance(error, sqlite3.Error):
+        db.forget_connection_after(error)
+        code = db.primary_error_code(error)
+        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            # The busy timeout ran out: the client may simply retry.
+            current_app.logger.warning("database busy: %s", error)
+            return error_response(503, "database busy, retry shortly", headers=[("Retry-After", "1")])
+        if code == sqlite3.SQLITE_FULL:
+            current_app.logger.exception("the disk is full")
+            return error_response(507, "the disk is full")
+        if code == sqlite3.SQLITE_READONLY:
+            # Retrying helps once an operator fixes the file: the connection is reopened.
+            current_app.logger.exception("the database file is not writable")
+            return error_response(503, "the database file is not writable", headers=[("Retry-After", "1")])
     current_app.logger.exception("unhandled error")
     return error_response(500, "internal error")
 
@@ -71,4 +87,5 @@ def handle_unexpected(error):
 def init_app(app):
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(ValidationError, handle_validation_error)
+    app.register_error_handler(db.DatabaseUnusable, handle_database_unusable)
     app.register_error_handler(Exception, handle_unexpected)

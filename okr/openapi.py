@@ -184,10 +184,16 @@ QUERY_PARAMETERS = {
 ERRORS = {
     400: "Invalid JSON, a validation error, or a bad query argument",
     401: "Missing or invalid S1-HMAC-SHA256 signature",
+    403: "Signed with a read-only API key, which may only GET",
     404: "No such record",
     405: "Method not allowed on this path",
     413: "A declared body larger than 1 MiB, on any method",
-    503: "The database stayed busy past the busy timeout; retry",
+    503: "The database stayed busy past the busy timeout, or its file is not writable; retry",
+    507: "The disk is full; nothing was written",
+}
+# Where a code means something else than ERRORS says, and carries no header.
+PATH_ERRORS = {
+    ("/healthz", 503): "The database file is missing or does not answer a query; details.database says why",
 }
 ERROR_HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string", "enum": [SCHEME]}}},
@@ -198,8 +204,14 @@ ERROR_HEADERS = {
 
 def error_codes(path, method, body, parameters):
     codes = [405]
+    if path.startswith("/v1/") and path != "/v1/openapi.json" or path == "/healthz":
+        codes.append(503)
     if path.startswith("/v1/") and path != "/v1/openapi.json":
-        codes += [401, 503]
+        codes.append(401)
+        if method != "get":
+            codes.append(403)  # signed with a read-only key
+    if method in ("post", "put", "patch", "delete"):
+        codes.append(507)  # any write may find the disk full
     if body or parameters:
         codes.append(400)
     if "{" in path or "cycle_id" in parameters:
@@ -221,10 +233,11 @@ def operation(path, method, summary, body, response, parameters):
     if parameters:
         spec["parameters"] = [{"in": "query", "name": name, **QUERY_PARAMETERS[name]} for name in parameters]
     for code in error_codes(path, method, body, parameters):
+        special = PATH_ERRORS.get((path, code))
         spec["responses"][str(code)] = {
-            "description": ERRORS[code],
+            "description": special or ERRORS[code],
             "content": {"application/json": {"schema": "Error"}},
-            **({"headers": ERROR_HEADERS[code]} if code in ERROR_HEADERS else {}),
+            **({"headers": ERROR_HEADERS[code]} if code in ERROR_HEADERS and not special else {}),
         }
     if not path.startswith("/v1/") or path == "/v1/openapi.json":
         spec["security"] = []

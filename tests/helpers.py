@@ -128,11 +128,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_service(port, *args, env=None):
+def start_service(port, *args, env=None, **popen):
     """`python app.py --port PORT ARGS` as its own process, once /healthz answers."""
     process = subprocess.Popen(
         [sys.executable, str(APP_PY), "--port", str(port), *args],
-        env=os.environ if env is None else env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env=os.environ if env is None else env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen,
     )
     http = HttpClient(f"127.0.0.1:{port}")
     deadline = time.monotonic() + 15

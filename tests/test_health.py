@@ -1,0 +1,186 @@
+"""Operations: /healthz, failing disks and files (contract: Errors, Storage)."""
+import ctypes
+import os
+import sqlite3
+from contextlib import closing
+
+import pytest
+from werkzeug import Response
+
+from helpers import assert_error, free_port, start_service
+
+
+def thread_connection(app):
+    return app.extensions["okr_connections"].db
+
+
+def count_cycles(app):
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return db.execute("SELECT count(*) FROM cycles").fetchone()[0]
+
+
+def http_response(response):
+    """An HttpResponse from a real server as a werkzeug Response, so that assert_error applies."""
+    return Response(response.payload, status=response.status, headers=list(response.headers.items()))
+
+
+# --- /healthz ----------------------------------------------------------------
+
+
+def test_healthz_is_503_while_the_database_file_is_missing_and_200_once_it_is_back(app, client):
+    assert client.get("/healthz").get_json() == {"status": "ok"}
+    path = app.config["DATABASE"]
+    os.rename(path, path + ".moved")
+    body = assert_error(client.get("/healthz"), 503, "database")
+    assert body["details"]["database"] == f"the database file {path} is missing"
+    os.rename(path + ".moved", path)
+    response = client.get("/healthz")
+    assert (response.status_code, response.get_json()) == (200, {"status": "ok"})
+    assert thread_connection(app) is not None  # it asked the connection the requests use
+
+
+def test_healthz_is_503_when_the_file_is_not_a_database(app, client, runner):
+    assert runner.invoke(args=["keys", "create", "--name", "k"]).exit_code == 0  # healthz stays open
+    client.get("/healthz")
+    path = app.config["DATABASE"]
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    with open(path + ".new", "wb") as f:
+        f.write(b"not a database, " * 512)
+    os.replace(path + ".new", path)
+    body = assert_error(client.get("/healthz"), 503, "database")
+    assert path in body["details"]["database"]
+    assert "SELECT" not in body["details"]["database"]
+
+
+# --- failures at a statement and at commit ------------------------------------
+
+
+def test_a_full_disk_during_a_statement_is_507(app, client, caplog):
+    client.get("/v1/cycles")  # opens this thread's connection
+    db = thread_connection(app)
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+    stored = 0
+    for number in range(1000):
+        response = client.post("/v1/cycles", json={"name": f"cycle {number} " + "x" * 180})
+        if response.status_code != 200:
+            break
+        stored += 1
+    body = assert_error(response, 507)
+    assert "disk is full" in body["message"]
+    assert count_cycles(app) == stored
+    assert any(r.exc_info and "full" in str(r.exc_info[1]) for r in caplog.records)
+    assert client.get("/v1/cycles").status_code == 200
+
+
+def sqlite_error(code, name, message):
+    error = sqlite3.OperationalError(message)
+    error.sqlite_errorcode, error.sqlite_errorname = code, name
+    return error
+
+
+class CommitFails:
+    """A thread connection whose COMMIT raises error."""
+
+    def __init__(self, db, error):
+        self.db, self.error = db, error
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+    def execute(self, sql, *args):
+        if sql == "COMMIT":
+            raise self.error
+        return self.db.execute(sql, *args)
+
+
+@pytest.mark.parametrize("error, status, message", [
+    (sqlite_error(13, "SQLITE_FULL", "database or disk is full"), 507, "the disk is full"),
+    (sqlite_error(5, "SQLITE_BUSY", "database is locked"), 503, "database busy, retry shortly"),
+    (sqlite_error(522, "SQLITE_IOERR_SHORT_READ", "disk I/O error"), 500, "internal error"),
+])
+def test_a_failure_at_commit_answers_in_the_error_shape(app, client, caplog, error, status, message):
+    app.config["PROPAGATE_EXCEPTIONS"] = False  # as served
+    client.get("/v1/cycles")
+    local = app.extensions["okr_connections"]
+    real = local.db
+    local.db = CommitFails(real, error)
+    try:
+        response = client.post("/v1/cycles", json={"name": "never stored"})
+    finally:
+        if local.db is not None:
+            local.db = real
+    body = assert_error(response, status)
+    assert body == {"code": status, "message": message}
+    if status == 503:
+        assert response.headers["Retry-After"] == "1"
+    else:
+        assert any(r.exc_info and r.exc_info[1] is error for r in caplog.records)
+    assert count_cycles(app) == 0
+    # An I/O error may leave the connection on a broken file: the next request opens another.
+    assert (local.db is None) == (status == 500)
+    assert client.post("/v1/cycles", json={"name": "later"}).status_code == 200
+
+
+def test_the_document_gives_507_to_every_write_and_503_to_healthz(client):
+    document = client.get("/v1/openapi.json").get_json()
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method in ("post", "put", "patch", "delete"):
+                full = operation["responses"]["507"]
+                assert full["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+            elif method != "parameters":
+                assert "507" not in operation["responses"], (path, method)
+    unhealthy = document["paths"]["/healthz"]["get"]["responses"]["503"]
+    assert "missing" in unhealthy["description"] and "headers" not in unhealthy
+
+
+# --- a database file that was unwritable for a while --------------------------
+
+
+def keep_file_permissions():
+    """Runs in the server's process before exec: root without the capability to ignore file modes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def read_only_copy(database, copy):
+    """A copy of the live database, in WAL mode like it, that its owner cannot write."""
+    with closing(sqlite3.connect(database)) as db:
+        db.execute("VACUUM INTO ?", (str(copy),))
+    with closing(sqlite3.connect(copy)) as db:
+        db.execute("PRAGMA journal_mode = WAL")
+    os.chmod(copy, 0o444)
+
+
+def test_writes_recover_by_themselves_once_the_database_file_is_writable_again(tmp_path):
+    # Root ignores file modes; the interpreter lives under /root, so rather than
+    # another user the server is root without that capability.
+    popen = {"preexec_fn": keep_file_permissions} if os.geteuid() == 0 else {}
+    database = tmp_path / "okr.db"
+    process, http = start_service(free_port(), "--database", str(database), "--threads", "1", **popen)
+    try:
+        http.post("/v1/cycles", {"name": "before"}).ok()
+        # The file is replaced by one the server may not write: it reopens it, read-only.
+        read_only_copy(database, tmp_path / "copy.db")
+        for suffix in ("-wal", "-shm"):
+            os.remove(f"{database}{suffix}")
+        os.replace(tmp_path / "copy.db", database)
+        refused = http_response(http.post("/v1/cycles", {"name": "refused"}))
+        body = assert_error(refused, 503)
+        assert body["message"] == "the database file is not writable"
+        assert refused.headers["Retry-After"] == "1"
+        assert [c["name"] for c in http.get("/v1/cycles").ok()["cycles"]] == ["before"]
+        # Fixed in place, so no reconnect on the file's identity. SQLite made the
+        # companions it created meanwhile as unwritable as the database: fix them too.
+        for suffix in ("", "-wal", "-shm"):
+            os.chmod(f"{database}{suffix}", 0o600)
+        http.post("/v1/cycles", {"name": "after"}).ok()
+        assert [c["name"] for c in http.get("/v1/cycles").ok()["cycles"]] == ["before", "after"]
+    finally:
+        process.terminate()
+        log = process.communicate(timeout=10)[0].decode()
+    assert "readonly database" in log
