@@ -1,5 +1,6 @@
-"""Operations: /healthz, failing disks and files (contract: Errors, Storage)."""
+"""Operations: /healthz, failing disks and files, encoded slashes and OPTIONS (contract: Errors, Storage)."""
 import ctypes
+import json
 import os
 import sqlite3
 from contextlib import closing
@@ -7,7 +8,11 @@ from contextlib import closing
 import pytest
 from werkzeug import Response
 
-from helpers import assert_error, free_port, start_service
+from helpers import HttpResponse, assert_error, free_port, make_cycle, start_service
+from okr.auth import authorization_header
+from okr.db import utc_now
+
+CYCLE_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 
 def thread_connection(app):
@@ -184,3 +189,51 @@ def test_writes_recover_by_themselves_once_the_database_file_is_writable_again(t
         process.terminate()
         log = process.communicate(timeout=10)[0].decode()
     assert "readonly database" in log
+
+
+# --- encoded slashes ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/v1%2Fcycles", "/v1%2fcycles", "/v1/cycles%2f{id}", "/v1%2Fopenapi.json"])
+def test_an_encoded_slash_in_the_path_is_404_on_a_real_server(client, live_server, path):
+    cycle = make_cycle(client)
+    response = http_response(live_server.get(path.format(id=cycle["id"])))
+    assert_error(response, 404)
+
+
+def test_an_encoded_slash_is_404_after_auth_and_outside_the_query(app, client, runner):
+    result = runner.invoke(args=["keys", "create", "--name", "k", "--json"])
+    key = json.loads(result.output)
+    signed = {"Authorization": authorization_header(key["credential"], key["secret"], utc_now())}
+    assert_error(client.get("/v1%2Fcycles"), 401)  # auth first, as for any unknown /v1 path
+    assert_error(client.get("/v1%2Fcycles", headers=signed), 404)
+    assert client.get("/v1/cycles?page_size=1&x=%2F", headers=signed).status_code == 200
+
+
+# --- OPTIONS -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path, allowed", [
+    ("/v1/cycles", {"GET", "POST"}),
+    (f"/v1/objectives/{CYCLE_ID}", {"GET", "POST", "DELETE"}),
+    ("/healthz", {"GET"}),
+    ("/v1/openapi.json", {"GET"}),
+])
+def test_options_is_204_with_allow_and_no_body(client, live_server, path, allowed):
+    for response in (client.options(path), live_server.request("OPTIONS", path)):
+        if isinstance(response, HttpResponse):
+            status, headers, payload = response.status, response.headers, response.payload
+        else:
+            status, headers, payload = response.status_code, response.headers, response.get_data()
+        assert status == 204
+        assert allowed <= {m.strip() for m in headers["Allow"].split(",")}
+        assert "Content-Type" not in headers
+        assert payload == b""
+
+
+def test_options_on_an_unknown_path_is_404_and_needs_auth_first_on_v1(client, runner):
+    assert_error(client.options("/v1/nothing"), 404)
+    assert_error(client.options("/nothing"), 404)
+    assert runner.invoke(args=["keys", "create", "--name", "k"]).exit_code == 0
+    assert_error(client.options("/v1/cycles"), 401)
+    assert client.options("/healthz").status_code == 204
