@@ -11,16 +11,27 @@
 -- "id" is the public UUID4. Decimals are TEXT in canonical plain notation,
 -- never REAL. Timestamps are RFC 3339 UTC strings. Deletes cascade through
 -- the foreign keys below, which need PRAGMA foreign_keys=ON on every
--- connection. The statements are idempotent: init_db runs this on every start.
+-- connection. The statements are idempotent: init_db runs this on every start,
+-- after the migrations in okr/db.py have brought an older database's tables to
+-- the columns below (PRAGMA user_version is the schema version).
 
+-- Two emails are one user when their email_key is: the email in NFC, case
+-- folded the full Unicode way, by okr.schemas.email_key (SQLite cannot fold
+-- beyond ASCII). email's own NOCASE constraint is version 0's rule, kept
+-- because SQLite cannot drop it without rebuilding the table; it never refuses
+-- what email_key allows. email_key is NULL only for a user whose email clashed
+-- with an earlier one's when version 1 was introduced (see okr/db.py).
 CREATE TABLE IF NOT EXISTS users (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     id         TEXT NOT NULL UNIQUE,
     name       TEXT NOT NULL,
     email      TEXT NOT NULL UNIQUE COLLATE NOCASE,
     is_active  INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    email_key  TEXT
 );
+
+CREATE UNIQUE INDEX IF NOT EXISTS users_by_email_key ON users (email_key);
 
 CREATE TABLE IF NOT EXISTS teams (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -123,11 +134,13 @@ END;
 -- kept as issued because the server must compute the same HMAC; the file is
 -- therefore created readable by its owner only. Keys are revoked, never
 -- deleted: once any key exists, every /v1 request needs a valid signature.
+-- A read_only key signs GET, HEAD and OPTIONS only.
 CREATE TABLE IF NOT EXISTS api_keys (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     credential TEXT NOT NULL UNIQUE,
     secret     TEXT NOT NULL,
     name       TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    revoked_at TEXT
+    revoked_at TEXT,
+    read_only  INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1))
 );

@@ -1,4 +1,5 @@
 """SQLite: a connection per worker thread, a transaction per request, the schema, and row helpers."""
+import logging
 import os
 import sqlite3
 import threading
@@ -10,7 +11,12 @@ from time import monotonic
 
 from flask import current_app, g, request
 
+from .schemas import email_key
+
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The app's logger (Flask names it after the package): what init_db reports shows
+# on stderr for the commands and in the server's log.
+logger = logging.getLogger("okr")
 MIN_SQLITE = (3, 35, 0)
 
 
@@ -242,11 +248,46 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 0
+SCHEMA_VERSION = 1
+
+
+def table_columns(db, table):
+    """The column names of a table; empty when it does not exist."""
+    return {row[1] for row in db.execute("SELECT * FROM pragma_table_info(?)", (table,))}
+
+
+def add_email_keys_and_read_only_keys(db):
+    """Version 1: users.email_key, filled from every email, and api_keys.read_only, 0 for every key.
+
+    Version 0 compared emails under NOCASE, which folds ASCII only, so two users
+    may have emails that fold to one key. Both rows are kept; the later one's
+    email_key stays NULL, so that schema.sql can build the unique index, and a
+    warning names the emails. Such a user is not found by `okr users activate`
+    or `deactivate` until an operator gives it another email.
+    """
+    if "email_key" not in table_columns(db, "users"):
+        db.execute("ALTER TABLE users ADD COLUMN email_key TEXT")
+    holders = {}
+    for seq, email in db.execute("SELECT seq, email FROM users WHERE email_key IS NULL ORDER BY seq").fetchall():
+        key = email_key(email)
+        if key in holders:
+            logger.warning(
+                "email clash on upgrade: users %r and %r have emails that are the same under Unicode case "
+                "folding; both are kept, but %r has no email key and cannot be found by email until its "
+                "email is changed",
+                holders[key], email, email,
+            )
+            continue
+        holders[key] = email
+        db.execute("UPDATE users SET email_key = ? WHERE seq = ?", (key, seq))
+    # A database older than API keys gets the table, column included, from schema.sql.
+    if table_columns(db, "api_keys") and "read_only" not in table_columns(db, "api_keys"):
+        db.execute("ALTER TABLE api_keys ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1))")
+
 
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction.
-MIGRATIONS = {}
+MIGRATIONS = {1: add_email_keys_and_read_only_keys}
 
 
 class SchemaTooNew(RuntimeError):

@@ -1,9 +1,10 @@
 """The marshmallow schema of every request body, and the one way bodies are read."""
 import json
+import unicodedata
 from decimal import Decimal, InvalidOperation
 
 from flask import request
-from marshmallow import EXCLUDE, Schema, ValidationError, post_load, validate, validates_schema
+from marshmallow import EXCLUDE, Schema, ValidationError, post_load, pre_load, validate, validates_schema
 from werkzeug.exceptions import BadRequest
 
 from .fields import DecimalString, StrictBool, Text
@@ -169,10 +170,27 @@ group_update_schema = GroupUpdateSchema()
 
 
 class UserSchema(BodySchema):
-    """A user, as `okr users add` and `okr users import` take it."""
+    """A user, as `okr users add` and `okr users import` take it; the email is kept in NFC."""
 
     name = Text(required=True, max_length=NAME_MAX, not_blank=True)
     email = Text(required=True, max_length=320, validate=validate.Email())
 
+    @pre_load
+    def email_in_nfc(self, data, **kwargs):
+        # A decomposed accent is the same text, but the email validator takes combining marks for junk.
+        if isinstance(data.get("email"), str):
+            data = {**data, "email": unicodedata.normalize("NFC", data["email"])}
+        return data
+
 
 user_schema = UserSchema()
+
+
+def email_key(email):
+    """The form under which two emails are the same user: NFC, then full Unicode case folding.
+
+    Stored in users.email_key, whose unique index is the database's rule; every
+    command that stores or looks up an email goes through here. (SQLite's NOCASE
+    folds ASCII only.) Folding can leave text out of NFC, hence the second pass.
+    """
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", email).casefold())
