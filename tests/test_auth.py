@@ -20,6 +20,7 @@ from helpers import assert_error, free_port, start_service
 from okr import create_app
 from okr.auth import is_loopback, open_to_network, sign
 from okr.db import connect
+from okr.server import waitress_settings
 
 APP_PY = str(Path(__file__).resolve().parent.parent / "app.py")
 ENV_NAMES = ("OKR_HOST", "OKR_PORT", "OKR_DATABASE", "OKR_THREADS", "OKR_CREDENTIAL", "OKR_SECRET")
@@ -330,11 +331,27 @@ def test_serve_refuses_non_loopback_host_without_a_key(tmp_path, host):
     assert "okr keys create" in result.stderr
 
 
+class ServerSpy:
+    """Stands in for the waitress server app.py makes, recording its settings instead of serving."""
+
+    def __init__(self, app, calls):
+        self.settings = waitress_settings(app.config)
+        calls.append(self.settings)
+
+    def print_listen(self, format_str):
+        pass
+
+    def run(self):
+        pass
+
+
 @pytest.fixture
 def serve_spy(monkeypatch):
-    """Replaces waitress's serve in app.py; restores the SIGTERM handler run_server installs."""
+    """Replaces the server app.py makes, and its CPU placement (which would pin this test
+    process); restores the SIGTERM handler run_server installs."""
     calls = []
-    monkeypatch.setattr(app_module, "serve", lambda app, **kwargs: calls.append(kwargs))
+    monkeypatch.setattr(app_module, "make_server", lambda app: ServerSpy(app, calls))
+    monkeypatch.setattr(app_module, "place_on_cpus", lambda setting: "on all CPUs")
     previous = signal.getsignal(signal.SIGTERM)
     yield calls
     signal.signal(signal.SIGTERM, previous)
