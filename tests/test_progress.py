@@ -1,0 +1,86 @@
+"""The progress rules of okr/progress.py: per type, roll-ups, rounding, status and staleness."""
+import ast
+from datetime import datetime, timezone
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from okr import progress
+from okr.progress import figure, is_stale, key_result_progress, mean, status
+
+
+@pytest.mark.parametrize("kind, start, current, low, high, expected", [
+    ("positive", "100.00", "120.00", "500.00", None, Fraction(1, 20)),
+    ("positive", "0.00", "250.00", "500.00", None, Fraction(1, 2)),
+    ("positive", "0.00", "-5.00", "500.00", None, Fraction(0)),        # clamped below
+    ("positive", "0.00", "900.00", "500.00", None, Fraction(1)),       # clamped above
+    ("positive", "500.00", "500.00", "500.00", None, Fraction(1)),     # start = target, reached
+    ("positive", "500.00", "499.99", "500.00", None, Fraction(0)),     # start = target, not yet
+    ("negative", "10.00", "7.00", "4.00", None, Fraction(1, 2)),
+    ("negative", "10.00", "12.00", "4.00", None, Fraction(0)),
+    ("negative", "10.00", "1.00", "4.00", None, Fraction(1)),
+    ("negative", "4.00", "3.00", "4.00", None, Fraction(1)),
+    ("negative", "4.00", "4.01", "4.00", None, Fraction(0)),
+    ("range", "0.00", "1.00", "1.00", "4.00", Fraction(1)),
+    ("range", "0.00", "4.00", "1.00", "4.00", Fraction(1)),
+    ("range", "0.00", "4.000001", "1.00", "4.00", Fraction(0)),
+    ("range", "0.00", "0.99", "1.00", "4.00", Fraction(0)),
+    ("milestone", "0.00", "1.00", "1.00", None, Fraction(1)),
+    ("milestone", "0.00", "0.999999", "1.00", None, Fraction(0)),
+    ("baseline", "3.00", "5.00", None, None, None),
+])
+def test_progress_per_type(kind, start, current, low, high, expected):
+    assert key_result_progress(kind, start, current, low, high) == expected
+
+
+def test_progress_is_exact_not_float():
+    third = key_result_progress("positive", "0.00", "0.1", "0.3", None)
+    assert third == Fraction(1, 3)
+    assert isinstance(third, Fraction)
+
+
+def test_baselines_are_left_out_of_every_average():
+    assert mean([Fraction(1), None, Fraction(0)]) == Fraction(1, 2)
+    assert mean([None, None]) is None
+    assert mean([]) is None
+
+
+@pytest.mark.parametrize("value, shown", [
+    (Fraction(2, 3), "0.67"),
+    (Fraction(1, 8), "0.12"),      # 0.125: half to even, down
+    (Fraction(3, 8), "0.38"),      # 0.375: half to even, up
+    (Fraction(1), "1.00"),
+    (Fraction(0), "0.00"),
+    (None, None),
+])
+def test_only_the_final_figure_is_rounded_half_to_even(value, shown):
+    assert figure(value) == shown
+
+
+def test_rounding_happens_once_at_the_end():
+    # Two objectives at 0.005 and 0.007: exactly, their mean 0.006 shows as "0.01"; rounding each
+    # first ("0.00" and "0.01") would give a mean of 0.005 and show "0.00".
+    assert figure(mean([Fraction(5, 1000), Fraction(7, 1000)])) == "0.01"
+
+
+@pytest.mark.parametrize("confidence, expected", [
+    ("1.00", "on_track"), ("0.70", "on_track"), ("0.699999", "at_risk"),
+    ("0.40", "at_risk"), ("0.399999", "off_track"), ("0.00", "off_track"),
+])
+def test_status_from_confidence(confidence, expected):
+    assert status(confidence) == expected
+
+
+def test_stale_after_more_than_fourteen_days():
+    now = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc)
+    assert not is_stale("2026-11-09T12:00:00Z", now)   # exactly 14 days
+    assert is_stale("2026-11-09T11:59:59Z", now)
+
+
+def test_the_module_imports_no_flask_and_no_sql():
+    tree = ast.parse(Path(progress.__file__).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not imported & {"flask", "werkzeug", "sqlite3", "marshmallow"}, imported
