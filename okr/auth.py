@@ -12,7 +12,7 @@ import secrets
 from datetime import datetime, timedelta, timezone
 
 from flask import current_app, request
-from werkzeug.exceptions import Unauthorized
+from werkzeug.exceptions import Forbidden, Unauthorized
 
 from .db import READ_METHODS, get_connection, get_db
 
@@ -83,7 +83,8 @@ def auth_enabled(db):
 
 
 def authenticate():
-    """Rejects a /v1 request without a valid signature, before routing reads anything."""
+    """Rejects a /v1 request without a valid signature, or a write signed with a read-only key,
+    before routing reads anything and before a write takes the write lock."""
     if not request.path.startswith("/v1/") and request.path != "/v1" or request.path in OPEN_PATHS:
         return
     # A read checks the key inside its own snapshot (one snapshot, not two: the
@@ -94,12 +95,14 @@ def authenticate():
     credential, timestamp, signature = parse_authorization(request.headers.get("Authorization"))
     check_timestamp(timestamp, datetime.now(timezone.utc))
     key = db.execute(
-        "SELECT secret FROM api_keys WHERE credential = ? AND revoked_at IS NULL", (credential,)
+        "SELECT secret, read_only FROM api_keys WHERE credential = ? AND revoked_at IS NULL", (credential,)
     ).fetchone()
     expected = sign(credential, key["secret"] if key else UNKNOWN_KEY_SECRET, timestamp)
     # Bytes, because compare_digest refuses non-ASCII str.
     if not hmac.compare_digest(expected.encode(), signature.lower().encode("utf-8")) or key is None:
         raise Unauthenticated("unknown or revoked credential, or wrong signature")
+    if key["read_only"] and request.method not in READ_METHODS:
+        raise Forbidden("this API key is read-only")
 
 
 def init_app(app):

@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -284,6 +285,116 @@ def test_invalid_json_without_auth_is_401_not_400(client, key):
 
 def test_invalid_json_with_auth_is_400(client, key):
     assert_error(client.post("/v1/cycles", data=b"{not json", headers=signed(key)), 400)
+
+
+# --- read-only keys: GET, HEAD and OPTIONS only ----------------------------------------------
+
+
+@pytest.fixture
+def reader(runner, key):
+    """A read-only key, beside the read-write `key`."""
+    result = runner.invoke(args=["keys", "create", "--name", "reader", "--read-only", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.fixture
+def records(client, key):
+    """A cycle, an objective and a key result, made with the read-write key."""
+    cycle = client.post("/v1/cycles", json={"name": "Q1"}, headers=signed(key)).get_json()
+    objective = client.post("/v1/objectives", headers=signed(key), json={
+        "name": "Grow", "cycle_id": cycle["id"], "is_company": False, "is_personal": False}).get_json()
+    key_result = client.post(f"/v1/objectives/{objective['id']}/keyresults", headers=signed(key),
+                             json={"name": "Reach", "type": "positive", "target_value_min": "10"}).get_json()
+    return {"cycle": cycle["id"], "objective": objective["id"], "key_result": key_result["id"]}
+
+
+def dump(app):
+    with sqlite3.connect(app.config["DATABASE"]) as db:
+        return list(db.iterdump())
+
+
+def test_a_read_only_key_can_read(client, reader, records):
+    assert client.get("/v1/cycles", headers=signed(reader)).get_json()["cycles"][0]["id"] == records["cycle"]
+    response = client.get(f"/v1/objectives/{records['objective']}", headers=signed(reader))
+    assert response.status_code == 200 and response.get_json()["name"] == "Grow"
+    assert client.get(f"/v1/keyresults?cycle_id={records['cycle']}", headers=signed(reader)).status_code == 200
+    assert client.head("/v1/cycles", headers=signed(reader)).status_code == 200
+    assert client.options("/v1/cycles", headers=signed(reader)).status_code == 204
+
+
+WRITES = {
+    "create": ("post", "/v1/cycles", {"name": "Q2"}),
+    "update": ("post", "/v1/cycles/{cycle}", {"name": "renamed"}),
+    "delete": ("delete", "/v1/cycles/{cycle}", None),
+    "merge patch": ("patch", "/v1/objectives/{objective}", {"name": "patched"}),
+    "update key result": ("post", "/v1/keyresults/{key_result}", {"name": "Reach", "type": "baseline"}),
+    "delete key result": ("delete", "/v1/keyresults/{key_result}", None),
+    "create key result": ("post", "/v1/objectives/{objective}/keyresults", {"name": "K", "type": "baseline"}),
+    "method not allowed": ("put", "/v1/cycles", {"name": "Q2"}),
+    "unknown path": ("post", "/v1/nowhere", {}),
+}
+
+
+@pytest.mark.parametrize("method, path, body", WRITES.values(), ids=WRITES.keys())
+def test_a_read_only_key_gets_403_for_anything_but_reads_and_nothing_changes(
+        app, client, reader, records, method, path, body):
+    before = dump(app)
+    response = getattr(client, method)(path.format(**records), json=body, headers=signed(reader))
+    assert "read-only" in assert_error(response, 403)["message"]
+    assert "WWW-Authenticate" not in response.headers
+    assert dump(app) == before
+
+
+def test_a_read_only_key_gets_403_before_the_body_is_read(client, reader):
+    response = client.post("/v1/cycles", data=b"{not json", content_type="application/json", headers=signed(reader))
+    assert_error(response, 403)
+
+
+def test_a_read_only_write_never_waits_for_the_write_lock(app, client, reader):
+    app.config["BUSY_TIMEOUT_MS"] = 100  # a write that waited would end in 503
+    with closing(sqlite3.connect(app.config["DATABASE"], isolation_level=None)) as holder:
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            assert_error(client.post("/v1/cycles", json={"name": "Q2"}, headers=signed(reader)), 403)
+        finally:
+            holder.execute("ROLLBACK")
+
+
+def test_a_read_write_key_still_writes_beside_a_read_only_one(client, key, reader, records):
+    response = client.post(f"/v1/cycles/{records['cycle']}", json={"name": "renamed"}, headers=signed(key))
+    assert response.status_code == 200, response.get_json()
+    assert client.delete(f"/v1/keyresults/{records['key_result']}", headers=signed(key)).status_code == 200
+    assert client.get(f"/v1/cycles/{records['cycle']}", headers=signed(reader)).get_json()["name"] == "renamed"
+
+
+@pytest.mark.parametrize("method", ["get", "post", "delete"])
+def test_a_bad_signature_with_a_read_only_credential_is_401_not_403(client, reader, method):
+    headers = {"Authorization": header(reader["credential"], reader["secret"] + "x")}
+    assert_401(getattr(client, method)("/v1/cycles", json={"name": "Q2"} if method == "post" else None,
+                                       headers=headers))
+    assert_401(getattr(client, method)("/v1/cycles", headers=signed(reader, stamp(timedelta(hours=1)))))
+
+
+def test_a_revoked_read_only_key_is_401(client, runner, reader):
+    revoke(runner, reader["credential"])
+    assert_401(client.post("/v1/cycles", json={"name": "Q2"}, headers=signed(reader)))
+
+
+def test_the_openapi_document_says_403_on_every_write_and_on_no_read(client):
+    document = client.get("/v1/openapi.json").get_json()
+    writes = 0
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            documented = "403" in operation["responses"]
+            assert documented == (method != "get" and path.startswith("/v1/")), (path, method)
+            writes += documented
+            if documented:
+                assert operation["responses"]["403"]["content"]["application/json"]["schema"] == {
+                    "$ref": "#/components/schemas/Error"}
+    assert writes >= 12  # every create, replace and delete
 
 
 # --- loopback and serving --------------------------------------------------------------------

@@ -123,6 +123,45 @@ def test_keys_list_json(runner, two_keys):
     assert rows[0]["revoked_at"] is None and TIMESTAMP.fullmatch(rows[1]["revoked_at"])
 
 
+# --- read-only keys ------------------------------------------------------------------------
+
+
+def read_only_flags(app):
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return db.execute("SELECT name, read_only FROM api_keys ORDER BY seq").fetchall()
+
+
+def test_keys_create_read_only_stores_the_flag(app, runner):
+    result = runner.invoke(args=["keys", "create", "--name", "dashboard", "--read-only", "--json"])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(result.output)) == {"credential", "secret"}
+    create_key(runner, "writer")
+    assert read_only_flags(app) == [("dashboard", 1), ("writer", 0)]
+
+
+@pytest.fixture
+def reader_and_writer(runner):
+    result = runner.invoke(args=["keys", "create", "--name", "reader", "--read-only", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output), create_key(runner, "writer")
+
+
+def test_keys_list_shows_which_keys_are_read_only(runner, reader_and_writer):
+    reader, writer = reader_and_writer
+    lines = runner.invoke(args=["keys", "list"]).output.splitlines()
+    [reader_line] = [line for line in lines if reader["credential"] in line]
+    [writer_line] = [line for line in lines if writer["credential"] in line]
+    assert "read-only" in reader_line and "read-only" not in writer_line
+    assert "read-write" in writer_line
+
+
+def test_keys_list_json_shows_read_only(runner, reader_and_writer):
+    reader, writer = reader_and_writer
+    rows = [json.loads(line) for line in runner.invoke(args=["keys", "list", "--json"]).output.splitlines()]
+    assert [(r["credential"], r["read_only"]) for r in rows] == [(reader["credential"], True),
+                                                                 (writer["credential"], False)]
+
+
 # --- keys revoke ---------------------------------------------------------------------------
 
 
