@@ -286,7 +286,7 @@ def test_flags_override_env(monkeypatch):
     assert app.config["HOST"] == "127.0.0.2"
     assert str(app.config["PORT"]) == "9200"
     assert app.config["DATABASE"] == "flag.db"
-    assert str(app.config["THREADS"]) == "8"
+    assert str(app.config["THREADS"]) == "2"
 
 
 def test_main_honours_database_flag_after_the_command(tmp_path, capsys):
