@@ -392,9 +392,34 @@ def test_import_of_an_oversized_field_fails_cleanly(runner, tmp_path):
     assert_clean_failure(runner.invoke(args=["users", "import", str(huge)]), "field larger")
 
 
-def test_backup_into_a_missing_folder_fails_cleanly(runner, tmp_path):
-    result = runner.invoke(args=["backup", str(tmp_path / "nowhere" / "b.db")])
-    assert_clean_failure(result, "No such file or directory")
+def hidden_files(folder):
+    return [path.name for path in folder.iterdir() if path.name.startswith(".")]
+
+
+def test_backup_into_a_missing_folder_says_so(runner, tmp_path):
+    target = tmp_path / "nowhere" / "b.db"
+    result = runner.invoke(args=["backup", str(target)])
+    assert_clean_failure(result, f"cannot back up to {target}: the folder {target.parent} does not exist")
+    assert not target.parent.exists()  # refused, not created: a mistyped path stays visible
+
+
+def test_backup_beside_a_file_names_no_temporary_file(runner, tmp_path):
+    (tmp_path / "plain").write_text("not a folder")
+    target = tmp_path / "plain" / "b.db"
+    result = runner.invoke(args=["backup", str(target)])
+    assert_clean_failure(result, f"cannot back up to {target}: {target.parent} is not a folder")
+    assert ".okr-backup-" not in result.output
+
+
+def test_a_failed_backup_leaves_no_temporary_file(tmp_path):
+    database, folder = tmp_path / "not.db", tmp_path / "backups"
+    database.write_text("not a database" * 100)
+    folder.mkdir()
+    runner = create_app({"TESTING": True, "DATABASE": database}).test_cli_runner()
+    result = runner.invoke(args=["backup", str(folder / "b.db")])
+    assert_clean_failure(result, "not a database")
+    assert ".okr-backup-" not in result.output
+    assert list(folder.iterdir()) == [] and hidden_files(tmp_path) == []
 
 
 @pytest.mark.parametrize("make_database", [

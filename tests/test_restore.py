@@ -1,0 +1,350 @@
+"""okr restore: the whole backup is checked before the live database is touched, and a served database is refused."""
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import uuid
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from helpers import free_port, start_service
+from okr import create_app, schema_path
+from okr.db import SCHEMA_VERSION, init_db
+
+APP_PY = str(Path(__file__).resolve().parent.parent / "app.py")
+SCHEMA_V0 = Path(__file__).resolve().parent / "fixtures" / "schema_v0.sql"  # schema.sql as of version 0
+ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
+
+
+def schema_tables():
+    """The tables schema.sql creates, in its order."""
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.executescript(Path(schema_path()).read_text(encoding="utf-8"))
+        return [name for (name,) in db.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY rowid")]
+
+
+def columns(path):
+    with closing(sqlite3.connect(path)) as db:
+        return {table: {row[1] for row in db.execute(f"PRAGMA table_info({table})")} for table in schema_tables()}
+
+
+def files(database):
+    """The bytes of the database and of its -wal, as far as they exist."""
+    return {suffix: Path(f"{database}{suffix}").read_bytes()
+            for suffix in ("", "-wal") if os.path.exists(f"{database}{suffix}")}
+
+
+@pytest.fixture
+def live(app, client):
+    """The app's database with a cycle in it and a -wal beside it, as a running server leaves it."""
+    assert client.post("/v1/cycles", json={"name": "live"}).status_code == 200
+    database = Path(app.config["DATABASE"])
+    assert Path(f"{database}-wal").stat().st_size > 0
+    return database
+
+
+def make_backup(tmp_path, name="backup.db", cycles=("from the backup",)):
+    """A backup as `okr backup` writes it, of a database holding these cycles."""
+    source = create_app({"TESTING": True, "DATABASE": tmp_path / f"source-{name}"})
+    with source.app_context():
+        init_db()
+    for cycle in cycles:
+        assert source.test_client().post("/v1/cycles", json={"name": cycle}).status_code == 200
+    result = source.test_cli_runner().invoke(args=["backup", str(tmp_path / name)])
+    assert result.exit_code == 0, result.output
+    return tmp_path / name
+
+
+def change(path, *statements):
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        for statement in statements:
+            db.execute(statement)
+
+
+def restore(runner, backup, *options):
+    return runner.invoke(args=["restore", *options, str(backup)])
+
+
+def cycle_names(client):
+    return [cycle["name"] for cycle in client.get("/v1/cycles").get_json()["cycles"]]
+
+
+def assert_refused(result, backup, database, before, problem):
+    assert result.exit_code == 1, result.output
+    message = result.output.strip()
+    assert "Traceback" not in message and len(message.splitlines()) == 1, message
+    assert f"cannot restore from {backup}: {problem}" in message
+    assert str(database) not in message and ".okr-restore" not in message
+    assert files(database) == before
+
+
+# --- backups that are refused -------------------------------------------------------------
+
+
+def empty(tmp_path):
+    (tmp_path / "backup.db").write_bytes(b"")
+    return tmp_path / "backup.db"
+
+
+def text(tmp_path):
+    (tmp_path / "backup.db").write_text("name,email\nAda,ada@example.com\n" * 100)
+    return tmp_path / "backup.db"
+
+
+def sqlite_header_only(tmp_path):
+    (tmp_path / "backup.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    return tmp_path / "backup.db"
+
+
+def another_apps_database(tmp_path):
+    change(tmp_path / "backup.db", "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)",
+           "INSERT INTO notes (body) VALUES ('hello')")
+    return tmp_path / "backup.db"
+
+
+def without_a_column(tmp_path):
+    backup = make_backup(tmp_path)
+    change(backup, "ALTER TABLE api_keys DROP COLUMN revoked_at")
+    return backup
+
+
+def with_an_unknown_column(tmp_path):
+    backup = make_backup(tmp_path)
+    change(backup, "ALTER TABLE cycles ADD COLUMN colour TEXT")
+    return backup
+
+
+def newer(tmp_path):
+    backup = make_backup(tmp_path)
+    change(backup, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    return backup
+
+
+def corrupted(tmp_path):
+    """A backup with bytes flipped in one of its cycles' pages, so that integrity_check fails."""
+    backup = make_backup(tmp_path, cycles=[f"cycle {n}" for n in range(300)])
+    pristine = backup.read_bytes()
+    page_size = int.from_bytes(pristine[16:18], "big")
+    for page in range(len(pristine) // page_size - 1, 1, -1):
+        damaged = bytearray(pristine)
+        middle = page * page_size + page_size // 2
+        damaged[middle:middle + 64] = bytes(b ^ 0x5A for b in damaged[middle:middle + 64])
+        backup.write_bytes(damaged)
+        with closing(sqlite3.connect(f"file:{backup}?mode=ro", uri=True)) as db:
+            if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+                return backup
+    pytest.fail("no page whose damage integrity_check reports")
+
+
+def with_a_dangling_reference(tmp_path):
+    backup = make_backup(tmp_path)
+    change(backup, "INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at)"
+                   f" VALUES ('{uuid.uuid4()}', 'orphan', 0, 0, 'no such cycle', '2026-01-01T00:00:00Z',"
+                   " '2026-01-01T00:00:00Z')")
+    return backup
+
+
+@pytest.mark.parametrize("make, problem", [
+    (empty, "it is empty (0 bytes)"),
+    (text, "it is not an SQLite database"),
+    (sqlite_header_only, "it is not an SQLite database"),
+    (another_apps_database, "it is not an OKR database: no tables users, teams, cycles"),
+    (without_a_column, "it is not an OKR database: table api_keys has no column revoked_at"),
+    (with_an_unknown_column, "it is not an OKR database: table cycles has an unknown column colour"),
+    (newer, f"it has schema version {SCHEMA_VERSION + 1}, newer than this release knows ({SCHEMA_VERSION})"),
+    (corrupted, "it fails its integrity check: "),
+    (with_a_dangling_reference, "it fails its foreign key check: 1 row refers to a missing row"),
+], ids=lambda value: getattr(value, "__name__", ""))
+def test_a_bad_backup_is_refused_and_the_live_database_is_untouched(runner, live, tmp_path, make, problem):
+    backup = make(tmp_path)
+    before, backup_bytes = files(live), backup.read_bytes()
+    assert_refused(restore(runner, backup), backup, live, before, problem)
+    assert backup.read_bytes() == backup_bytes
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("table", schema_tables())
+def test_a_backup_missing_a_table_is_refused(runner, live, tmp_path, table):
+    backup = make_backup(tmp_path)
+    change(backup, f"DROP TABLE {table}")
+    before = files(live)
+    assert_refused(restore(runner, backup), backup, live, before, f"it is not an OKR database: no table {table}")
+
+
+def test_a_refused_restore_creates_no_database(tmp_path):
+    database = tmp_path / "new.db"
+    runner = create_app({"TESTING": True, "DATABASE": database}).test_cli_runner()
+    result = restore(runner, empty(tmp_path))
+    assert result.exit_code == 1 and "it is empty" in result.output
+    assert not database.exists() and not Path(f"{database}-wal").exists()
+
+
+# --- backups that are restored -------------------------------------------------------------
+
+
+def test_restore_replaces_the_live_database_with_the_backup(app, runner, live, client, tmp_path):
+    backup = make_backup(tmp_path, cycles=("one", "two"))
+    backup_bytes = backup.read_bytes()
+    result = restore(runner, backup)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["restored"] == str(live) and report["from"] == str(backup)
+    assert report["cycles"] == 2
+    assert Path(f"{live}-wal").stat().st_size == 0  # all in the file, none left to replay
+    assert cycle_names(client) == ["one", "two"]  # the app's open connection sees it
+    assert backup.read_bytes() == backup_bytes
+    with closing(sqlite3.connect(live)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert stat.S_IMODE(live.stat().st_mode) == 0o600
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_restore_creates_a_database_that_does_not_exist_yet(tmp_path):
+    database = tmp_path / "new.db"
+    backup = make_backup(tmp_path, cycles=("restored",))
+    previous = os.umask(0o022)
+    try:
+        app = create_app({"TESTING": True, "DATABASE": database})
+        result = restore(app.test_cli_runner(), backup)
+    finally:
+        os.umask(previous)
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE(database.stat().st_mode) == 0o600
+    assert cycle_names(app.test_client()) == ["restored"]
+
+
+@pytest.mark.parametrize("page_size", [1024, 8192, 65536])
+def test_a_backup_with_another_page_size_is_restored(runner, live, client, tmp_path, page_size):
+    backup = make_backup(tmp_path, cycles=("other pages",))
+    change(backup, f"PRAGMA page_size = {page_size}", "VACUUM")
+    assert int.from_bytes(backup.read_bytes()[16:18], "big") == (1 if page_size == 65536 else page_size)
+    result = restore(runner, backup)
+    assert result.exit_code == 0, result.output
+    assert cycle_names(client) == ["other pages"]
+    with closing(sqlite3.connect(live)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_live_database_with_big_pages_takes_a_backup_with_small_ones(tmp_path):
+    database = tmp_path / "big-pages.db"
+    change(database, "PRAGMA page_size = 8192", "PRAGMA journal_mode = WAL")
+    app = create_app({"TESTING": True, "DATABASE": database})
+    with app.app_context():
+        init_db()
+    backup = make_backup(tmp_path, cycles=("small pages",))
+    result = restore(app.test_cli_runner(), backup)
+    assert result.exit_code == 0, result.output
+    assert cycle_names(app.test_client()) == ["small pages"]
+
+
+def test_an_older_backup_is_migrated_on_a_copy(runner, live, client, tmp_path):
+    backup = tmp_path / "v0.db"
+    with closing(sqlite3.connect(backup)) as db:
+        db.executescript(SCHEMA_V0.read_text(encoding="utf-8"))
+        db.execute("INSERT INTO cycles (id, name, created_at) VALUES (?, 'from version 0', '2025-01-01T00:00:00Z')",
+                   (str(uuid.uuid4()),))
+        db.execute("INSERT INTO users (id, name, email, is_active, created_at)"
+                   " VALUES (?, 'Ada', 'ada@example.com', 1, '2025-01-01T00:00:00Z')", (str(uuid.uuid4()),))
+        db.commit()
+    backup_bytes = backup.read_bytes()
+    result = restore(runner, backup)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output).get("migrated_from", 0) == 0
+    assert backup.read_bytes() == backup_bytes
+    assert cycle_names(client) == ["from version 0"]
+    assert [user["email"] for user in client.get("/v1/users").get_json()["users"]] == ["ada@example.com"]
+    with closing(sqlite3.connect(live)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert columns(live) == columns(make_backup(tmp_path, name="current.db"))
+
+
+# --- a served database ---------------------------------------------------------------------
+
+
+def test_a_database_held_by_a_server_is_refused_unless_forced(runner, live, client, tmp_path):
+    from okr import serving_lock
+    backup = make_backup(tmp_path, cycles=("forced",))
+    held = serving_lock.hold_shared(live)
+    try:
+        before = files(live)
+        result = restore(runner, backup)
+        assert result.exit_code == 1, result.output
+        assert f"cannot restore into {live}: a server is serving it" in result.output and "--force" in result.output
+        assert files(live) == before
+        result = restore(runner, backup, "--force")
+        assert result.exit_code == 0, result.output
+    finally:
+        os.close(held)
+    assert cycle_names(client) == ["forced"]
+
+
+def okr(database, *args):
+    return subprocess.run([sys.executable, APP_PY, "--database", str(database), *args],
+                          env=ENV, capture_output=True, text=True, timeout=60)
+
+
+def stop(process):
+    process.terminate()  # SIGTERM
+    process.communicate(timeout=15)
+    assert process.returncode == 0
+
+
+def served_names(http):
+    return [cycle["name"] for cycle in http.get("/v1/cycles").ok()["cycles"]]
+
+
+def stored_names(database):
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return [name for (name,) in db.execute("SELECT name FROM cycles ORDER BY seq")]
+
+
+def test_a_running_server_blocks_a_restore_and_force_restores_under_it(tmp_path):
+    database = tmp_path / "live.db"
+    backup = make_backup(tmp_path, cycles=("restored",))
+    change(backup, "PRAGMA page_size = 8192", "VACUUM")  # the live file is in WAL mode, with 4096
+    process, http = start_service(free_port(), "--database", str(database), env=ENV)
+    try:
+        http.post("/v1/cycles", {"name": "served"}).ok()
+        before = files(database)
+        refused = okr(database, "restore", str(backup))
+        assert refused.returncode == 1, refused.stderr
+        assert "a server is serving it" in refused.stderr and "Traceback" not in refused.stderr
+        assert files(database) == before
+        assert served_names(http) == ["served"]
+
+        forced = okr(database, "restore", "--force", str(backup))
+        assert forced.returncode == 0, forced.stderr
+        assert served_names(http) == ["restored"]
+        http.post("/v1/cycles", {"name": "written after"}).ok()
+        assert served_names(http) == ["restored", "written after"]
+    finally:
+        stop(process)
+    assert stored_names(database) == ["restored", "written after"]
+
+
+def test_two_servers_both_block_a_restore_until_both_have_stopped(tmp_path):
+    database = tmp_path / "live.db"
+    backup = make_backup(tmp_path, cycles=("restored",))
+    first, http = start_service(free_port(), "--database", str(database), env=ENV)
+    try:
+        second, _ = start_service(free_port(), "--database", str(database), env=ENV)
+        try:
+            http.post("/v1/cycles", {"name": "served"}).ok()
+            assert okr(database, "restore", str(backup)).returncode == 1
+        finally:
+            stop(second)
+        assert okr(database, "restore", str(backup)).returncode == 1
+    finally:
+        stop(first)
+    restored = okr(database, "restore", str(backup))
+    assert restored.returncode == 0, restored.stderr
+    assert stored_names(database) == ["restored"]
