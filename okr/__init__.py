@@ -28,7 +28,7 @@ def create_app(test_config=None):
         SCHEMA=schema_path(),
         HOST="127.0.0.1",
         PORT=8080,
-        # Serving settings (okr/server.py); the README's Operations section says why.
+        # Serving settings (okr/cli/serve.py); the README's Operations section says why.
         THREADS=8,
         CPU="auto",
         CONNECTION_LIMIT=1000,
@@ -47,14 +47,11 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.json.ensure_ascii = False
 
-    from . import auth, commands, cycles, db, errors, key_results, objectives, openapi, teams, users
+    from . import api, cli, db
 
     db.init_app(app)
-    errors.init_app(app)
-    auth.init_app(app)
-    commands.init_app(app)
-    for module in (objectives, key_results, cycles, teams, users, openapi):
-        app.register_blueprint(module.bp)
+    api.init_app(app)
+    cli.init_app(app)
 
     @app.before_request
     def refuse_large_bodies():
@@ -83,11 +80,5 @@ def create_app(test_config=None):
             del response.headers["Content-Type"]
             del response.headers["Content-Length"]
         return response
-
-    @app.get("/healthz")
-    def check_health():
-        """Tells a process supervisor whether the database file is there and answers."""
-        db.check_database()
-        return {"status": "ok"}
 
     return app

@@ -11,7 +11,7 @@ from time import monotonic
 
 from flask import current_app, g, request
 
-from .schemas import email_key
+from .emails import email_key
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The app's logger (Flask names it after the package): what init_db reports shows

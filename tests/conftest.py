@@ -3,7 +3,8 @@ import threading
 import pytest
 from waitress import create_server
 
-import okr
+import okr.api
+import okr.cli
 from okr import create_app
 from okr.db import init_db
 
@@ -41,7 +42,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    for module in (okr.objectives, okr.key_results, okr.cycles, okr.teams, okr.commands):
+    modules = (okr.api.objectives, okr.api.key_results, okr.api.cycles, okr.api.teams, okr.cli.users, okr.cli.keys)
+    for module in modules:
         monkeypatch.setattr(module, "utc_now", fake)
     return fake
 

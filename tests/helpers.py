@@ -119,7 +119,10 @@ class HttpResponse:
         return self.json() if self.payload else None
 
 
-APP_PY = Path(__file__).resolve().parent.parent / "app.py"
+REPO = Path(__file__).resolve().parent.parent
+APP_PY = REPO / "app.py"
+# schema.sql as of schema version 0, the last release before versions were kept
+SCHEMA_V0 = REPO / "tests" / "fixtures" / "schema_v0.sql"
 
 
 def free_port():

@@ -5,12 +5,12 @@ import sqlite3
 import subprocess
 import sys
 from contextlib import closing
-from pathlib import Path
 
 import pytest
 
+import helpers
 from okr import create_app
-from okr.auth import authorization_header
+from okr.api.auth import authorization_header
 from okr.db import SCHEMA_VERSION, SchemaTooNew, init_db, utc_now
 
 
@@ -38,8 +38,8 @@ def test_a_database_newer_than_the_code_is_refused_and_left_untouched(tmp_path):
 
 # --- version 0 to 1: users.email_key and api_keys.read_only -----------------------------------
 
-SCHEMA_V0 = Path(__file__).resolve().parent / "fixtures" / "schema_v0.sql"  # schema.sql as of version 0
-APP_PY = str(Path(__file__).resolve().parent.parent / "app.py")
+SCHEMA_V0 = helpers.SCHEMA_V0
+APP_PY = str(helpers.APP_PY)
 NOW = "2026-01-01T00:00:00Z"
 # seq order; the 3rd and 5th fold to the same key as the 1st and 4th, which NOCASE allowed.
 V0_EMAILS = ["Émile@x.org", "ada@example.com", "émile@X.ORG", "straße@x.org", "STRASSE@x.org"]

@@ -15,9 +15,9 @@ import pytest
 from helpers import APP_PY, assert_error, free_port, make_cycle, make_key_result, make_objective, start_service
 from marshmallow import ValidationError
 
-import okr.cycles
+import okr.api.cycles
 import okr.db
-import okr.objectives
+import okr.api.objectives
 from okr import create_app
 from okr.db import connect, get_db, init_db
 
@@ -223,7 +223,7 @@ def test_failure_after_insert_stores_nothing(app, client, monkeypatch):
     def broken(row):
         raise RuntimeError("after the insert")
 
-    monkeypatch.setattr(okr.cycles, "cycle_json", broken)
+    monkeypatch.setattr(okr.api.cycles, "cycle_json", broken)
     assert_error(client.post("/v1/cycles", json={"name": "Q1"}), 500)
     assert count(app, "cycles") == 0
 
@@ -234,7 +234,7 @@ def test_database_error_after_insert_stores_nothing(app, client, monkeypatch):
     def broken(row):
         raise sqlite3.DatabaseError("disk I/O error")
 
-    monkeypatch.setattr(okr.objectives, "objective_json", broken)
+    monkeypatch.setattr(okr.api.objectives, "objective_json", broken)
     body = {"name": "O", "cycle_id": cycle["id"], "is_company": False, "is_personal": False}
     assert_error(client.post("/v1/objectives", json=body), 500)
     assert count(app, "objectives") == 0
@@ -246,7 +246,7 @@ def test_failed_update_leaves_row_unchanged(app, client, monkeypatch):
     def broken(row):
         raise RuntimeError("after the update")
 
-    monkeypatch.setattr(okr.cycles, "cycle_json", broken)
+    monkeypatch.setattr(okr.api.cycles, "cycle_json", broken)
     assert_error(client.post(f"/v1/cycles/{cycle['id']}", json={"name": "after"}), 500)
     monkeypatch.undo()
     assert client.get(f"/v1/cycles/{cycle['id']}").get_json()["name"] == "before"
@@ -260,7 +260,7 @@ def test_failed_delete_keeps_everything(app, client, monkeypatch):
     def broken():
         raise RuntimeError("after the delete")
 
-    monkeypatch.setattr(okr.cycles, "deleted", broken)
+    monkeypatch.setattr(okr.api.cycles, "deleted", broken)
     assert_error(client.delete(f"/v1/cycles/{cycle['id']}"), 500)
     assert (count(app, "cycles"), count(app, "objectives"), count(app, "key_results")) == (1, 1, 1)
 

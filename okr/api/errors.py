@@ -5,7 +5,7 @@ from flask import current_app, jsonify
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
-from . import db
+from .. import db
 
 # Short, stable summaries; werkzeug's default descriptions talk about browsers.
 MESSAGES = {

@@ -2,9 +2,9 @@
 from flask import Blueprint, abort
 
 from .cycles import get_cycle_or_404
-from .db import get_db, new_id, utc_now
+from ..db import get_db, new_id, utc_now
 from .objectives import get_objective_or_404
-from .pagination import paginate, query_arg
+from .paging import paginate, query_arg
 from .responses import deleted
 from .schemas import key_result_schema, key_result_update_schema, load_body
 

@@ -1,8 +1,8 @@
 """Teams: /v1/teams."""
 from flask import Blueprint, abort
 
-from .db import get_db, new_id, utc_now
-from .pagination import paginate
+from ..db import get_db, new_id, utc_now
+from .paging import paginate
 from .responses import deleted
 from .schemas import group_schema, group_update_schema, load_body
 

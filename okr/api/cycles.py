@@ -1,8 +1,8 @@
 """Delivery cycles: /v1/cycles."""
 from flask import Blueprint, abort
 
-from .db import bulk_delete, get_db, new_id, utc_now
-from .pagination import paginate
+from ..db import bulk_delete, get_db, new_id, utc_now
+from .paging import paginate
 from .responses import deleted
 from .schemas import group_schema, group_update_schema, load_body
 

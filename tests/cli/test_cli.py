@@ -5,15 +5,16 @@ import sqlite3
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-import app as cli
+import helpers
+
+import okr.__main__ as cli
 from helpers import TIMESTAMP, USER_FIELDS, UUID4, make_user
 from okr import create_app
 
-APP_PY = str(Path(__file__).resolve().parent.parent / "app.py")
+APP_PY = str(helpers.APP_PY)
 ENV_NAMES = ("OKR_HOST", "OKR_PORT", "OKR_DATABASE", "OKR_THREADS")
 
 

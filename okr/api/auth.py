@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from flask import current_app, request
 from werkzeug.exceptions import Forbidden, Unauthorized
 
-from .db import READ_METHODS, get_connection, get_db
+from ..db import READ_METHODS, get_connection, get_db
 
 SCHEME = "S1-HMAC-SHA256"
 MAX_CLOCK_SKEW = timedelta(minutes=10)

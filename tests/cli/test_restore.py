@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import helpers
 from helpers import free_port, start_service
 from okr import create_app, schema_path
 from okr.db import SCHEMA_VERSION, init_db
 
-APP_PY = str(Path(__file__).resolve().parent.parent / "app.py")
-SCHEMA_V0 = Path(__file__).resolve().parent / "fixtures" / "schema_v0.sql"  # schema.sql as of version 0
+APP_PY = str(helpers.APP_PY)
+SCHEMA_V0 = helpers.SCHEMA_V0
 ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
 
 
@@ -270,7 +271,7 @@ def test_an_older_backup_is_migrated_on_a_copy(runner, live, client, tmp_path):
 
 
 def test_a_database_held_by_a_server_is_refused_unless_forced(runner, live, client, tmp_path):
-    from okr import serving_lock
+    from okr.cli import serving_lock
     backup = make_backup(tmp_path, cycles=("forced",))
     held = serving_lock.hold_shared(live)
     try:

@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-import okr.cycles
+import okr.api.cycles
 from helpers import assert_error, make_cycle, make_objective
 
 MIB = 1024 * 1024
@@ -235,7 +235,7 @@ def test_database_error_in_view_is_500_without_sql(client, monkeypatch, caplog):
     def broken():
         raise sqlite3.DatabaseError(SECRET)
 
-    monkeypatch.setattr(okr.cycles, "new_id", broken)
+    monkeypatch.setattr(okr.api.cycles, "new_id", broken)
     with caplog.at_level(logging.ERROR):
         response = client.post("/v1/cycles", json={"name": "Q1"})
     assert_internal_error(response)
@@ -246,7 +246,7 @@ def test_integrity_error_in_view_is_500_without_sql(client, monkeypatch, caplog)
     def broken(row):
         raise sqlite3.IntegrityError("UNIQUE constraint failed: secret_table.id")
 
-    monkeypatch.setattr(okr.cycles, "cycle_json", broken)
+    monkeypatch.setattr(okr.api.cycles, "cycle_json", broken)
     with caplog.at_level(logging.ERROR):
         response = client.post("/v1/cycles", json={"name": "Q1"})
     body = assert_error(response, 500)

@@ -10,14 +10,14 @@ import threading
 import time
 from contextlib import closing
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
+import helpers
 from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error
 from okr import create_app
 
-APP_PY = str(Path(__file__).resolve().parent.parent / "app.py")
+APP_PY = str(helpers.APP_PY)
 ENV_NAMES = ("OKR_HOST", "OKR_PORT", "OKR_DATABASE", "OKR_THREADS", "OKR_CREDENTIAL", "OKR_SECRET")
 VECTOR_LINE = ("Authorization: S1-HMAC-SHA256 Credential=mycredential&Timestamp=2019-02-03T01:55:37Z"
                "&Signature=ab9b15c8321dd0e00bbbcc8e33629adcb273b1dfeedb54387cb305fca6c409fa")

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, settings
 from marshmallow import ValidationError
 
 from helpers import make_user
-from okr.auth import authorization_header
+from okr.api.auth import authorization_header
 from okr.db import connect, utc_now
-from okr.fields import canonical_decimal
-from okr.pagination import encode_token
+from okr.api.fields import canonical_decimal
+from okr.api.paging import encode_token
 
 REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
               "parent_objective_id": "objectives", "objective_id": "objectives",

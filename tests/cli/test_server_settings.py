@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
-from app import parse_options
+import helpers
+from okr.__main__ import parse_options
 from okr import create_app
-from okr.server import make_server, place_on_cpus, waitress_settings
+from okr.cli.serve import make_server, place_on_cpus, waitress_settings
 
 
 def test_flags_override_environment_which_overrides_defaults(monkeypatch):
@@ -31,7 +32,7 @@ def test_the_defaults_are_the_documented_ones():
     assert create_app().config["CPU"] == "auto"
 
 
-PLACE = "import os, sys; from okr.server import place_on_cpus; print(place_on_cpus(sys.argv[1])); " \
+PLACE = "import os, sys; from okr.cli.serve import place_on_cpus; print(place_on_cpus(sys.argv[1])); " \
         "print(sorted(os.sched_getaffinity(0)))"
 
 
@@ -40,7 +41,7 @@ PLACE = "import os, sys; from okr.server import place_on_cpus; print(place_on_cp
 def test_the_process_keeps_to_one_cpu_unless_told_all(setting):
     allowed = sorted(os.sched_getaffinity(0))
     output = subprocess.run([sys.executable, "-c", PLACE, setting], capture_output=True, text=True,
-                            check=True, cwd=os.path.dirname(os.path.dirname(__file__))).stdout.splitlines()
+                            check=True, cwd=str(helpers.REPO)).stdout.splitlines()
     if setting == "auto":
         assert output == [f"on CPU {allowed[0]}", str(allowed[:1])]
     else:
@@ -53,7 +54,7 @@ def test_a_cpu_outside_the_allowed_set_is_refused():
 
 
 def test_serve_with_a_bad_cpu_ends_with_one_line(tmp_path):
-    app_py = os.path.join(os.path.dirname(os.path.dirname(__file__)), "app.py")
+    app_py = os.path.join(str(helpers.REPO), "app.py")
     result = subprocess.run([sys.executable, app_py, "--database", str(tmp_path / "okr.db"), "--port", "0",
                              "--cpu", "many"], capture_output=True, text=True, timeout=30)
     assert result.returncode != 0

@@ -5,8 +5,8 @@ from flask import Blueprint, abort
 from marshmallow import ValidationError
 
 from .cycles import get_cycle_or_404
-from .db import get_db, new_id, utc_now
-from .pagination import paginate, query_arg
+from ..db import get_db, new_id, utc_now
+from .paging import paginate, query_arg
 from .responses import deleted
 from .schemas import load_body, objective_schema, objective_update_schema
 

@@ -1,8 +1,8 @@
 """Users: read-only over HTTP at /v1/users; created with the `okr users` commands."""
 from flask import Blueprint, abort
 
-from .db import get_db
-from .pagination import paginate
+from ..db import get_db
+from .paging import paginate
 
 bp = Blueprint("users", __name__, url_prefix="/v1/users")
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-import okr.objectives
+import okr.api.objectives
 
 from helpers import (
     OBJECTIVE_FIELDS,
@@ -510,7 +510,7 @@ def fail_after_writing(*args):
 
 def test_update_failing_after_its_write_is_rolled_back(client, monkeypatch, cycle):
     objective = make_objective(client, cycle["id"])
-    monkeypatch.setattr(okr.objectives, "objective_json", fail_after_writing)
+    monkeypatch.setattr(okr.api.objectives, "objective_json", fail_after_writing)
     response = update(client, objective["id"], body_for(cycle["id"], name="Half done"))
     body = assert_error(response, 500)
     assert "Traceback" not in body["message"] and "injected" not in body["message"]
@@ -519,7 +519,7 @@ def test_update_failing_after_its_write_is_rolled_back(client, monkeypatch, cycl
 
 
 def test_create_failing_after_its_write_stores_nothing(client, monkeypatch, cycle):
-    monkeypatch.setattr(okr.objectives, "objective_json", fail_after_writing)
+    monkeypatch.setattr(okr.api.objectives, "objective_json", fail_after_writing)
     assert_error(create(client, body_for(cycle["id"])), 500)
     monkeypatch.undo()
     assert client.get(f"/v1/objectives?cycle_id={cycle['id']}").get_json()["objectives"] == []
@@ -528,7 +528,7 @@ def test_create_failing_after_its_write_stores_nothing(client, monkeypatch, cycl
 def test_delete_failing_after_its_write_deletes_nothing(client, monkeypatch, cycle):
     objective = make_objective(client, cycle["id"])
     key_result = make_key_result(client, objective["id"])
-    monkeypatch.setattr(okr.objectives, "deleted", fail_after_writing)
+    monkeypatch.setattr(okr.api.objectives, "deleted", fail_after_writing)
     assert_error(client.delete(f"/v1/objectives/{objective['id']}"), 500)
     monkeypatch.undo()
     assert fetch(client, objective["id"]) == objective

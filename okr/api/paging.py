@@ -5,7 +5,7 @@ import binascii
 from flask import current_app, request
 from marshmallow import ValidationError
 
-from .db import get_db
+from ..db import get_db
 
 MAX_ROW_ID = 2**63 - 1
 

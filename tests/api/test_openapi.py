@@ -5,8 +5,8 @@ import re
 import pytest
 
 from helpers import assert_error
-from okr import schemas
-from okr.fields import NOT_BLANK
+from okr.api import schemas
+from okr.api.fields import NOT_BLANK
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ def test_request_bodies_come_from_the_marshmallow_schemas(document, path, method
 
 def test_schema_changes_show_in_the_document(app, monkeypatch):
     # Drift is impossible: the document is built from the live schema objects.
-    from okr import openapi
+    from okr.api import openapi
     monkeypatch.setattr(schemas.GroupSchema._declared_fields["name"], "max_length", 7)
     openapi.build_document.cache_clear()
     try:

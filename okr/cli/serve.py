@@ -1,11 +1,19 @@
-"""Serving with waitress: every setting the service relies on, in one place, and CPU placement.
+"""okr serve: waitress with every setting the service relies on, in one place, and CPU placement.
 
 The README's Operations section explains each figure.
 """
+import logging
 import os
 import resource
+import signal
+import sqlite3
+import sys
 
 from waitress import create_server
+
+from ..api.auth import open_to_network
+from ..db import connect, init_db
+from .serving_lock import hold_shared
 
 # Bodies over the app's 1 MiB get its JSON 413; waitress refuses absurd ones
 # (with a plain-text 413) before spooling them to disk.
@@ -91,3 +99,49 @@ def place_on_cpus(setting):
         raise ValueError(f"cpu must be auto, all or one of {', '.join(map(str, allowed))}, not {setting!r}")
     os.sched_setaffinity(0, {cpu})
     return f"on CPU {cpu}"
+
+
+def positive_int(app, key, low, high):
+    value = str(app.config[key])
+    if not value.isdigit() or not low <= int(value) <= high:
+        sys.exit(f"okr: {key.lower()} must be an integer from {low} to {high}, not {value!r}")
+    return int(value)
+
+
+def stop_on_sigterm(signum, frame):
+    # waitress shuts down its workers cleanly on SystemExit.
+    raise SystemExit(0)
+
+
+def run_server(app, args):
+    if args:
+        sys.exit(f"okr: serve takes no arguments besides the global options, not {' '.join(args)}")
+    positive_int(app, "PORT", 0, 65535)
+    positive_int(app, "THREADS", 1, 256)
+    positive_int(app, "CONNECTION_LIMIT", 1, 100_000)
+    positive_int(app, "CHANNEL_TIMEOUT", 1, 86_400)
+    try:
+        placement = place_on_cpus(app.config["CPU"])
+    except ValueError as error:
+        sys.exit(f"okr: {error}")
+    try:
+        with app.app_context():
+            init_db()
+            # Held until the process ends: `okr restore` refuses a served database.
+            hold_shared(app.config["DATABASE"])
+            db = connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])
+            exposed = open_to_network(db, app.config["HOST"])
+            db.close()
+    except (sqlite3.Error, OSError, RuntimeError) as error:
+        sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
+    if exposed and not app.config.get("ALLOW_ANONYMOUS"):
+        sys.exit(
+            f"okr: refusing to serve on {app.config['HOST']} without authentication: no API key "
+            "exists yet. Run `okr keys create --name NAME` first, or pass --allow-anonymous."
+        )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("okr").info("database %s; serving %s", os.path.abspath(app.config["DATABASE"]), placement)
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    server = make_server(app)
+    server.print_listen("Serving on http://{}:{}")
+    server.run()

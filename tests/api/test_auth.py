@@ -10,20 +10,22 @@ import subprocess
 import sys
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
+
+import helpers
 from werkzeug.wrappers import Response
 
-import app as app_module
-import okr.auth
+import okr.__main__ as app_module
+import okr.cli.serve
+import okr.api.auth
 from helpers import assert_error, free_port, start_service
 from okr import create_app
-from okr.auth import is_loopback, open_to_network, sign
+from okr.api.auth import is_loopback, open_to_network, sign
 from okr.db import connect
-from okr.server import waitress_settings
+from okr.cli.serve import waitress_settings
 
-APP_PY = str(Path(__file__).resolve().parent.parent / "app.py")
+APP_PY = str(helpers.APP_PY)
 ENV_NAMES = ("OKR_HOST", "OKR_PORT", "OKR_DATABASE", "OKR_THREADS", "OKR_CREDENTIAL", "OKR_SECRET")
 VECTOR = ("mycredential", "mysecret", "2019-02-03T01:55:37Z")
 VECTOR_SIGNATURE = "ab9b15c8321dd0e00bbbcc8e33629adcb273b1dfeedb54387cb305fca6c409fa"
@@ -34,7 +36,7 @@ def stamp(offset=timedelta()):
 
 
 def signature(credential, secret, timestamp):
-    """Computed here, as a Simple OKR client would, not with okr.auth."""
+    """Computed here, as a Simple OKR client would, not with okr.api.auth."""
     return hmac.new(secret.encode(), (credential + timestamp).encode(), hashlib.sha256).hexdigest()
 
 
@@ -240,12 +242,12 @@ def test_signatures_are_compared_with_compare_digest(client, key, monkeypatch):
         calls.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(okr.auth.hmac, "compare_digest", spy)
+    monkeypatch.setattr(okr.api.auth.hmac, "compare_digest", spy)
     assert client.get("/v1/cycles", headers=signed(key)).status_code == 200
     assert len(calls) == 1
 
     # The answer is compare_digest's: a valid signature it calls unequal is refused.
-    monkeypatch.setattr(okr.auth.hmac, "compare_digest", lambda a, b: False)
+    monkeypatch.setattr(okr.api.auth.hmac, "compare_digest", lambda a, b: False)
     assert_401(client.get("/v1/cycles", headers=signed(key)))
 
 
@@ -461,8 +463,8 @@ def serve_spy(monkeypatch):
     """Replaces the server app.py makes, and its CPU placement (which would pin this test
     process); restores the SIGTERM handler run_server installs."""
     calls = []
-    monkeypatch.setattr(app_module, "make_server", lambda app: ServerSpy(app, calls))
-    monkeypatch.setattr(app_module, "place_on_cpus", lambda setting: "on all CPUs")
+    monkeypatch.setattr(okr.cli.serve, "make_server", lambda app: ServerSpy(app, calls))
+    monkeypatch.setattr(okr.cli.serve, "place_on_cpus", lambda setting: "on all CPUs")
     previous = signal.getsignal(signal.SIGTERM)
     yield calls
     signal.signal(signal.SIGTERM, previous)

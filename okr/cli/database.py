@@ -1,12 +1,5 @@
-"""Admin commands: users, API keys, request signing and backups.
-
-Users can only be created here, not over HTTP.
-"""
-import csv
-import functools
-import json
+"""The database file: okr init-db, okr backup and okr restore."""
 import os
-import secrets
 import sqlite3
 import stat
 import tempfile
@@ -15,32 +8,11 @@ from contextlib import closing
 
 import click
 from flask import current_app
-from flask.cli import AppGroup, with_appcontext
-from marshmallow import ValidationError
+from flask.cli import with_appcontext
 
+from ..db import SCHEMA_VERSION, connect, create_private_file, init_db, migrate, schema_version
 from . import serving_lock
-from .auth import authorization_header
-from .db import (
-    SCHEMA_VERSION, connect, create_private_file, init_db, migrate, new_id, schema_version, transaction, utc_now,
-)
-from .errors import flatten
-from .schemas import email_key, user_schema
-from .users import user_json
-
-def reports_errors(command):
-    """A bad file or database ends the command with a one-line message, not a traceback."""
-
-    @functools.wraps(command)
-    def run(*args, **kwargs):
-        try:
-            return command(*args, **kwargs)
-        except (sqlite3.Error, OSError, UnicodeError, csv.Error, RuntimeError) as error:
-            raise click.ClickException(f"{error} (database {current_app.config['DATABASE']})") from None
-
-    return run
-
-
-users_cli = AppGroup("users", help="Add, import, activate and deactivate users.")
+from .common import echo_json, reports_errors
 
 
 @click.command("init-db")
@@ -50,188 +22,6 @@ def init_db_command():
     """Create the schema (safe to run twice)."""
     init_db()
     click.echo(f"initialised {current_app.config['DATABASE']}")
-
-
-def echo_json(value):
-    click.echo(json.dumps(value, ensure_ascii=False))
-
-
-def validated_user(name, email):
-    try:
-        return user_schema.load({"name": name, "email": email})
-    except ValidationError as error:
-        problems = "; ".join(f"{field}: {text}" for field, text in flatten(error.messages).items())
-        raise click.ClickException(problems) from None
-
-
-def insert_user(db, user):
-    return db.execute(
-        "INSERT INTO users (id, name, email, email_key, is_active, created_at) VALUES (?, ?, ?, ?, 1, ?)"
-        " RETURNING *",
-        (new_id(), user["name"], user["email"], email_key(user["email"]), utc_now()),
-    ).fetchone()
-
-
-@users_cli.command("add")
-@click.option("--name", required=True, help="Full name.")
-@click.option("--email", required=True, help="Email address; unique under Unicode case folding.")
-@reports_errors
-def add_user(name, email):
-    """Create a user and print it as JSON."""
-    user = validated_user(name, email)
-    init_db()
-    with transaction() as db:
-        try:
-            row = insert_user(db, user)
-        except sqlite3.IntegrityError:
-            raise click.ClickException(f"a user with email {email} already exists") from None
-    echo_json(user_json(row))
-
-
-def set_active(email, active):
-    init_db()
-    with transaction() as db:
-        row = db.execute(
-            "UPDATE users SET is_active = ? WHERE email_key = ? RETURNING *", (active, email_key(email))
-        ).fetchone()
-    if row is None:
-        raise click.ClickException(f"no user with email {email}")
-    echo_json(user_json(row))
-
-
-@users_cli.command("deactivate")
-@click.argument("email")
-@reports_errors
-def deactivate_user(email):
-    """Mark a user inactive: they can no longer sign in."""
-    set_active(email, 0)
-
-
-@users_cli.command("activate")
-@click.argument("email")
-@reports_errors
-def activate_user(email):
-    """Mark a user active again."""
-    set_active(email, 1)
-
-
-def read_user_rows(path):
-    """The users of a name,email CSV file (header optional), all validated or none."""
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        rows = list(csv.reader(f))
-    has_header = bool(rows) and [cell.strip().lower() for cell in rows[0]] == ["name", "email"]
-    users, problems, seen = [], [], set()
-    for number, row in enumerate(rows[1:] if has_header else rows, start=2 if has_header else 1):
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != 2:
-            problems.append(f"row {number}: expected 2 columns (name,email), got {len(row)}")
-            continue
-        try:
-            user = validated_user(*row)
-        except click.ClickException as error:
-            problems.append(f"row {number}: {error.message}")
-            continue
-        if email_key(user["email"]) in seen:
-            problems.append(f"row {number}: {user['email']} appears twice in the file")
-        seen.add(email_key(user["email"]))
-        users.append(user)
-    if problems:
-        raise click.ClickException("nothing imported:\n" + "\n".join(problems))
-    return users
-
-
-@users_cli.command("import")
-@click.argument("csv_file", type=click.Path(exists=True, dir_okay=False))
-@reports_errors
-def import_users(csv_file):
-    """Create users from a CSV file with columns name,email; existing emails are skipped."""
-    users = read_user_rows(csv_file)
-    init_db()
-    imported = skipped = 0
-    with transaction() as db:
-        for user in users:
-            exists = db.execute(
-                "SELECT 1 FROM users WHERE email_key = ?", (email_key(user["email"]),)
-            ).fetchone()
-            if exists:
-                skipped += 1
-            else:
-                insert_user(db, user)
-                imported += 1
-    echo_json({"imported": imported, "skipped_existing": skipped})
-
-
-keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
-
-
-@keys_cli.command("create")
-@click.option("--name", required=True, help="What the key is for, e.g. the client's name.")
-@click.option("--json", "as_json", is_flag=True, help='Print {"credential": ..., "secret": ...}.')
-@click.option("--read-only", is_flag=True, help="The key may only read: GET, HEAD and OPTIONS.")
-@reports_errors
-def create_key(name, as_json, read_only):
-    """Create an API key; its secret is printed now and never again."""
-    if not name.strip():
-        raise click.ClickException("--name must not be blank")
-    credential, secret = secrets.token_hex(12), secrets.token_urlsafe(32)
-    init_db()
-    with transaction() as db:
-        db.execute(
-            "INSERT INTO api_keys (credential, secret, name, created_at, read_only) VALUES (?, ?, ?, ?, ?)",
-            (credential, secret, name, utc_now(), int(read_only)),
-        )
-    if as_json:
-        echo_json({"credential": credential, "secret": secret})
-    else:
-        click.echo(f"credential: {credential}\nsecret:     {secret}\n"
-                   "The secret is shown only this once: store it now.")
-
-
-@keys_cli.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per key.")
-@reports_errors
-def list_keys(as_json):
-    """List API keys (never their secrets)."""
-    init_db()
-    with transaction(write=False) as db:
-        rows = db.execute(
-            "SELECT credential, name, created_at, revoked_at, read_only FROM api_keys ORDER BY seq"
-        ).fetchall()
-    for row in rows:
-        if as_json:
-            echo_json({**dict(row), "read_only": bool(row["read_only"])})
-        else:
-            state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
-            access = "read-only" if row["read_only"] else "read-write"
-            click.echo(f"{row['credential']}  {row['created_at']}  {state:28}  {access:10}  {row['name']}")
-
-
-@keys_cli.command("revoke")
-@click.argument("credential")
-@reports_errors
-def revoke_key(credential):
-    """Revoke an API key; the next request signed with it is refused."""
-    init_db()
-    with transaction() as db:
-        row = db.execute(
-            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE credential = ? "
-            "RETURNING revoked_at",
-            (utc_now(), credential),
-        ).fetchone()
-    if row is None:
-        raise click.ClickException(f"no API key with credential {credential}")
-    click.echo(f"revoked {credential} at {row['revoked_at']}")
-
-
-@click.command("auth-header")
-@click.option("--credential", required=True, envvar="OKR_CREDENTIAL", help="Or set OKR_CREDENTIAL.")
-@click.option("--secret", required=True, envvar="OKR_SECRET", help="Or set OKR_SECRET.")
-@click.option("--timestamp", help="RFC 3339 UTC time to sign; default: now.")
-def auth_header(credential, secret, timestamp):
-    """Print a signed Authorization header line, for curl -H."""
-    timestamp = timestamp or utc_now()
-    click.echo(f"Authorization: {authorization_header(credential, secret, timestamp)}")
 
 
 def folder_problem(folder):
@@ -464,8 +254,3 @@ def restore(backup_path, force):
     if version < SCHEMA_VERSION:
         report["migrated_from"] = version
     echo_json({**report, **counts})
-
-
-def init_app(app):
-    for command in (init_db_command, users_cli, keys_cli, auth_header, backup, restore):
-        app.cli.add_command(command)

@@ -1,0 +1,81 @@
+"""okr keys and okr auth-header: API keys and signed request headers."""
+import secrets
+
+import click
+from flask.cli import AppGroup
+
+from ..api.auth import authorization_header
+from ..db import init_db, transaction, utc_now
+from .common import echo_json, reports_errors
+
+
+keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
+
+
+@keys_cli.command("create")
+@click.option("--name", required=True, help="What the key is for, e.g. the client's name.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"credential": ..., "secret": ...}.')
+@click.option("--read-only", is_flag=True, help="The key may only read: GET, HEAD and OPTIONS.")
+@reports_errors
+def create_key(name, as_json, read_only):
+    """Create an API key; its secret is printed now and never again."""
+    if not name.strip():
+        raise click.ClickException("--name must not be blank")
+    credential, secret = secrets.token_hex(12), secrets.token_urlsafe(32)
+    init_db()
+    with transaction() as db:
+        db.execute(
+            "INSERT INTO api_keys (credential, secret, name, created_at, read_only) VALUES (?, ?, ?, ?, ?)",
+            (credential, secret, name, utc_now(), int(read_only)),
+        )
+    if as_json:
+        echo_json({"credential": credential, "secret": secret})
+    else:
+        click.echo(f"credential: {credential}\nsecret:     {secret}\n"
+                   "The secret is shown only this once: store it now.")
+
+
+@keys_cli.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per key.")
+@reports_errors
+def list_keys(as_json):
+    """List API keys (never their secrets)."""
+    init_db()
+    with transaction(write=False) as db:
+        rows = db.execute(
+            "SELECT credential, name, created_at, revoked_at, read_only FROM api_keys ORDER BY seq"
+        ).fetchall()
+    for row in rows:
+        if as_json:
+            echo_json({**dict(row), "read_only": bool(row["read_only"])})
+        else:
+            state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
+            access = "read-only" if row["read_only"] else "read-write"
+            click.echo(f"{row['credential']}  {row['created_at']}  {state:28}  {access:10}  {row['name']}")
+
+
+@keys_cli.command("revoke")
+@click.argument("credential")
+@reports_errors
+def revoke_key(credential):
+    """Revoke an API key; the next request signed with it is refused."""
+    init_db()
+    with transaction() as db:
+        row = db.execute(
+            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE credential = ? "
+            "RETURNING revoked_at",
+            (utc_now(), credential),
+        ).fetchone()
+    if row is None:
+        raise click.ClickException(f"no API key with credential {credential}")
+    click.echo(f"revoked {credential} at {row['revoked_at']}")
+
+
+@click.command("auth-header")
+@click.option("--credential", required=True, envvar="OKR_CREDENTIAL", help="Or set OKR_CREDENTIAL.")
+@click.option("--secret", required=True, envvar="OKR_SECRET", help="Or set OKR_SECRET.")
+@click.option("--timestamp", help="RFC 3339 UTC time to sign; default: now.")
+def auth_header(credential, secret, timestamp):
+    """Print a signed Authorization header line, for curl -H."""
+    timestamp = timestamp or utc_now()
+    click.echo(f"Authorization: {authorization_header(credential, secret, timestamp)}")
