@@ -46,7 +46,7 @@ def authorization_header(credential, secret, timestamp):
 def parse_authorization(header):
     """The (credential, timestamp, signature) of an S1-HMAC-SHA256 header."""
     if not header:
-        raise Unauthenticated("missing Authorization header")
+        raise Unauthenticated(f"missing Authorization header; sign requests with {SCHEME} (okr auth-header prints one)")
     scheme, _, params = header.strip().partition(" ")
     if scheme.upper() != SCHEME:
         raise Unauthenticated(f"unsupported authorization scheme; use {SCHEME}")

@@ -62,8 +62,9 @@ def revoke(runner, credential):
 
 
 def assert_401(response):
-    assert_error(response, 401)
+    body = assert_error(response, 401)
     assert response.headers["WWW-Authenticate"] == "S1-HMAC-SHA256"
+    return body
 
 
 def count(app, table):
@@ -113,6 +114,19 @@ def test_healthz_stays_open_with_keys(client, runner, key):
 
 def test_missing_header_is_401(client, key):
     assert_401(client.get("/v1/cycles"))
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": ""}], ids=["absent", "empty"])
+def test_missing_header_message_says_how_to_sign(client, key, headers):
+    message = assert_401(client.get("/v1/cycles", headers=headers))["message"]
+    assert message == ("missing Authorization header; sign requests with S1-HMAC-SHA256 "
+                       "(okr auth-header prints one)")
+
+
+def test_other_401_messages_do_not_point_at_auth_header(client, key):
+    wrong = {"Authorization": header(key["credential"], "wrong")}
+    message = assert_401(client.get("/v1/cycles", headers=wrong))["message"]
+    assert message == "unknown or revoked credential, or wrong signature"
 
 
 @pytest.mark.parametrize("value", [
