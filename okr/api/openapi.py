@@ -103,6 +103,17 @@ class Health(Schema):
     status = fields.String(required=True, metadata={"enum": ["ok"]})
 
 
+class IndexLinks(Schema):
+    openapi = fields.String(required=True, metadata={"example": "/v1/openapi.json"})
+    healthz = fields.String(required=True, metadata={"example": "/healthz"})
+
+
+class Index(Schema):
+    name = fields.String(required=True, metadata={"example": "okr-service"})
+    version = fields.String(required=True, metadata={"example": "0.1.0"})
+    links = fields.Nested(IndexLinks, required=True)
+
+
 def text_properties(self, field, **kwargs):
     """maxLength and a pattern for the rules a Text field enforces: no NUL, maybe not blank."""
     if not isinstance(field, Text):
@@ -170,6 +181,8 @@ OPERATIONS = [
     ("/v1/users/{user_id}", "get", "Get a user", None, User, ()),
     ("/v1/openapi.json", "get", "This document", None, None, ()),
     ("/healthz", "get", "Health check for process supervisors", None, Health, ()),
+    ("/", "get", "Index: the service's name and version, and links to this document and /healthz",
+     None, Index, ()),
 ]
 
 QUERY_PARAMETERS = {

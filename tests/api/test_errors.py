@@ -28,7 +28,7 @@ def post_raw(client, path, data, content_type="application/json"):
 
 @pytest.mark.parametrize(
     "path",
-    ["/v1/nothing", "/v1/cycles/x/y/z", "/v1", "/v2/cycles", "/", "/nothing", "/static/x.css"],
+    ["/v1/nothing", "/v1/cycles/x/y/z", "/v1", "/v2/cycles", "/nothing", "/static/x.css", "/index.json"],
 )
 def test_unknown_route_is_json_404(client, path):
     assert_error(client.get(path), 404)

@@ -35,7 +35,7 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 25
+    assert len(documented_routes(document)) == 26
 
 
 def test_document_is_openapi_3_with_the_signing_scheme(document):
@@ -45,6 +45,18 @@ def test_document_is_openapi_3_with_the_signing_scheme(document):
     assert document["security"] == [{"S1-HMAC-SHA256": []}]
     assert document["paths"]["/healthz"]["get"]["security"] == []
     assert document["paths"]["/v1/openapi.json"]["get"]["security"] == []
+
+
+def test_index_is_documented_as_open_with_the_fields_it_returns(client, document):
+    operation = operation_of(document, "/", "get")
+    assert operation["security"] == []
+    assert set(operation["responses"]) == {"200", "405", "413"}
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    index = component(document, schema["$ref"].rsplit("/", 1)[1])
+    body = client.get("/").get_json()
+    assert set(index["properties"]) == set(index["required"]) == set(body)
+    links = component(document, index["properties"]["links"]["$ref"].rsplit("/", 1)[1])
+    assert set(links["properties"]) == set(links["required"]) == set(body["links"])
 
 
 def test_document_is_served_without_auth_once_keys_exist(client, runner):
