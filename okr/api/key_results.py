@@ -6,7 +6,7 @@ from ..db import get_db, new_id, utc_now
 from .objectives import get_objective_or_404
 from .paging import paginate, query_arg
 from .responses import deleted
-from .schemas import key_result_schema, key_result_update_schema, load_body
+from .schemas import key_result_schema, key_result_update_schema, load_body, load_merge_patch
 
 bp = Blueprint("key_results", __name__, url_prefix="/v1")
 
@@ -85,7 +85,18 @@ def get_key_result(key_result_id):
 def update_key_result(key_result_id):
     """Replaces a key result's attributes; omitted ones take their zero value."""
     get_key_result_or_404(key_result_id)
-    body = load_body(key_result_update_schema)
+    return replace_key_result(key_result_id, load_body(key_result_update_schema))
+
+
+@bp.patch("/keyresults/<key_result_id>")
+def patch_key_result(key_result_id):
+    """Changes the attributes a JSON Merge Patch names; the result is checked as a full update."""
+    stored = key_result_json(get_key_result_or_404(key_result_id))
+    return replace_key_result(key_result_id, load_merge_patch(key_result_update_schema, stored))
+
+
+def replace_key_result(key_result_id, body):
+    """Writes a validated full update of an existing key result."""
     row = get_db().execute(
         """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
                target_value_min = ?, target_value_max = ?, modified_at = ?

@@ -8,7 +8,7 @@ from .cycles import get_cycle_or_404
 from ..db import get_db, new_id, utc_now
 from .paging import paginate, query_arg
 from .responses import deleted
-from .schemas import load_body, objective_schema, objective_update_schema
+from .schemas import load_body, load_merge_patch, objective_schema, objective_update_schema
 
 bp = Blueprint("objectives", __name__, url_prefix="/v1/objectives")
 
@@ -119,7 +119,18 @@ def get_objective(objective_id):
 def update_objective(objective_id):
     """Replaces an objective's attributes; omitted ones take their zero value."""
     get_objective_or_404(objective_id)
-    body = load_body(objective_update_schema)
+    return replace_objective(objective_id, load_body(objective_update_schema))
+
+
+@bp.patch("/<objective_id>")
+def patch_objective(objective_id):
+    """Changes the attributes a JSON Merge Patch names; the result is checked as a full update."""
+    stored = objective_json(get_objective_or_404(objective_id))
+    return replace_objective(objective_id, load_merge_patch(objective_update_schema, stored))
+
+
+def replace_objective(objective_id, body):
+    """Writes a validated full update of an existing objective, once its references check out."""
     check_references(body, objective_id)
     row = get_db().execute(
         """UPDATE objectives SET name = ?, description = ?, is_company = ?, is_personal = ?,

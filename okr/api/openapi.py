@@ -157,6 +157,8 @@ OPERATIONS = [
     ("/v1/objectives/{objective_id}", "get", "Get an objective", None, Objective, ()),
     ("/v1/objectives/{objective_id}", "post", "Replace an objective", schemas.ObjectiveUpdateSchema,
      Objective, ()),
+    ("/v1/objectives/{objective_id}", "patch", "Change some of an objective's attributes (JSON Merge Patch)",
+     schemas.ObjectivePatchSchema, Objective, ()),
     ("/v1/objectives/{objective_id}", "delete", "Delete an objective and its key results", None, None, ()),
     ("/v1/objectives/{objective_id}/keyresults", "post", "Create a key result",
      schemas.KeyResultSchema, KeyResult, ()),
@@ -166,6 +168,8 @@ OPERATIONS = [
     ("/v1/keyresults/{key_result_id}", "get", "Get a key result", None, KeyResult, ()),
     ("/v1/keyresults/{key_result_id}", "post", "Replace a key result", schemas.KeyResultUpdateSchema,
      KeyResult, ()),
+    ("/v1/keyresults/{key_result_id}", "patch", "Change some of a key result's attributes (JSON Merge Patch)",
+     schemas.KeyResultPatchSchema, KeyResult, ()),
     ("/v1/keyresults/{key_result_id}", "delete", "Delete a key result", None, None, ()),
     ("/v1/cycles", "post", "Create a cycle", schemas.GroupSchema, Cycle, ()),
     ("/v1/cycles", "get", "List cycles", None, CyclePage, LIST),
@@ -184,6 +188,14 @@ OPERATIONS = [
     ("/", "get", "Index: the service's name and version, and links to this document and /healthz",
      None, Index, ()),
 ]
+
+# A PATCH body is a JSON Merge Patch (RFC 7396); plain JSON is read the same way.
+REQUEST_MEDIA_TYPES = {"patch": ("application/merge-patch+json", "application/json")}
+REQUEST_DESCRIPTIONS = {
+    "patch": "A JSON Merge Patch (RFC 7396) over the stored record: fields sent change, fields absent stay, "
+             "and null clears a nullable field (it is a 400 for any other). The merged record is validated "
+             "as a full update (POST) is.",
+}
 
 QUERY_PARAMETERS = {
     "cycle_id": {"required": True, "description": "The cycle whose records are listed.",
@@ -242,7 +254,10 @@ def operation(path, method, summary, body, response, parameters):
     if body is not None:
         # An empty body counts as {}, so it is only required where a field is.
         required = any(field.required for field in body._declared_fields.values())
-        spec["requestBody"] = {"required": required, "content": {"application/json": {"schema": body}}}
+        media_types = REQUEST_MEDIA_TYPES.get(method, ("application/json",))
+        spec["requestBody"] = {"required": required, "content": {media: {"schema": body} for media in media_types}}
+        if method in REQUEST_DESCRIPTIONS:
+            spec["requestBody"]["description"] = REQUEST_DESCRIPTIONS[method]
     if parameters:
         spec["parameters"] = [{"in": "query", "name": name, **QUERY_PARAMETERS[name]} for name in parameters]
     for code in error_codes(path, method, body, parameters):

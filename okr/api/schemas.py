@@ -1,10 +1,11 @@
 """The marshmallow schema of every request body, and the one way bodies are read."""
+import copy
 import json
 import unicodedata
 from decimal import Decimal, InvalidOperation
 
 from flask import request
-from marshmallow import EXCLUDE, Schema, ValidationError, post_load, pre_load, validate, validates_schema
+from marshmallow import EXCLUDE, Schema, ValidationError, missing, post_load, pre_load, validate, validates_schema
 from werkzeug.exceptions import BadRequest
 
 from .fields import DecimalString, StrictBool, Text
@@ -90,6 +91,26 @@ class KeyResultUpdateSchema(KeyResultSchema):
     confidence = DecimalString(minimum=0, maximum=1, load_default="0.00")
 
 
+def merge_patch_schema(update_schema, name):
+    """The body of a merge patch over what update_schema replaces: every field optional, without a
+    default (absent means unchanged), and nullable exactly where the full update's field is.
+
+    It describes PATCH bodies in the OpenAPI document; what validates them is update_schema, applied
+    to the merged result (load_merge_patch). Built from it, the description cannot drift.
+    """
+    fields = {}
+    for field_name, field in update_schema._declared_fields.items():
+        field = copy.copy(field)
+        field.required, field.load_default = False, missing
+        fields[field_name] = field
+    return type(name, (BodySchema,), {"__doc__": f"Changes some of what {update_schema.__name__} replaces.",
+                                      **fields})
+
+
+ObjectivePatchSchema = merge_patch_schema(ObjectiveUpdateSchema, "ObjectivePatchSchema")
+KeyResultPatchSchema = merge_patch_schema(KeyResultUpdateSchema, "KeyResultPatchSchema")
+
+
 class GroupSchema(BodySchema):
     """Creates a cycle or a team; the name is optional."""
 
@@ -159,6 +180,16 @@ def read_json_body():
 def load_body(schema):
     """Validates the request body with a schema; raises ValidationError on bad input."""
     return schema.load(read_json_body())
+
+
+def load_merge_patch(schema, stored):
+    """Validates a JSON Merge Patch (RFC 7396) over a stored resource, as schema validates a full update.
+
+    The resources are flat, so the merge is shallow: each member sent replaces the stored one. A null
+    is kept rather than removed, so that the schema clears a nullable field and refuses null for any
+    other (removing the member would give it the full update's zero value instead).
+    """
+    return schema.load({**stored, **read_json_body()})
 
 
 objective_schema = ObjectiveSchema()

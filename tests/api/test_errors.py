@@ -43,7 +43,7 @@ def test_unknown_route_with_post_is_json_404(client):
     [
         ("put", "/v1/cycles", {"GET", "POST"}),
         ("delete", "/v1/cycles", {"GET", "POST"}),
-        ("patch", "/v1/objectives/{id}", {"GET", "POST", "DELETE"}),
+        ("patch", "/v1/cycles/{id}", {"GET", "POST", "DELETE"}),
         ("put", "/v1/keyresults/{id}", {"GET", "POST", "DELETE"}),
         ("delete", "/v1/users", {"GET"}),
         ("post", "/v1/users/{id}", {"GET"}),

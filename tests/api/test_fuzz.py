@@ -4,7 +4,8 @@ JSON Schema cannot say that a referenced id must exist, that key-result targets
 depend on the type, or that a decimal has at most six fractional digits. So
 for the cases schemathesis generates as valid, and only for those, the ids are
 pointed at real records and such cross-field values are made consistent
-before the call. Negative cases go out exactly as generated.
+before the call; for a PATCH, consistent once merged over the stored record.
+Negative cases go out exactly as generated.
 """
 import json
 import os
@@ -22,7 +23,7 @@ from okr.db import connect, utc_now
 from okr.api.fields import canonical_decimal
 from okr.api.paging import encode_token
 
-# Hypothesis seeds the global random module afresh for every example, so chance.random() would give
+# Hypothesis seeds the global random module afresh for every example, so random.random() would give
 # every case the same answer (and never point a path at a record that exists): draw from our own.
 chance = random.Random(None if os.environ.get("FUZZ_RANDOM") == "1" else 0)
 
@@ -74,6 +75,16 @@ def existing_id(app, table):
     return row[0] if row else None
 
 
+def stored_row(app, table, row_id):
+    """The row of table with this id, as a dict, or None."""
+    db = connect(app.config["DATABASE"], 5000)
+    try:
+        row = db.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    finally:
+        db.close()
+    return None if row is None else dict(row)
+
+
 def a_cycle(app):
     found = existing_id(app, "cycles")
     if found:
@@ -115,6 +126,31 @@ def fix_targets(body):
         body["target_value_min"], body["target_value_max"] = high, low
 
 
+# The record a PATCH path names: (table, path parameter).
+PATCHED = {"/v1/objectives/{objective_id}": ("objectives", "objective_id"),
+           "/v1/keyresults/{key_result_id}": ("key_results", "key_result_id")}
+
+
+def make_patch_consistent(case, app, body):
+    """A merge patch is validated merged over the stored record: makes that merge consistent."""
+    table, parameter = PATCHED[case.operation.path]
+    stored = stored_row(app, table, case.path_parameters[parameter])
+    if stored is None:
+        return  # a 404, whatever the body
+    if table == "objectives":
+        if body.get("is_company", stored["is_company"]) and body.get("is_personal", stored["is_personal"]):
+            body["is_personal"] = False
+        return
+    fix_decimals(body)
+    targets = ("type", "target_value_min", "target_value_max")
+    merged = {**{name: stored[name] for name in targets}, **body}
+    fix_targets(merged)
+    for name in targets[1:]:
+        # Send a target only where the patch did, or where the stored one no longer fits.
+        if name in body or merged.get(name) != stored[name]:
+            body[name] = merged.get(name)
+
+
 def make_consistent(case, app):
     """Turns a schema-valid case into one the service's cross-field rules accept too."""
     for name in list(case.path_parameters or {}):
@@ -133,11 +169,14 @@ def make_consistent(case, app):
     for field in ("team_id", "assignee_id", "parent_objective_id"):
         if body.get(field) is not None:
             body[field] = existing_id(app, REFERENCES[field])
-    if case.operation.path == "/v1/objectives/{objective_id}":
-        body["parent_objective_id"] = None  # an existing parent could close a loop
+    patching = case.method.upper() == "PATCH"
+    if case.operation.path == "/v1/objectives/{objective_id}" and (not patching or "parent_objective_id" in body):
+        body["parent_objective_id"] = None  # an existing parent could close a loop; a stored one does not
     if body.get("is_company") and body.get("is_personal"):
         body["is_personal"] = False
-    if "type" in body:
+    if patching:
+        make_patch_consistent(case, app, body)
+    elif "type" in body:
         fix_decimals(body)
         fix_targets(body)
 

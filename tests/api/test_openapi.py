@@ -35,7 +35,7 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 26
+    assert len(documented_routes(document)) == 28
 
 
 def test_document_is_openapi_3_with_the_signing_scheme(document):
@@ -145,6 +145,31 @@ def test_request_bodies_come_from_the_marshmallow_schemas(document, path, method
     for name, field in fields.items():
         if getattr(field, "max_length", None):
             assert documented["properties"][name]["maxLength"] == field.max_length
+
+
+@pytest.mark.parametrize("path, update", [
+    ("/v1/objectives/{objective_id}", schemas.ObjectiveUpdateSchema),
+    ("/v1/keyresults/{key_result_id}", schemas.KeyResultUpdateSchema),
+])
+def test_patch_bodies_are_merge_patches_over_the_update_schemas(document, path, update):
+    operation = operation_of(document, path, "patch")
+    body = operation["requestBody"]
+    assert set(body["content"]) == {"application/merge-patch+json", "application/json"}
+    assert body["content"]["application/merge-patch+json"] == body["content"]["application/json"]
+    assert body["required"] is False
+    assert "RFC 7396" in body["description"]
+    documented = request_schema(document, path, "patch")
+    fields = update._declared_fields
+    assert set(documented["properties"]) == set(fields)
+    assert "required" not in documented
+    for name, field in fields.items():
+        described = documented["properties"][name]
+        assert described.get("nullable", False) == field.allow_none, name
+        assert "default" not in described, name  # absent means unchanged
+        if getattr(field, "max_length", None):
+            assert described["maxLength"] == field.max_length
+    assert operation["responses"]["200"] == operation_of(document, path, "post")["responses"]["200"]
+    assert {"400", "401", "403", "404", "507"} <= set(operation["responses"])
 
 
 def test_schema_changes_show_in_the_document(app, monkeypatch):
