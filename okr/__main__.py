@@ -1,27 +1,79 @@
-"""Serves the OKR API with waitress, or runs one of its admin commands.
+"""The okr program: serves the OKR API (the default), or runs one of its admin commands.
 
-usage: python app.py [serve] [--host H] [--port P] [--database FILE] [--threads N]
-                             [--cpu auto|all|N] [--connection-limit N]
-                             [--channel-timeout SECONDS] [--allow-anonymous]
-       python app.py COMMAND [ARGS]...      (also installed as `okr`)
-
-Global options may stand anywhere on the line; flags override the OKR_HOST,
-OKR_PORT, OKR_DATABASE, OKR_THREADS, OKR_CPU, OKR_CONNECTION_LIMIT and
-OKR_CHANNEL_TIMEOUT environment variables, which override the defaults
-(127.0.0.1, 8080, ./okr.db, 8 threads, one CPU, 1000 connections, 30 s).
+`okr`, `python -m okr` and `python app.py` all run main(); `okr --help` says how.
 """
 import argparse
+import configparser
+import logging
+import os
 import sys
+from contextlib import contextmanager
+from importlib import metadata
 
+import click
 from flask.cli import ScriptInfo
 
 from okr import create_app
+from okr.cli import COMMANDS
 from okr.cli.serve import run_server
+
+HELP_FLAGS = ("-h", "--help")
+# Each line's default is the one create_app sets; tests/cli/test_help.py holds them to it.
+OPTIONS = """\
+Options (anywhere on the line; a flag beats OKR_*, which beats the default):
+  --database FILE       OKR_DATABASE          default ./okr.db
+  --host ADDRESS        OKR_HOST              default 127.0.0.1 (this machine)
+  --port N              OKR_PORT              default 8080
+  --threads N           OKR_THREADS           default 8
+  --cpu auto|all|N      OKR_CPU               default auto (one CPU)
+  --connection-limit N  OKR_CONNECTION_LIMIT  default 1000
+  --channel-timeout S   OKR_CHANNEL_TIMEOUT   default 30 (seconds idle)
+  --no-access-log       OKR_ACCESS_LOG=0      default on: a line per request
+  --access-log          OKR_ACCESS_LOG=1
+  --allow-anonymous     serve a non-loopback address while no API key exists
+  -h, --help            show this help
+  --version             show the version"""
+
+SERVE_HELP = f"""\
+usage: okr [serve] [OPTIONS]
+
+Serves the API with waitress until stopped (Ctrl-C or SIGTERM), creating the
+database if it does not exist. Logs on stderr where it listens, the database,
+and one line per request.
+
+{OPTIONS}"""
+
+
+def program_help():
+    commands = [("serve", "Serve the API with waitress: the command when none is given.")]
+    commands += [(command.name, command.get_short_help_str(limit=100)) for command in COMMANDS]
+    width = max(len(name) for name, _ in commands)
+    lines = "\n".join(f"  {name:{width}}  {text}" for name, text in commands)
+    return f"""\
+usage: okr [OPTIONS] [COMMAND [ARGS]...]
+
+Serves the OKR API over HTTP, or runs an admin command on its database.
+python app.py and python -m okr take the same arguments.
+
+Commands (okr COMMAND --help tells more):
+{lines}
+
+{OPTIONS}"""
+
+
+class OptionError(Exception):
+    """A global option the command line got wrong."""
+
+
+class OptionParser(argparse.ArgumentParser):
+    def error(self, message):
+        # argparse would print its usage and exit; the program says one line instead.
+        raise OptionError(message)
 
 
 def parse_options(argv):
     """Splits the global options off the command line; the rest is the command."""
-    parser = argparse.ArgumentParser(prog="okr", add_help=False, allow_abbrev=False)
+    parser = OptionParser(prog="okr", add_help=False, allow_abbrev=False)
     parser.add_argument("--host")
     parser.add_argument("--port")
     parser.add_argument("--database")
@@ -29,21 +81,98 @@ def parse_options(argv):
     parser.add_argument("--cpu")
     parser.add_argument("--connection-limit")
     parser.add_argument("--channel-timeout")
+    parser.add_argument("--access-log", action="store_const", const=True, default=None)
+    parser.add_argument("--no-access-log", dest="access_log", action="store_const", const=False)
     parser.add_argument("--allow-anonymous", action="store_true", default=None)
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
 
 
+def version():
+    """The installed package's version, or for a checkout never installed, its setup.cfg's."""
+    try:
+        return metadata.version("okr-service")
+    except metadata.PackageNotFoundError:
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.cfg"))
+        return parser.get("metadata", "version", fallback="unknown")
+
+
+class StderrLines(logging.Handler):
+    """A command's log on stderr, as `okr: ...` lines; stdout stays the command's output alone."""
+
+    def emit(self, record):
+        try:
+            level = "" if record.levelno <= logging.INFO else f"{record.levelname.lower()}: "
+            sys.stderr.write(f"okr: {level}{record.getMessage()}\n")  # the stderr of the moment
+        except Exception:
+            self.handleError(record)
+
+
+@contextmanager
+def command_log():
+    """Shows the okr logger's INFO lines while a command runs, and only then."""
+    logger, handler = logging.getLogger("okr"), StderrLines()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def fail(message, status):
+    print(f"okr: {message}".replace("\n", "; "), file=sys.stderr)
+    return status
+
+
+def as_clause(message):
+    """Click's "Missing option '--name'." as "missing option '--name'", to follow "okr: "."""
+    if message[1:2].islower():
+        message = message[:1].lower() + message[1:]
+    return message[:-1] if message.endswith(".") else message
+
+
+def run_command(app, args):
+    """Runs an admin command; returns its exit status. An error ends as one `okr: ...` line."""
+    try:
+        with app.app_context(), command_log():
+            status = app.cli.main(args=args, prog_name="okr", obj=ScriptInfo(create_app=lambda: app),
+                                  standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as error:
+        error.show()  # a group alone, such as `okr users`: its help
+        return error.exit_code
+    except click.UsageError as error:
+        where = f" (see {error.ctx.command_path} --help)" if error.ctx else ""
+        return fail(as_clause(error.format_message()) + where, error.exit_code)
+    except click.ClickException as error:
+        return fail(error.format_message(), error.exit_code)
+    except click.Abort:
+        return fail("stopped", 1)
+    return status if isinstance(status, int) else 0
+
+
 def main(argv=None):
     """The okr program: serve (the default) or run an admin command."""
-    overrides, rest = parse_options(sys.argv[1:] if argv is None else argv)
-    app = create_app(overrides)
-    if rest[:1] in ([], ["serve"]):
-        return run_server(app, rest[1:])
-    if rest[0] in ("-h", "--help"):
-        print(__doc__)
-    with app.app_context():
-        return app.cli.main(args=rest, prog_name="okr", obj=ScriptInfo(create_app=lambda: app))
+    try:
+        overrides, rest = parse_options(sys.argv[1:] if argv is None else argv)
+    except OptionError as error:
+        sys.exit(f"okr: {error} (see okr --help)")
+    command = rest[0] if rest else "serve"
+    if command in HELP_FLAGS:
+        print(program_help())
+        return 0
+    if command == "--version":
+        print(f"okr {version()}")
+        return 0
+    if command == "serve":
+        if any(arg in HELP_FLAGS for arg in rest[1:]):
+            print(SERVE_HELP)
+            return 0
+        return run_server(create_app(overrides), rest[1:])
+    sys.exit(run_command(create_app(overrides), rest))
 
 
 if __name__ == "__main__":

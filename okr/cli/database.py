@@ -12,14 +12,15 @@ from flask.cli import with_appcontext
 
 from ..db import SCHEMA_VERSION, connect, create_private_file, init_db, migrate, schema_version
 from . import serving_lock
-from .common import echo_json, reports_errors
+from .common import echo_json, existing_database, name_database, reports_errors
 
 
-@click.command("init-db")
+@click.command("init-db", short_help="Create the database, or bring its schema up to date.")
 @with_appcontext
 @reports_errors
 def init_db_command():
-    """Create the schema (safe to run twice)."""
+    """Create the database, or bring its schema up to date (safe to run twice)."""
+    name_database()
     init_db()
     click.echo(f"initialised {current_app.config['DATABASE']}")
 
@@ -34,15 +35,13 @@ def folder_problem(folder):
         return f"{folder}: {error.strerror}"
 
 
-@click.command("backup")
+@click.command("backup", short_help="Copy the database to PATH, safely while it is served.")
 @click.argument("path", type=click.Path(dir_okay=False, writable=True))
 @with_appcontext
 @reports_errors
 def backup(path):
     """Copy the database to PATH through SQLite's online backup API, safe while serving."""
-    source_path = current_app.config["DATABASE"]
-    if not os.path.isfile(source_path):
-        raise click.ClickException(f"no database at {source_path}")
+    source_path = existing_database()
     if os.path.exists(path):
         raise click.ClickException(f"{path} exists; back up to a new file")
     # A missing folder is refused, not created: a mistyped path would hide the backups.
@@ -219,7 +218,7 @@ def write_over(stage, database):
         target.close()
 
 
-@click.command("restore")
+@click.command("restore", short_help="Replace the database with a backup, once checked whole.")
 @click.argument("backup_path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--force", is_flag=True, help="Restore even while a server is serving the database.")
 @with_appcontext
@@ -230,7 +229,7 @@ def restore(backup_path, force):
     Refused while a server is serving the database, unless --force; the server
     then serves the restored data.
     """
-    database = current_app.config["DATABASE"]
+    database = name_database()  # made if it does not exist
     folder = os.path.dirname(os.path.abspath(database))
     problem = folder_problem(folder)
     if problem:

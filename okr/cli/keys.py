@@ -5,11 +5,11 @@ import click
 from flask.cli import AppGroup
 
 from ..api.auth import authorization_header
-from ..db import init_db, transaction, utc_now
-from .common import echo_json, reports_errors
+from ..db import transaction, utc_now
+from .common import echo_json, reports_errors, use_database
 
 
-keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
+keys_cli = AppGroup("keys", help="API keys: create, list, revoke.")
 
 
 @keys_cli.command("create")
@@ -22,7 +22,7 @@ def create_key(name, as_json, read_only):
     if not name.strip():
         raise click.ClickException("--name must not be blank")
     credential, secret = secrets.token_hex(12), secrets.token_urlsafe(32)
-    init_db()
+    use_database()
     with transaction() as db:
         db.execute(
             "INSERT INTO api_keys (credential, secret, name, created_at, read_only) VALUES (?, ?, ?, ?, ?)",
@@ -40,11 +40,14 @@ def create_key(name, as_json, read_only):
 @reports_errors
 def list_keys(as_json):
     """List API keys (never their secrets)."""
-    init_db()
+    use_database()
     with transaction(write=False) as db:
         rows = db.execute(
             "SELECT credential, name, created_at, revoked_at, read_only FROM api_keys ORDER BY seq"
         ).fetchall()
+    if not rows and not as_json:
+        # With --json, one object per key and line: no keys, no lines.
+        click.echo("no API keys yet; create one with okr keys create --name NAME")
     for row in rows:
         if as_json:
             echo_json({**dict(row), "read_only": bool(row["read_only"])})
@@ -59,7 +62,7 @@ def list_keys(as_json):
 @reports_errors
 def revoke_key(credential):
     """Revoke an API key; the next request signed with it is refused."""
-    init_db()
+    use_database()
     with transaction() as db:
         row = db.execute(
             "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE credential = ? "

@@ -290,8 +290,16 @@ def test_flags_override_env(monkeypatch):
     assert str(app.config["THREADS"]) == "2"
 
 
+def init_db_in_process(database):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["init-db", "--database", str(database)])
+    assert exit_info.value.code == 0
+
+
 def test_main_honours_database_flag_after_the_command(tmp_path, capsys):
     database = tmp_path / "flag.db"
+    init_db_in_process(database)
+    capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["users", "add", "--name", "Ada", "--email", "ada@example.com", "--database", str(database)])
     assert exit_info.value.code in (0, None)
@@ -301,6 +309,7 @@ def test_main_honours_database_flag_after_the_command(tmp_path, capsys):
 
 def test_main_flag_beats_env_database(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OKR_DATABASE", str(tmp_path / "env.db"))
+    init_db_in_process(tmp_path / "flag.db")
     with pytest.raises(SystemExit):
         cli.main(["--database", str(tmp_path / "flag.db"), "users", "add", "--name", "A", "--email", "a@x.io"])
     assert len(users_in(tmp_path / "flag.db")) == 1
@@ -310,8 +319,14 @@ def test_main_flag_beats_env_database(tmp_path, monkeypatch, capsys):
 # --- app.py as a process -----------------------------------------------------
 
 
-def test_process_database_flag_creates_user_there(tmp_path):
+def init_db_process(database, cwd, env=None):
+    result = run_app(["init-db"] if database is None else ["init-db", "--database", str(database)], cwd, env=env)
+    assert result.returncode == 0, result.stderr
+
+
+def test_process_database_flag_adds_the_user_there(tmp_path):
     database = tmp_path / "chosen.db"
+    init_db_process(database, tmp_path)
     result = run_app(
         ["--database", str(database), "users", "add", "--name", "Ada", "--email", "ada@example.com"], tmp_path
     )
@@ -323,6 +338,7 @@ def test_process_database_flag_creates_user_there(tmp_path):
 
 def test_process_database_flag_after_command(tmp_path):
     database = tmp_path / "after.db"
+    init_db_process(database, tmp_path)
     result = run_app(
         ["users", "add", "--name", "Ada", "--email", "ada@example.com", "--database", str(database)], tmp_path
     )
@@ -332,6 +348,7 @@ def test_process_database_flag_after_command(tmp_path):
 
 def test_process_honours_okr_database_env(tmp_path):
     database = tmp_path / "from-env.db"
+    init_db_process(None, tmp_path, env={"OKR_DATABASE": str(database)})
     result = run_app(
         ["users", "add", "--name", "Grace", "--email", "grace@example.com"], tmp_path,
         env={"OKR_DATABASE": str(database)},

@@ -232,17 +232,19 @@ def test_auth_header_needs_credential_and_secret(runner):
 
 
 def test_database_file_is_created_owner_only(tmp_path, umask_022):
-    app = create_app({"TESTING": True, "DATABASE": tmp_path / "fresh.db"})
-    create_key(app.test_cli_runner())
+    runner = create_app({"TESTING": True, "DATABASE": tmp_path / "fresh.db"}).test_cli_runner()
+    assert runner.invoke(args=["init-db"]).exit_code == 0
+    create_key(runner)
     assert mode(tmp_path / "fresh.db") == 0o600
 
 
-def test_database_file_created_by_keys_create_process_is_owner_only(tmp_path, umask_022):
+def test_database_file_created_by_the_init_db_process_is_owner_only(tmp_path, umask_022):
     database = tmp_path / "process.db"
-    result = subprocess.run([sys.executable, APP_PY, "--database", str(database), "keys", "create", "--name", "n"],
-                            env={k: v for k, v in os.environ.items() if k not in ENV_NAMES},
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, result.stderr
+    for command in (["init-db"], ["keys", "create", "--name", "n"]):
+        result = subprocess.run([sys.executable, APP_PY, "--database", str(database), *command],
+                                env={k: v for k, v in os.environ.items() if k not in ENV_NAMES},
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, result.stderr
     assert mode(database) == 0o600
 
 

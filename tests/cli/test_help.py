@@ -1,0 +1,152 @@
+"""The program's help, version and errors: what a newcomer sees first."""
+import configparser
+import os
+import re
+import subprocess
+import sys
+from importlib import metadata
+
+import pytest
+
+import helpers
+import okr.__main__ as program
+from okr import create_app
+from okr.cli import COMMANDS
+
+ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
+
+
+def okr(*args, cwd):
+    return subprocess.run([sys.executable, str(helpers.APP_PY), *args], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for name in [name for name in os.environ if name.startswith("OKR_")]:
+        monkeypatch.delenv(name)
+
+
+def help_text(capsys, *args):
+    assert program.main(list(args)) in (0, None)
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return captured.out
+
+
+# --- okr --help ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_is_one_screen_that_names_every_command(capsys, flag):
+    text = help_text(capsys, flag)
+    lines = text.splitlines()
+    assert len(lines) <= 40 and max(map(len, lines)) <= 80, text
+    commands = [line for line in lines if re.match(r"  [a-z]", line)]
+    assert [line.split()[0] for line in commands] == ["serve", *(command.name for command in COMMANDS)]
+    assert not any(line.endswith("...") for line in commands)  # no short help cut off
+
+
+def test_help_names_each_sub_command_on_its_group_line(capsys):
+    text = help_text(capsys, "--help")
+    for group in (command for command in COMMANDS if hasattr(command, "commands")):
+        [line] = [line for line in text.splitlines() if line.startswith(f"  {group.name} ")]
+        assert all(name in line for name in group.commands), line
+
+
+def option_default(text, flag):
+    [line] = [line for line in text.splitlines() if line.lstrip().startswith(flag + " ")]
+    return re.search(r"default (\S+)", line).group(1)
+
+
+def test_help_shows_the_real_defaults(capsys):
+    text = help_text(capsys, "--help")
+    config = create_app().config
+    assert option_default(text, "--host") == config["HOST"] == "127.0.0.1"
+    assert option_default(text, "--port") == str(config["PORT"]) == "8080"
+    assert option_default(text, "--database") == "./" + config["DATABASE"] == "./okr.db"
+    assert option_default(text, "--threads") == str(config["THREADS"]) == "8"
+    assert option_default(text, "--cpu") == config["CPU"] == "auto"
+    assert option_default(text, "--connection-limit") == str(config["CONNECTION_LIMIT"]) == "1000"
+    assert option_default(text, "--channel-timeout") == str(config["CHANNEL_TIMEOUT"]) == "30"
+    assert "--no-access-log" in text and "OKR_ACCESS_LOG" in text
+    assert "--allow-anonymous" in text and "--version" in text
+
+
+def test_help_is_not_the_module_docstring_and_click_help(capsys):
+    text = help_text(capsys, "--help")
+    assert text.count("Usage:") + text.count("usage:") == 1
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_serve_help_shows_the_serving_options(capsys, tmp_path, flag):
+    text = help_text(capsys, "serve", flag)
+    assert text.startswith("usage: okr [serve]")
+    assert option_default(text, "--port") == "8080" and "--no-access-log" in text
+    assert not (tmp_path / "okr.db").exists() and not os.path.exists("okr.db")
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+@pytest.mark.parametrize("command", [["users"], ["users", "add"], ["users", "update"], ["keys", "list"],
+                                     ["backup"], ["restore"], ["init-db"], ["auth-header"]])
+def test_every_command_has_help(tmp_path, command, flag):
+    result = okr(*command, flag, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"Usage: okr {' '.join(command)}")
+    assert "see okr --help" in result.stdout  # where --database and the other global options are
+    assert list(tmp_path.iterdir()) == []  # help touches no database
+
+
+def test_help_through_the_program(tmp_path):
+    result = okr("--help", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout.startswith("usage: okr") and "  serve " in result.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- okr --version ---------------------------------------------------------------------------
+
+
+def checkout_version():
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(helpers.REPO / "setup.cfg")
+    return parser["metadata"]["version"]
+
+
+def test_version_is_the_installed_packages(tmp_path):
+    result = okr("--version", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"okr {metadata.version('okr-service')}\n"
+
+
+def test_version_of_a_checkout_that_is_not_installed(capsys, monkeypatch):
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(program.metadata, "version", not_installed)
+    assert help_text(capsys, "--version") == f"okr {checkout_version()}\n"
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, message", [
+    (["no-such-command"], "okr: no such command 'no-such-command' (see okr --help)"),
+    (["users", "add", "--name", "Ada"], "okr: missing option '--email' (see okr users add --help)"),
+    (["users", "ad"], "okr: no such command 'ad'. Did you mean 'add'? (see okr users --help)"),
+    (["--port"], "okr: argument --port: expected one argument (see okr --help)"),
+    (["keys", "revoke", "nope"], "okr: no database at ./okr.db; run okr init-db or pass --database"),
+])
+def test_errors_are_one_line_that_starts_with_okr(tmp_path, args, message):
+    result = okr(*args, cwd=tmp_path)
+    assert result.returncode != 0
+    assert result.stderr.splitlines() == [message]
+    assert result.stdout == ""
+
+
+def test_a_command_error_is_one_line(tmp_path):
+    assert okr("init-db", cwd=tmp_path).returncode == 0
+    result = okr("users", "add", "--name", "Ada", "--email", "not-an-email", cwd=tmp_path)
+    assert result.returncode == 1
+    [*_, last] = result.stderr.splitlines()
+    assert last.startswith("okr: email: ") and "Error" not in result.stderr
