@@ -14,7 +14,7 @@ def schema_path():
 
 def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
-    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT")
+    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG")
     return {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
 
 
@@ -33,6 +33,8 @@ def create_app(test_config=None):
         CPU="auto",
         CONNECTION_LIMIT=1000,
         CHANNEL_TIMEOUT=30,
+        # One line per request in the server's log; `okr serve` adds it, never the app itself.
+        ACCESS_LOG=True,
         BUSY_TIMEOUT_MS=5000,
         PAGE_SIZE=100,
         MAX_PAGE_SIZE=1000,

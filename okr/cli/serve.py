@@ -2,18 +2,26 @@
 
 The README's Operations section explains each figure.
 """
+import atexit
+import errno
 import logging
 import os
 import resource
 import signal
 import sqlite3
 import sys
+import threading
+import time
+from collections import deque
+from contextlib import closing
 
 from waitress import create_server
 
-from ..api.auth import open_to_network
-from ..db import connect, init_db
+from ..api.auth import auth_enabled, is_loopback
+from ..db import connect, init_db, table_columns
 from .serving_lock import hold_shared
+
+logger = logging.getLogger("okr")
 
 # Bodies over the app's 1 MiB get its JSON 413; waitress refuses absurd ones
 # (with a plain-text 413) before spooling them to disk.
@@ -70,11 +78,131 @@ def allow_open_files(connections):
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
 
 
+SWITCH = {"1": True, "on": True, "true": True, "yes": True, "0": False, "off": False, "false": False, "no": False}
+
+
+def access_log_on(config):
+    """The ACCESS_LOG setting as a bool: a flag gives one, OKR_ACCESS_LOG a word such as 0 or off."""
+    value = config["ACCESS_LOG"]
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() not in SWITCH:
+        raise ValueError(f"access log must be on or off (1 or 0), not {value!r}")
+    return SWITCH[str(value).strip().lower()]
+
+
+class AccessLog:
+    """The access log: a line per request (method, path and query, status, milliseconds to the answer).
+
+    The serving layer's, not the app's: an app embedded in another program logs
+    nothing per request. The time runs until the app has returned the response,
+    whose body Flask has built by then; sending it is not counted.
+
+    A request's thread only formats its line and queues it; a thread of the
+    log's own writes the queue out every FLUSH_SECONDS, and once more at exit.
+    Writing from the request's thread would release the GIL on every request,
+    and under load each release hands the CPU to another thread (okr/db.py has
+    the figures); through the logging module a line also cost several times
+    more. The lines look like the server's other log lines.
+    """
+
+    FLUSH_SECONDS = 0.2
+    # Lines queued at most, should the log's reader stall (a pipe nobody reads):
+    # beyond, lines are dropped and counted, rather than requests held up or memory spent.
+    QUEUE_LIMIT = 10_000
+
+    def __init__(self, stream=None, flush_seconds=FLUSH_SECONDS, queue_limit=QUEUE_LIMIT):
+        self.stream = stream  # None: sys.stderr as it is when written to
+        self.flush_seconds, self.queue_limit = flush_seconds, queue_limit
+        self.queue = deque()  # append and popleft are atomic: no lock on the request's path
+        self.dropped = 0
+        self.second = (None, "")  # the last second's formatted time, as one tuple
+        self.writer = None
+        self.starting, self.writing = threading.Lock(), threading.Lock()
+
+    def timestamp(self):
+        """The time as logging's asctime has it, e.g. 2026-11-23 10:15:30,123; strftime once a second."""
+        now = time.time()
+        second, text = self.second
+        if int(now) != second:
+            second, text = int(now), time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+            self.second = (second, text)
+        return f"{text},{int((now - second) * 1000):03d}"
+
+    def wrap(self, app):
+        queue, limit = self.queue, self.queue_limit
+
+        def logged(environ, start_response):
+            started = time.perf_counter()
+            status = "500"  # unless the app starts a response
+
+            def start(status_line, headers, exc_info=None):
+                nonlocal status
+                status = status_line[:3]
+                return start_response(status_line, headers, exc_info)
+
+            try:
+                return app(environ, start)
+            finally:
+                # waitress's REQUEST_URI is the path and query as sent.
+                target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
+                if not target.isprintable():
+                    target = repr(target)[1:-1]  # one line per request, whatever a client sends
+                milliseconds = (time.perf_counter() - started) * 1000
+                if self.writer is None:
+                    self.start()
+                if len(queue) < limit:
+                    queue.append(f"{self.timestamp()} INFO okr.access: {environ['REQUEST_METHOD']} {target} "
+                                 f"{status} {milliseconds:.1f} ms\n")
+                else:
+                    self.dropped += 1
+
+        return logged
+
+    def start(self):
+        with self.starting:
+            if self.writer is None:
+                self.writer = threading.Thread(target=self.keep_writing, name="okr-access-log", daemon=True)
+                self.writer.start()
+                # At exit, the writer thread may be stuck writing to a reader that stalled: wait a second at most.
+                atexit.register(self.flush, wait=1)
+
+    def keep_writing(self):
+        while True:
+            time.sleep(self.flush_seconds)
+            self.flush()
+
+    def flush(self, wait=-1):
+        """Writes out the queued lines, in one write; gives up after wait seconds for another flush to end."""
+        if not self.writing.acquire(timeout=wait):
+            return
+        try:
+            lines = [self.queue.popleft() for _ in range(len(self.queue))]
+            if self.dropped:
+                dropped, self.dropped = self.dropped, 0
+                lines.append(f"{self.timestamp()} WARNING okr.access: {dropped} access log line"
+                             f"{'s' if dropped > 1 else ''} dropped: the log was read more slowly than "
+                             "requests came\n")
+            if not lines:
+                return
+            stream = self.stream or sys.stderr
+            try:
+                stream.write("".join(lines))
+                stream.flush()
+            except (OSError, ValueError):
+                pass  # a closed or broken stderr: the lines have nowhere to go
+        finally:
+            self.writing.release()
+
+
 def make_server(app):
-    """A waitress server for app, with the settings above; not yet running."""
+    """A waitress server for app, with the settings above, listening but not yet serving.
+
+    Raises OSError when it cannot listen, the port being in use, say.
+    """
     settings = waitress_settings(app.config)
     allow_open_files(settings["connection_limit"])
-    server = create_server(app, **settings)
+    server = create_server(AccessLog().wrap(app) if access_log_on(app.config) else app, **settings)
     original = server.maintenance
     server.maintenance = lambda now: drop_stuck_channels(server, original, now)
     return server
@@ -113,35 +241,64 @@ def stop_on_sigterm(signum, frame):
     raise SystemExit(0)
 
 
+def api_key_exists(app):
+    """Whether a key was ever created in the database, which is read without making anything."""
+    path = app.config["DATABASE"]
+    if not os.path.exists(path):
+        return False  # serving will create it, without keys
+    with app.app_context(), closing(connect(path, app.config["BUSY_TIMEOUT_MS"])) as db:
+        # A database older than API keys has no table for them until init_db migrates it.
+        return bool(table_columns(db, "api_keys")) and auth_enabled(db)
+
+
+def cannot_listen(error, host, port):
+    if error.errno == errno.EADDRINUSE:
+        return f"okr: port {port} is in use; pass --port"
+    return f"okr: cannot listen on {host} port {port}: {error.strerror or error}"
+
+
 def run_server(app, args):
     if args:
-        sys.exit(f"okr: serve takes no arguments besides the global options, not {' '.join(args)}")
-    positive_int(app, "PORT", 0, 65535)
+        sys.exit(f"okr: serve takes no arguments besides the options, not {' '.join(args)} (see okr serve --help)")
+    host = app.config["HOST"]
+    port = positive_int(app, "PORT", 0, 65535)
     positive_int(app, "THREADS", 1, 256)
     positive_int(app, "CONNECTION_LIMIT", 1, 100_000)
     positive_int(app, "CHANNEL_TIMEOUT", 1, 86_400)
     try:
+        access_log_on(app.config)
         placement = place_on_cpus(app.config["CPU"])
     except ValueError as error:
         sys.exit(f"okr: {error}")
+    # In this order: nothing listens on a network before a key protects it, and
+    # nothing is created before the port is known to be free.
+    try:
+        keyed = api_key_exists(app)
+    except (sqlite3.Error, OSError) as error:
+        sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
+    if not keyed and not is_loopback(host) and not app.config.get("ALLOW_ANONYMOUS"):
+        sys.exit(
+            f"okr: refusing to serve on {host} without authentication: no API key "
+            "exists yet. Run `okr keys create --name NAME` first, or pass --allow-anonymous."
+        )
+    try:
+        server = make_server(app)
+    except OSError as error:
+        sys.exit(cannot_listen(error, host, port))
     try:
         with app.app_context():
             init_db()
             # Held until the process ends: `okr restore` refuses a served database.
             hold_shared(app.config["DATABASE"])
-            db = connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])
-            exposed = open_to_network(db, app.config["HOST"])
-            db.close()
     except (sqlite3.Error, OSError, RuntimeError) as error:
         sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
-    if exposed and not app.config.get("ALLOW_ANONYMOUS"):
-        sys.exit(
-            f"okr: refusing to serve on {app.config['HOST']} without authentication: no API key "
-            "exists yet. Run `okr keys create --name NAME` first, or pass --allow-anonymous."
-        )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("okr").info("database %s; serving %s", os.path.abspath(app.config["DATABASE"]), placement)
+    logger.info("using database %s", os.path.abspath(app.config["DATABASE"]))
+    if not keyed:
+        reach = "on this machine" if is_loopback(host) else f"on the network at {host}"
+        logger.warning("no API key exists: the API is open to anyone who can reach it %s; "
+                       "create one with okr keys create --name NAME", reach)
+    logger.info("serving %s with %s threads", placement, app.config["THREADS"])
     signal.signal(signal.SIGTERM, stop_on_sigterm)
-    server = make_server(app)
-    server.print_listen("Serving on http://{}:{}")
+    server.print_listen("listening on http://{}:{}")
     server.run()

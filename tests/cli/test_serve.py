@@ -1,0 +1,179 @@
+"""okr serve at start: a port in use, what it logs, and the access log."""
+import io
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+from werkzeug.test import Client
+
+import helpers
+import okr.cli.serve as serve_module
+from helpers import free_port, start_service
+from okr import create_app
+from okr.__main__ import parse_options
+from okr.cli.serve import AccessLog, make_server
+
+ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
+ACCESS_LINE = re.compile(r"okr\.access: GET /v1/cycles\?page_size=5 200 \d+\.\d ms$", re.MULTILINE)
+
+
+def okr(*args, cwd, timeout=30):
+    return subprocess.run([sys.executable, str(helpers.APP_PY), *args], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# --- a port in use ---------------------------------------------------------------------------
+
+
+def test_a_port_in_use_ends_with_one_line_and_creates_no_database(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = okr("--port", str(port), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"okr: port {port} is in use; pass --port"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_address_that_is_not_this_machines_is_named(tmp_path):
+    # 192.0.2.0/24 is for documentation: never an address of this machine. A key first, so
+    # that serving there is not refused for want of one.
+    assert okr("init-db", cwd=tmp_path).returncode == 0
+    assert okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
+    result = okr("--host", "192.0.2.1", "--port", str(free_port()), cwd=tmp_path)
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("okr: cannot listen on 192.0.2.1 port ") and "Traceback" not in result.stderr
+
+
+def test_a_refused_non_loopback_host_creates_no_database(tmp_path):
+    result = okr("--host", "0.0.0.0", "--port", str(free_port()), cwd=tmp_path)
+    assert result.returncode == 1 and "okr keys create" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- what the server logs at start, and per request -------------------------------------------
+
+
+def serve_and_stop(tmp_path, *args, env=None):
+    """Starts a server, asks it one question, stops it; returns its output."""
+    process, http = start_service(free_port(), "--database", str(tmp_path / "okr.db"), *args,
+                                  env={**ENV, **(env or {})}, cwd=tmp_path)
+    try:
+        http.get("/v1/cycles?page_size=5")  # a 401 once a key exists
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=15)[0].decode()
+    assert process.returncode == 0, output
+    return output
+
+
+def test_the_start_names_the_address_the_database_and_an_open_api(tmp_path):
+    output = serve_and_stop(tmp_path, "--database", "okr.db")
+    assert re.search(r"INFO \S+: listening on http://127\.0\.0\.1:\d+$", output, re.MULTILINE), output
+    assert f"INFO okr: using database {tmp_path / 'okr.db'}\n" in output
+    [warning] = [line for line in output.splitlines() if " WARNING " in line]
+    assert "no API key exists" in warning and "anyone who can reach it on this machine" in warning
+    assert "okr keys create" in warning
+
+
+def test_no_warning_once_a_key_exists(tmp_path):
+    assert okr("init-db", cwd=tmp_path).returncode == 0
+    assert okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
+    output = serve_and_stop(tmp_path)
+    assert " WARNING " not in output and "listening on" in output
+
+
+def test_each_request_is_logged_by_default(tmp_path):
+    output = serve_and_stop(tmp_path)
+    assert len(ACCESS_LINE.findall(output)) == 1, output
+
+
+@pytest.mark.parametrize("args, env", [(["--no-access-log"], None), ([], {"OKR_ACCESS_LOG": "0"}),
+                                       ([], {"OKR_ACCESS_LOG": "off"})])
+def test_the_access_log_can_be_turned_off(tmp_path, args, env):
+    output = serve_and_stop(tmp_path, *args, env=env)
+    assert "okr.access" not in output and "listening on" in output
+
+
+def test_the_access_log_flag_beats_the_environment(tmp_path):
+    output = serve_and_stop(tmp_path, "--access-log", env={"OKR_ACCESS_LOG": "0"})
+    assert len(ACCESS_LINE.findall(output)) == 1, output
+
+
+def test_a_bad_access_log_setting_is_refused_before_anything(tmp_path):
+    result = subprocess.run([sys.executable, str(helpers.APP_PY), "--port", str(free_port())], cwd=tmp_path,
+                            env={**ENV, "OKR_ACCESS_LOG": "maybe"}, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == ["okr: access log must be on or off (1 or 0), not 'maybe'"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_access_log_is_the_servers_not_the_apps(app, caplog, capfd):
+    # An app embedded in another program logs nothing of its own per request.
+    with caplog.at_level(logging.INFO):
+        assert app.test_client().get("/healthz").status_code == 200
+    assert caplog.records == [] and capfd.readouterr() == ("", "")
+    stream = io.StringIO()
+    access_log = AccessLog(stream)
+    assert Client(access_log.wrap(app)).get("/healthz?x=1").status_code == 200
+    access_log.flush()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO okr\.access: GET /healthz\?x=1 200 \d+\.\d ms\n",
+                        stream.getvalue())
+
+
+def test_a_requests_thread_only_queues_its_line(app):
+    stream = io.StringIO()
+    access_log = AccessLog(stream, flush_seconds=3600)
+    client = Client(access_log.wrap(app))
+    for path in ("/healthz", "/v1/nowhere"):
+        client.get(path)
+    assert stream.getvalue() == ""
+    access_log.flush()
+    first, second = stream.getvalue().splitlines()
+    assert " INFO okr.access: GET /healthz 200 " in first and " INFO okr.access: GET /v1/nowhere 404 " in second
+
+
+def test_the_lines_are_written_while_serving(app):
+    stream = io.StringIO()
+    access_log = AccessLog(stream, flush_seconds=0.05)
+    Client(access_log.wrap(app)).get("/healthz")
+    deadline = time.monotonic() + 5
+    while "GET /healthz 200" not in stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "GET /healthz 200" in stream.getvalue()
+
+
+def test_a_log_read_too_slowly_drops_lines_and_says_how_many(app):
+    stream = io.StringIO()
+    access_log = AccessLog(stream, flush_seconds=3600, queue_limit=2)
+    client = Client(access_log.wrap(app))
+    for _ in range(5):
+        client.get("/healthz")
+    access_log.flush()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3 and all(" INFO okr.access: GET /healthz 200 " in line for line in lines[:2])
+    assert lines[2].endswith(" WARNING okr.access: 3 access log lines dropped: the log was read more slowly "
+                             "than requests came")
+
+
+def test_make_server_wraps_the_app_only_when_the_access_log_is_on(tmp_path, monkeypatch):
+    served = []
+
+    def create_server(application, **settings):
+        served.append(application)
+        return SimpleNamespace(maintenance=None)
+
+    monkeypatch.setattr(serve_module, "create_server", create_server)
+    for args, wrapped in ((["--port", "0"], True), (["--port", "0", "--no-access-log"], False)):
+        app = create_app({**parse_options(args)[0], "DATABASE": tmp_path / "okr.db"})
+        make_server(app)
+        assert (served.pop() is not app) == wrapped
