@@ -22,7 +22,7 @@ import okr.api.auth
 from helpers import assert_error, free_port, start_service
 from okr import create_app
 from okr.api.auth import is_loopback, open_to_network, sign
-from okr.db import connect
+from okr.db import connect, init_db
 from okr.cli.serve import waitress_settings
 
 APP_PY = str(helpers.APP_PY)
@@ -500,7 +500,10 @@ def test_allow_anonymous_serves_non_loopback_without_a_key(tmp_path, serve_spy):
 
 def keyed_database(tmp_path, revoked=False):
     path = tmp_path / "keyed.db"
-    runner = create_app({"TESTING": True, "DATABASE": path}).test_cli_runner()
+    app = create_app({"TESTING": True, "DATABASE": path})
+    with app.app_context():
+        init_db()  # okr keys create refuses a missing database
+    runner = app.test_cli_runner()
     key = create_key(runner)
     if revoked:
         revoke(runner, key["credential"])
