@@ -4,9 +4,9 @@ from flask import Blueprint, abort
 from .cycles import get_cycle_or_404
 from ..db import get_db, new_id, utc_now
 from .objectives import get_objective_or_404
-from .paging import paginate, query_arg
+from .paging import choice_arg, list_sql, paginate, query_arg
 from .responses import deleted
-from .schemas import key_result_schema, key_result_update_schema, load_body, load_merge_patch
+from .schemas import KEY_RESULT_TYPES, key_result_schema, key_result_update_schema, load_body, load_merge_patch
 
 bp = Blueprint("key_results", __name__, url_prefix="/v1")
 
@@ -53,11 +53,12 @@ def create_key_result(objective_id):
 @bp.get("/objectives/<objective_id>/keyresults")
 def list_objective_key_results(objective_id):
     """Lists an objective's key results in creation order, a page at a time."""
+    conditions, params = type_filter()
     get_objective_or_404(objective_id)
     return paginate(
         "keyresults",
-        "SELECT * FROM key_results WHERE objective_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (objective_id,),
+        list_sql("key_results", ("objective_id = ?", *conditions)),
+        (objective_id, *params),
         key_result_json,
     )
 
@@ -66,13 +67,20 @@ def list_objective_key_results(objective_id):
 def list_key_results():
     """Lists the key results of one cycle's objectives, a page at a time."""
     cycle_id = query_arg("cycle_id", required=True)
+    conditions, params = type_filter()
     get_cycle_or_404(cycle_id)
     return paginate(
         "keyresults",
-        "SELECT * FROM key_results WHERE cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (cycle_id,),
+        list_sql("key_results", ("cycle_id = ?", *conditions)),
+        (cycle_id, *params),
         key_result_json,
     )
+
+
+def type_filter():
+    """The SQL condition and parameter of the optional type filter, when given."""
+    kind = choice_arg("type", KEY_RESULT_TYPES)
+    return (["type = ?"], [kind]) if kind is not None else ([], [])
 
 
 @bp.get("/keyresults/<key_result_id>")

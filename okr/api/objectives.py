@@ -6,7 +6,7 @@ from marshmallow import ValidationError
 
 from .cycles import get_cycle_or_404
 from ..db import get_db, new_id, utc_now
-from .paging import paginate, query_arg
+from .paging import bool_arg, list_sql, paginate, query_arg, uuid_arg
 from .responses import deleted
 from .schemas import load_body, load_merge_patch, objective_schema, objective_update_schema
 
@@ -98,15 +98,38 @@ def create_objective():
 
 @bp.get("")
 def list_objectives():
-    """Lists the objectives of one cycle in creation order, a page at a time."""
+    """Lists the objectives of one cycle in creation order, a page at a time, maybe filtered."""
     cycle_id = query_arg("cycle_id", required=True)
+    conditions, params = objective_filters()
     get_cycle_or_404(cycle_id)
     return paginate(
         "objectives",
-        "SELECT * FROM objectives WHERE cycle_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (cycle_id,),
+        list_sql("objectives", ("cycle_id = ?", *conditions)),
+        (cycle_id, *params),
         objective_json,
     )
+
+
+def objective_filters():
+    """The SQL conditions and parameters of the optional list filters given."""
+    conditions, params = [], []
+    for name in ("team_id", "assignee_id"):
+        value = uuid_arg(name)
+        if value is not None:
+            conditions.append(f"{name} = ?")
+            params.append(value)
+    parent = uuid_arg("parent_objective_id", words=("none",))
+    if parent == "none":
+        conditions.append("parent_objective_id IS NULL")
+    elif parent is not None:
+        conditions.append("parent_objective_id = ?")
+        params.append(parent)
+    for name in ("is_company", "is_personal"):
+        value = bool_arg(name)
+        if value is not None:
+            conditions.append(f"{name} = ?")
+            params.append(int(value))
+    return conditions, params
 
 
 @bp.get("/<objective_id>")

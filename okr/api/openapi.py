@@ -15,6 +15,7 @@ from marshmallow import Schema, fields
 from . import schemas
 from .auth import SCHEME
 from .fields import DECIMAL_TEXT, DecimalString, StrictBool, Text, WHITESPACE
+from .paging import BOOLEANS, UUID_PATTERN
 
 bp = Blueprint("openapi", __name__)
 
@@ -153,7 +154,7 @@ LIST = ("page_token", "page_size")
 OPERATIONS = [
     ("/v1/objectives", "post", "Create an objective", schemas.ObjectiveSchema, Objective, ()),
     ("/v1/objectives", "get", "List a cycle's objectives", None, ObjectivePage,
-     ("cycle_id", *LIST)),
+     ("cycle_id", "team_id", "assignee_id", "parent_objective_id", "is_company", "is_personal", *LIST)),
     ("/v1/objectives/{objective_id}", "get", "Get an objective", None, Objective, ()),
     ("/v1/objectives/{objective_id}", "post", "Replace an objective", schemas.ObjectiveUpdateSchema,
      Objective, ()),
@@ -162,9 +163,10 @@ OPERATIONS = [
     ("/v1/objectives/{objective_id}", "delete", "Delete an objective and its key results", None, None, ()),
     ("/v1/objectives/{objective_id}/keyresults", "post", "Create a key result",
      schemas.KeyResultSchema, KeyResult, ()),
-    ("/v1/objectives/{objective_id}/keyresults", "get", "List an objective's key results", None, KeyResultPage, LIST),
+    ("/v1/objectives/{objective_id}/keyresults", "get", "List an objective's key results", None, KeyResultPage,
+     ("type", *LIST)),
     ("/v1/keyresults", "get", "List a cycle's key results", None, KeyResultPage,
-     ("cycle_id", *LIST)),
+     ("cycle_id", "type", *LIST)),
     ("/v1/keyresults/{key_result_id}", "get", "Get a key result", None, KeyResult, ()),
     ("/v1/keyresults/{key_result_id}", "post", "Replace a key result", schemas.KeyResultUpdateSchema,
      KeyResult, ()),
@@ -204,6 +206,18 @@ QUERY_PARAMETERS = {
                    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]*={0,2}$"}},
     "page_size": {"description": "Rows per page, 1 to 1000; 100 when absent.",
                   "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+    "team_id": {"description": "Only objectives of this team.",
+                "schema": {"type": "string", "pattern": f"^{UUID_PATTERN}$"}},
+    "assignee_id": {"description": "Only objectives assigned to this user.",
+                    "schema": {"type": "string", "pattern": f"^{UUID_PATTERN}$"}},
+    "parent_objective_id": {"description": "Only children of this objective; none for objectives without a parent.",
+                            "schema": {"type": "string", "pattern": f"^({UUID_PATTERN}|none)$"}},
+    "is_company": {"description": "Only company objectives (true) or only the others (false).",
+                   "schema": {"type": "string", "enum": list(BOOLEANS)}},
+    "is_personal": {"description": "Only personal objectives (true) or only the others (false).",
+                    "schema": {"type": "string", "enum": list(BOOLEANS)}},
+    "type": {"description": "Only key results of this type.",
+             "schema": {"type": "string", "enum": list(schemas.KEY_RESULT_TYPES)}},
 }
 
 ERRORS = {

@@ -1,6 +1,7 @@
 """Keyset pagination on the row sequence, shared by every list."""
 import base64
 import binascii
+import re
 
 from flask import current_app, request
 from marshmallow import ValidationError
@@ -8,6 +9,11 @@ from marshmallow import ValidationError
 from ..db import get_db
 
 MAX_ROW_ID = 2**63 - 1
+
+# A lowercase UUID, as the service writes ids; the OpenAPI document uses the same pattern.
+UUID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+UUID_RE = re.compile(UUID_PATTERN)
+BOOLEANS = ("true", "false")
 
 
 def encode_token(seq):
@@ -40,6 +46,35 @@ def query_arg(name, required=False):
     if required and not value:
         raise ValidationError({name: "Missing required query argument."})
     return value
+
+
+def uuid_arg(name, words=()):
+    """An optional lowercase UUID query argument (or one of words), or None when absent."""
+    value = query_arg(name)
+    if value is None or value in words or UUID_RE.fullmatch(value):
+        return value
+    also = "".join(f" or {word!r}" for word in words)
+    raise ValidationError({name: f"Must be a lowercase UUID{also}."})
+
+
+def choice_arg(name, choices):
+    """An optional query argument that must be one of choices, or None when absent."""
+    value = query_arg(name)
+    if value is None or value in choices:
+        return value
+    raise ValidationError({name: f"Must be one of: {', '.join(choices)}."})
+
+
+def bool_arg(name):
+    """An optional query argument spelled true or false, as a bool, or None when absent."""
+    value = choice_arg(name, BOOLEANS)
+    return None if value is None else value == "true"
+
+
+def list_sql(table, conditions):
+    """The keyset page query over table: conditions (fixed SQL with ? only) ANDed, then paging."""
+    where = " AND ".join((*conditions, "seq > ?"))
+    return f"SELECT * FROM {table} WHERE {where} ORDER BY seq LIMIT ?"
 
 
 def page_size():

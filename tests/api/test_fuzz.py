@@ -161,6 +161,9 @@ def make_consistent(case, app):
         query["page_token"] = encode_token(chance.randrange(0, 10**6))
     if "cycle_id" in query and chance.random() < 0.7:
         query["cycle_id"] = a_cycle(app)
+    for name in ("team_id", "assignee_id", "parent_objective_id"):
+        if name in query and query[name] != "none" and chance.random() < 0.5:
+            query[name] = existing_id(app, REFERENCES[name]) or query[name]  # filters that match rows
     body = case.body
     if not isinstance(body, dict):
         return

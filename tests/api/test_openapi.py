@@ -101,16 +101,45 @@ def test_401_and_405_document_their_headers(document):
     assert "Retry-After" in responses["503"]["headers"]
 
 
+LIST_FILTERS = {
+    "/v1/objectives": {"team_id", "assignee_id", "parent_objective_id", "is_company", "is_personal"},
+    "/v1/keyresults": {"type"},
+}
+
+
 def test_lists_document_paging_and_cycle_parameters(document):
     for path in ("/v1/objectives", "/v1/keyresults"):
         parameters = {p["name"]: p for p in operation_of(document, path, "get")["parameters"]}
-        assert set(parameters) == {"cycle_id", "page_token", "page_size"}
+        assert set(parameters) == {"cycle_id", "page_token", "page_size", *LIST_FILTERS[path]}
         assert parameters["cycle_id"]["required"] is True
         size = parameters["page_size"]["schema"]
         assert (size["type"], size["minimum"], size["maximum"]) == ("integer", 1, 1000)
-    for path in ("/v1/cycles", "/v1/teams", "/v1/users", "/v1/objectives/{objective_id}/keyresults"):
+    for path in ("/v1/cycles", "/v1/teams", "/v1/users"):
         names = {p["name"] for p in operation_of(document, path, "get")["parameters"]}
         assert names == {"page_token", "page_size"}
+    names = {p["name"] for p in operation_of(document, "/v1/objectives/{objective_id}/keyresults", "get")["parameters"]}
+    assert names == {"page_token", "page_size", "type"}
+
+
+def test_list_filters_are_documented_with_their_schemas(document):
+    def schema(path, name):
+        parameters = {p["name"]: p for p in operation_of(document, path, "get")["parameters"]}
+        assert not parameters[name].get("required")
+        return parameters[name]["schema"]
+
+    uuid = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+    for name in ("team_id", "assignee_id"):
+        assert schema("/v1/objectives", name) == {"type": "string", "pattern": uuid}
+    parent = schema("/v1/objectives", "parent_objective_id")
+    assert parent["type"] == "string"
+    assert re.fullmatch(parent["pattern"], "none")
+    assert re.fullmatch(parent["pattern"], "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b")
+    assert not re.search(parent["pattern"], "0B0E7F4A-3C1D-4E2F-8A9B-0C1D2E3F4A5B")
+    for name in ("is_company", "is_personal"):
+        assert schema("/v1/objectives", name) == {"type": "string", "enum": ["true", "false"]}
+    types = ["milestone", "baseline", "range", "positive", "negative"]
+    for path in ("/v1/keyresults", "/v1/objectives/{objective_id}/keyresults"):
+        assert schema(path, "type") == {"type": "string", "enum": types}
 
 
 def test_path_parameters_are_documented(document):
