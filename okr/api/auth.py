@@ -116,8 +116,3 @@ def is_loopback(host):
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def open_to_network(db, host):
-    """True when serving on host would expose an API that has no key yet."""
-    return not is_loopback(host) and not auth_enabled(db)

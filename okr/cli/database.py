@@ -10,7 +10,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from ..db import SCHEMA_VERSION, connect, create_private_file, init_db, migrate, schema_version
+from ..db import SCHEMA_VERSION, connect, create_private_file, init_db, migrate, schema_version, table_columns
 from . import serving_lock
 from .common import echo_json, existing_database, name_database, reports_errors
 
@@ -87,8 +87,7 @@ def tables_and_columns(db):
     tables = db.execute(
         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY rowid"
     ).fetchall()
-    return {name: {column for (column,) in db.execute("SELECT name FROM pragma_table_info(?)", (name,))}
-            for (name,) in tables}
+    return {name: table_columns(db, name) for (name,) in tables}
 
 
 def schema_tables():

@@ -21,7 +21,7 @@ import okr.cli.serve
 import okr.api.auth
 from helpers import assert_error, free_port, start_service
 from okr import create_app
-from okr.api.auth import is_loopback, open_to_network, sign
+from okr.api.auth import is_loopback, sign
 from okr.db import connect, init_db
 from okr.cli.serve import waitress_settings
 
@@ -424,21 +424,6 @@ def test_loopback_hosts(host):
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "10.0.0.1", "example.com", "::ffff:8.8.8.8"])
 def test_non_loopback_hosts(host):
     assert not is_loopback(host)
-
-
-def test_open_to_network_only_for_non_loopback_without_keys(app, runner):
-    def exposed(host):
-        with app.app_context():
-            db = connect(app.config["DATABASE"], 5000)
-            try:
-                return open_to_network(db, host)
-            finally:
-                db.close()
-
-    assert [exposed(h) for h in ("127.0.0.1", "localhost", "::1")] == [False] * 3
-    assert exposed("0.0.0.0") and exposed("::")
-    create_key(runner)
-    assert not exposed("0.0.0.0")
 
 
 def clean_environ():
