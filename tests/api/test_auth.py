@@ -22,7 +22,7 @@ import okr.api.auth
 from helpers import assert_error, free_port, start_service
 from okr import create_app
 from okr.api.auth import is_loopback, sign
-from okr.db import connect, init_db
+from okr.db import init_db
 from okr.cli.serve import waitress_settings
 
 APP_PY = str(helpers.APP_PY)
