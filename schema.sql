@@ -13,7 +13,9 @@
 -- the foreign keys below, which need PRAGMA foreign_keys=ON on every
 -- connection. The statements are idempotent: init_db runs this on every start,
 -- after the migrations in okr/db.py have brought an older database's tables to
--- the columns below (PRAGMA user_version is the schema version).
+-- the columns below (PRAGMA user_version is the schema version). "revision"
+-- counts a row's updates: the API's ETags include it, so that even two updates
+-- in one second give two ETags.
 
 -- Two emails are one user when their email_key is: the email in NFC, case
 -- folded the full Unicode way, by okr.schemas.email_key (SQLite cannot fold
@@ -28,7 +30,8 @@ CREATE TABLE IF NOT EXISTS users (
     email      TEXT NOT NULL UNIQUE COLLATE NOCASE,
     is_active  INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
     created_at TEXT NOT NULL,
-    email_key  TEXT
+    email_key  TEXT,
+    revision   INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE UNIQUE INDEX IF NOT EXISTS users_by_email_key ON users (email_key);
@@ -37,14 +40,16 @@ CREATE TABLE IF NOT EXISTS teams (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     id         TEXT NOT NULL UNIQUE,
     name       TEXT NOT NULL CHECK (length(name) <= 200),
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    revision   INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS cycles (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     id         TEXT NOT NULL UNIQUE,
     name       TEXT NOT NULL CHECK (length(name) <= 200),
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    revision   INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS objectives (
@@ -60,6 +65,7 @@ CREATE TABLE IF NOT EXISTS objectives (
     parent_objective_id TEXT REFERENCES objectives (id) ON DELETE SET NULL,
     created_at          TEXT NOT NULL,
     modified_at         TEXT NOT NULL,
+    revision            INTEGER NOT NULL DEFAULT 0,
     CHECK (NOT (is_company AND is_personal)),
     CHECK (parent_objective_id IS NULL OR parent_objective_id <> id)
 );
@@ -92,6 +98,7 @@ CREATE TABLE IF NOT EXISTS key_results (
     target_value_max TEXT,
     created_at       TEXT NOT NULL,
     modified_at      TEXT NOT NULL,
+    revision         INTEGER NOT NULL DEFAULT 0,
     -- the target rules of the spec, by type
     CHECK (CASE type
         WHEN 'positive'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL
@@ -104,6 +111,27 @@ CREATE TABLE IF NOT EXISTS key_results (
 
 CREATE INDEX IF NOT EXISTS key_results_by_objective ON key_results (objective_id, seq);
 CREATE INDEX IF NOT EXISTS key_results_by_cycle ON key_results (cycle_id, seq);
+
+-- The history of a key result: its first check-in is its starting value, and
+-- every change of its current_value or confidence adds one. A deleted author
+-- leaves the check-in, without one. Check-ins point at their key result's seq,
+-- not its UUID, and their own id has no unique index (nothing looks a check-in
+-- up by id): a cycle's check-ins are then a few ranges of one small index, and
+-- deleting a big cycle costs a third of what UUID-keyed indexes made it cost.
+CREATE TABLE IF NOT EXISTS checkins (
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    id             TEXT NOT NULL,
+    key_result_seq INTEGER NOT NULL REFERENCES key_results (seq) ON DELETE CASCADE,
+    value          TEXT NOT NULL,
+    confidence     TEXT NOT NULL,
+    comment        TEXT CHECK (length(comment) <= 10000),
+    author_id      TEXT REFERENCES users (id) ON DELETE SET NULL,
+    created_at     TEXT NOT NULL
+);
+
+-- Listing, the first and last check-in of a key result, and the cascade.
+CREATE INDEX IF NOT EXISTS checkins_by_key_result ON checkins (key_result_seq, seq);
+CREATE INDEX IF NOT EXISTS checkins_with_author ON checkins (author_id) WHERE author_id IS NOT NULL;
 
 -- key_results.cycle_id is its objective's cycle_id, always. (A composite
 -- foreign key to objectives (id, cycle_id) would say the same, but needs a

@@ -248,7 +248,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def table_columns(db, table):
@@ -285,9 +285,34 @@ def add_email_keys_and_read_only_keys(db):
         db.execute("ALTER TABLE api_keys ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1))")
 
 
+REVISED_TABLES = ("users", "teams", "cycles", "objectives", "key_results")
+
+
+def add_revisions(db):
+    """Version 2, before schema.sql: a revision counter on every resource that has an ETag."""
+    for table in REVISED_TABLES:
+        if table_columns(db, table) and "revision" not in table_columns(db, table):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN revision INTEGER NOT NULL DEFAULT 0")
+
+
+def record_first_checkins(db):
+    """Version 2, after schema.sql made the checkins table: each key result's present value
+    becomes its first check-in, dated when it was last modified (when that value was set)."""
+    db.create_function("okr_new_id", 0, new_id)
+    db.execute(
+        """INSERT INTO checkins (id, key_result_seq, value, confidence, comment, author_id, created_at)
+           SELECT okr_new_id(), seq, current_value, confidence, NULL, NULL, modified_at
+           FROM key_results k
+           WHERE NOT EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq)
+           ORDER BY seq"""
+    )
+
+
 # version -> function(db) that brings a database of the version before up to it,
-# inside the migration's transaction.
-MIGRATIONS = {1: add_email_keys_and_read_only_keys}
+# inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
+# the schema's indexes need), FILLS after it (rows for tables it creates).
+MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions}
+FILLS = {2: record_first_checkins}
 
 
 class SchemaTooNew(RuntimeError):
@@ -324,11 +349,17 @@ def migrate(db, schema_file):
                 f"the database has schema version {version}, newer than this release knows "
                 f"({SCHEMA_VERSION}); use a newer okr"
             )
-        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'").fetchone():
-            for step in range(version + 1, SCHEMA_VERSION + 1):
+        steps = range(version + 1, SCHEMA_VERSION + 1)
+        existing = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'").fetchone()
+        if existing:
+            for step in steps:
                 MIGRATIONS[step](db)
         for statement in schema_statements(schema_file):
             db.execute(statement)
+        if existing:
+            for step in steps:
+                if step in FILLS:
+                    FILLS[step](db)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")
     finally:

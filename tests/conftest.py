@@ -42,7 +42,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     fake = Clock()
-    modules = (okr.api.objectives, okr.api.key_results, okr.api.cycles, okr.api.teams, okr.cli.users, okr.cli.keys)
+    modules = (okr.api.objectives, okr.api.key_results, okr.api.checkins, okr.api.reports, okr.api.cycles,
+               okr.api.teams, okr.cli.users, okr.cli.keys)
     for module in modules:
         monkeypatch.setattr(module, "utc_now", fake)
     return fake

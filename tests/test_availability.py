@@ -42,6 +42,10 @@ def seed(path, objectives, key_results_each=0, description=""):
         "target_value_min, created_at, modified_at) VALUES (?, ?, ?, 'kr', 'positive', '0.50', '0.00', "
         "'10.00', ?, ?)",
         ((new_id(), i, cycle, now, now) for i in ids for _ in range(key_results_each)))
+    # Each key result's first check-in, as the API records it.
+    db.create_function("new_id", 0, new_id)
+    db.execute("INSERT INTO checkins (id, key_result_seq, value, confidence, created_at) "
+               "SELECT new_id(), seq, current_value, confidence, created_at FROM key_results")
     db.execute("COMMIT")
     db.close()
     return cycle, ids

@@ -2,6 +2,8 @@
 from flask import Blueprint, abort
 
 from ..db import bulk_delete, get_db, new_id, utc_now
+from ..records import cycle_json
+from .conditional import check_if_match, tagged
 from .paging import paginate
 from .responses import deleted
 from .schemas import group_schema, group_update_schema, load_body
@@ -9,14 +11,17 @@ from .schemas import group_schema, group_update_schema, load_body
 bp = Blueprint("cycles", __name__, url_prefix="/v1/cycles")
 
 
-def cycle_json(row):
-    return {"id": row["id"], "name": row["name"], "created_at": row["created_at"]}
-
-
 def get_cycle_or_404(cycle_id):
     row = get_db().execute("SELECT * FROM cycles WHERE id = ?", (cycle_id,)).fetchone()
     if row is None:
         abort(404, "cycle not found")
+    return row
+
+
+def get_current_cycle_or_404(cycle_id):
+    """The cycle about to be changed, once any If-Match names its present ETag."""
+    row = get_cycle_or_404(cycle_id)
+    check_if_match(cycle_json(row), row["revision"])
     return row
 
 
@@ -40,28 +45,33 @@ def list_cycles():
 @bp.get("/<cycle_id>")
 def get_cycle(cycle_id):
     """Returns one cycle."""
-    return cycle_json(get_cycle_or_404(cycle_id))
+    row = get_cycle_or_404(cycle_id)
+    return tagged(cycle_json(row), row["revision"])
 
 
 @bp.post("/<cycle_id>")
 def update_cycle(cycle_id):
     """Renames a cycle."""
-    get_cycle_or_404(cycle_id)
+    get_current_cycle_or_404(cycle_id)
     body = load_body(group_update_schema)
     row = get_db().execute(
-        "UPDATE cycles SET name = ? WHERE id = ? RETURNING *", (body["name"], cycle_id)
+        "UPDATE cycles SET name = ?, revision = revision + 1 WHERE id = ? RETURNING *", (body["name"], cycle_id)
     ).fetchone()
-    return cycle_json(row)
+    return tagged(cycle_json(row), row["revision"])
 
 
 @bp.delete("/<cycle_id>")
 def delete_cycle(cycle_id):
-    """Deletes a cycle with its objectives and their key results."""
-    get_cycle_or_404(cycle_id)
+    """Deletes a cycle with its objectives, their key results and the key results' check-ins."""
+    get_current_cycle_or_404(cycle_id)
     db = get_db()
     with bulk_delete(db):
-        # The foreign keys would cascade to these too, but one range delete on
-        # the cycle's index is twice as fast as a cascade step per objective.
+        # The foreign keys would cascade to these too, but range deletes on the
+        # cycle's index are twice as fast as a cascade step per objective.
+        db.execute(
+            "DELETE FROM checkins WHERE key_result_seq IN (SELECT seq FROM key_results WHERE cycle_id = ?)",
+            (cycle_id,),
+        )
         db.execute("DELETE FROM key_results WHERE cycle_id = ?", (cycle_id,))
         db.execute("DELETE FROM cycles WHERE id = ?", (cycle_id,))
     return deleted()

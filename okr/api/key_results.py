@@ -1,29 +1,19 @@
 """Key results: /v1/keyresults, and creating and listing them under their objective."""
+from decimal import Decimal
+
 from flask import Blueprint, abort
 
 from .cycles import get_cycle_or_404
 from ..db import get_db, new_id, utc_now
+from ..records import key_result_json
+from .conditional import check_if_match, tagged
+from .history import record_checkin
 from .objectives import get_objective_or_404
 from .paging import choice_arg, list_sql, paginate, query_arg
 from .responses import deleted
 from .schemas import KEY_RESULT_TYPES, key_result_schema, key_result_update_schema, load_body, load_merge_patch
 
 bp = Blueprint("key_results", __name__, url_prefix="/v1")
-
-
-def key_result_json(row):
-    return {
-        "id": row["id"],
-        "name": row["name"],
-        "created_at": row["created_at"],
-        "modified_at": row["modified_at"],
-        "objective_id": row["objective_id"],
-        "confidence": row["confidence"],
-        "type": row["type"],
-        "current_value": row["current_value"],
-        "target_value_min": row["target_value_min"],
-        "target_value_max": row["target_value_max"],
-    }
 
 
 def get_key_result_or_404(key_result_id):
@@ -33,9 +23,16 @@ def get_key_result_or_404(key_result_id):
     return row
 
 
+def get_current_key_result_or_404(key_result_id):
+    """The key result about to be changed, once any If-Match names its present ETag."""
+    row = get_key_result_or_404(key_result_id)
+    check_if_match(key_result_json(row), row["revision"])
+    return row
+
+
 @bp.post("/objectives/<objective_id>/keyresults")
 def create_key_result(objective_id):
-    """Creates a key result of an objective."""
+    """Creates a key result of an objective, with its first check-in: its starting value."""
     objective = get_objective_or_404(objective_id)
     body = load_body(key_result_schema)
     now = utc_now()
@@ -47,6 +44,7 @@ def create_key_result(objective_id):
          body["confidence"], body["current_value"], body["target_value_min"],
          body["target_value_max"], now, now),
     ).fetchone()
+    record_checkin(row, row["current_value"], row["confidence"], now)
     return key_result_json(row)
 
 
@@ -86,38 +84,47 @@ def type_filter():
 @bp.get("/keyresults/<key_result_id>")
 def get_key_result(key_result_id):
     """Returns one key result."""
-    return key_result_json(get_key_result_or_404(key_result_id))
+    row = get_key_result_or_404(key_result_id)
+    return tagged(key_result_json(row), row["revision"])
 
 
 @bp.post("/keyresults/<key_result_id>")
 def update_key_result(key_result_id):
     """Replaces a key result's attributes; omitted ones take their zero value."""
-    get_key_result_or_404(key_result_id)
-    return replace_key_result(key_result_id, load_body(key_result_update_schema))
+    stored = get_current_key_result_or_404(key_result_id)
+    return replace_key_result(stored, load_body(key_result_update_schema))
 
 
 @bp.patch("/keyresults/<key_result_id>")
 def patch_key_result(key_result_id):
     """Changes the attributes a JSON Merge Patch names; the result is checked as a full update."""
-    stored = key_result_json(get_key_result_or_404(key_result_id))
-    return replace_key_result(key_result_id, load_merge_patch(key_result_update_schema, stored))
+    stored = get_current_key_result_or_404(key_result_id)
+    return replace_key_result(stored, load_merge_patch(key_result_update_schema, key_result_json(stored)))
 
 
-def replace_key_result(key_result_id, body):
-    """Writes a validated full update of an existing key result."""
+def replace_key_result(stored, body):
+    """Writes a validated full update of a stored key result; a new value or confidence is a check-in."""
+    now = utc_now()
     row = get_db().execute(
         """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
-               target_value_min = ?, target_value_max = ?, modified_at = ?
+               target_value_min = ?, target_value_max = ?, modified_at = ?, revision = revision + 1
            WHERE id = ? RETURNING *""",
         (body["name"], body["type"], body["confidence"], body["current_value"],
-         body["target_value_min"], body["target_value_max"], utc_now(), key_result_id),
+         body["target_value_min"], body["target_value_max"], now, stored["id"]),
     ).fetchone()
-    return key_result_json(row)
+    if moved(stored, row):
+        record_checkin(row, row["current_value"], row["confidence"], now)
+    return tagged(key_result_json(row), row["revision"])
+
+
+def moved(before, after):
+    """Whether the current value or the confidence changed, as numbers ("1.0" is "1.00")."""
+    return any(Decimal(before[field]) != Decimal(after[field]) for field in ("current_value", "confidence"))
 
 
 @bp.delete("/keyresults/<key_result_id>")
 def delete_key_result(key_result_id):
-    """Deletes a key result."""
-    get_key_result_or_404(key_result_id)
+    """Deletes a key result and its check-ins."""
+    get_current_key_result_or_404(key_result_id)
     get_db().execute("DELETE FROM key_results WHERE id = ?", (key_result_id,))
     return deleted()

@@ -6,6 +6,8 @@ from marshmallow import ValidationError
 
 from .cycles import get_cycle_or_404
 from ..db import get_db, new_id, utc_now
+from ..records import objective_json
+from .conditional import check_if_match, tagged
 from .paging import bool_arg, list_sql, paginate, query_arg, uuid_arg
 from .responses import deleted
 from .schemas import load_body, load_merge_patch, objective_schema, objective_update_schema
@@ -32,26 +34,17 @@ SELECT 1 FROM ancestors WHERE id = ?
 """
 
 
-def objective_json(row):
-    return {
-        "id": row["id"],
-        "name": row["name"],
-        "created_at": row["created_at"],
-        "modified_at": row["modified_at"],
-        "team_id": row["team_id"],
-        "assignee_id": row["assignee_id"],
-        "description": row["description"],
-        "is_personal": bool(row["is_personal"]),
-        "is_company": bool(row["is_company"]),
-        "parent_objective_id": row["parent_objective_id"],
-        "cycle_id": row["cycle_id"],
-    }
-
-
 def get_objective_or_404(objective_id):
     row = get_db().execute("SELECT * FROM objectives WHERE id = ?", (objective_id,)).fetchone()
     if row is None:
         abort(404, "objective not found")
+    return row
+
+
+def get_current_objective_or_404(objective_id):
+    """The objective about to be changed, once any If-Match names its present ETag."""
+    row = get_objective_or_404(objective_id)
+    check_if_match(objective_json(row), row["revision"])
     return row
 
 
@@ -135,20 +128,21 @@ def objective_filters():
 @bp.get("/<objective_id>")
 def get_objective(objective_id):
     """Returns one objective."""
-    return objective_json(get_objective_or_404(objective_id))
+    row = get_objective_or_404(objective_id)
+    return tagged(objective_json(row), row["revision"])
 
 
 @bp.post("/<objective_id>")
 def update_objective(objective_id):
     """Replaces an objective's attributes; omitted ones take their zero value."""
-    get_objective_or_404(objective_id)
+    get_current_objective_or_404(objective_id)
     return replace_objective(objective_id, load_body(objective_update_schema))
 
 
 @bp.patch("/<objective_id>")
 def patch_objective(objective_id):
     """Changes the attributes a JSON Merge Patch names; the result is checked as a full update."""
-    stored = objective_json(get_objective_or_404(objective_id))
+    stored = objective_json(get_current_objective_or_404(objective_id))
     return replace_objective(objective_id, load_merge_patch(objective_update_schema, stored))
 
 
@@ -157,18 +151,19 @@ def replace_objective(objective_id, body):
     check_references(body, objective_id)
     row = get_db().execute(
         """UPDATE objectives SET name = ?, description = ?, is_company = ?, is_personal = ?,
-               cycle_id = ?, team_id = ?, assignee_id = ?, parent_objective_id = ?, modified_at = ?
+               cycle_id = ?, team_id = ?, assignee_id = ?, parent_objective_id = ?, modified_at = ?,
+               revision = revision + 1
            WHERE id = ? RETURNING *""",
         (body["name"], body["description"], body["is_company"], body["is_personal"],
          body["cycle_id"], body["team_id"], body["assignee_id"], body["parent_objective_id"],
          utc_now(), objective_id),
     ).fetchone()
-    return objective_json(row)
+    return tagged(objective_json(row), row["revision"])
 
 
 @bp.delete("/<objective_id>")
 def delete_objective(objective_id):
     """Deletes an objective and its key results; its children lose their parent."""
-    get_objective_or_404(objective_id)
+    get_current_objective_or_404(objective_id)
     get_db().execute("DELETE FROM objectives WHERE id = ?", (objective_id,))
     return deleted()

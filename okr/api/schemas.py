@@ -111,6 +111,15 @@ ObjectivePatchSchema = merge_patch_schema(ObjectiveUpdateSchema, "ObjectivePatch
 KeyResultPatchSchema = merge_patch_schema(KeyResultUpdateSchema, "KeyResultPatchSchema")
 
 
+class CheckinSchema(BodySchema):
+    """Records a check-in on a key result; confidence defaults to the key result's present one."""
+
+    value = DecimalString(required=True)
+    confidence = DecimalString(minimum=0, maximum=1)
+    comment = Text(max_length=DESCRIPTION_MAX, allow_none=True, load_default=None)
+    author_id = Text(max_length=100, allow_none=True, load_default=None)
+
+
 class GroupSchema(BodySchema):
     """Creates a cycle or a team; the name is optional."""
 
@@ -196,6 +205,7 @@ objective_schema = ObjectiveSchema()
 objective_update_schema = ObjectiveUpdateSchema()
 key_result_schema = KeyResultSchema()
 key_result_update_schema = KeyResultUpdateSchema()
+checkin_schema = CheckinSchema()
 group_schema = GroupSchema()
 group_update_schema = GroupUpdateSchema()
 

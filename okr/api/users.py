@@ -2,19 +2,11 @@
 from flask import Blueprint, abort
 
 from ..db import get_db
+from ..records import user_json
+from .conditional import tagged
 from .paging import paginate
 
 bp = Blueprint("users", __name__, url_prefix="/v1/users")
-
-
-def user_json(row):
-    return {
-        "id": row["id"],
-        "name": row["name"],
-        "email": row["email"],
-        "is_active": bool(row["is_active"]),
-        "created_at": row["created_at"],
-    }
 
 
 def get_user_or_404(user_id):
@@ -33,4 +25,5 @@ def list_users():
 @bp.get("/<user_id>")
 def get_user(user_id):
     """Returns one user."""
-    return user_json(get_user_or_404(user_id))
+    row = get_user_or_404(user_id)
+    return tagged(user_json(row), row["revision"])

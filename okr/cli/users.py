@@ -12,7 +12,7 @@ from marshmallow import ValidationError
 
 from ..api.errors import flatten
 from ..api.schemas import user_schema
-from ..api.users import user_json
+from ..records import user_json
 from ..db import new_id, transaction, utc_now
 from ..emails import email_key
 from .common import echo_json, reports_errors, use_database
@@ -114,7 +114,8 @@ def update_user(email, name, new_email):
         name, new_email = changes.get("name", row["name"]), changes.get("email", row["email"])
         try:
             row = db.execute(
-                "UPDATE users SET name = ?, email = ?, email_key = ? WHERE seq = ? RETURNING *",
+                """UPDATE users SET name = ?, email = ?, email_key = ?, revision = revision + 1
+                   WHERE seq = ? RETURNING *""",
                 (name, new_email, email_key(new_email), row["seq"]),
             ).fetchone()
         except sqlite3.IntegrityError:
@@ -126,7 +127,8 @@ def set_active(email, active):
     use_database()
     with transaction() as db:
         row = db.execute(
-            "UPDATE users SET is_active = ? WHERE email_key = ? RETURNING *", (active, email_key(email))
+            "UPDATE users SET is_active = ?, revision = revision + 1 WHERE email_key = ? RETURNING *",
+            (active, email_key(email)),
         ).fetchone()
     if row is None:
         raise click.ClickException(f"no user with email {email}")

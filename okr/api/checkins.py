@@ -1,0 +1,45 @@
+"""Check-ins, the history of a key result: /v1/keyresults/<id>/checkins."""
+from flask import Blueprint
+from marshmallow import ValidationError
+
+from ..db import get_db, utc_now
+from ..records import checkin_json
+from .history import record_checkin
+from .key_results import get_current_key_result_or_404, get_key_result_or_404
+from .paging import paginate
+from .schemas import checkin_schema, load_body
+
+bp = Blueprint("checkins", __name__, url_prefix="/v1/keyresults/<key_result_id>/checkins")
+
+
+@bp.post("")
+def create_checkin(key_result_id):
+    """Records a check-in, which becomes the key result's current value and confidence."""
+    key_result = get_current_key_result_or_404(key_result_id)
+    body = load_body(checkin_schema)
+    db = get_db()
+    author_id = body["author_id"]
+    if author_id is not None and db.execute("SELECT 1 FROM users WHERE id = ?", (author_id,)).fetchone() is None:
+        raise ValidationError({"author_id": "No user with this id exists."})
+    confidence = body.get("confidence", key_result["confidence"])
+    now = utc_now()
+    checkin = record_checkin(key_result, body["value"], confidence, now, body["comment"], author_id)
+    db.execute(
+        """UPDATE key_results SET current_value = ?, confidence = ?, modified_at = ?, revision = revision + 1
+           WHERE seq = ?""",
+        (body["value"], confidence, now, key_result["seq"]),
+    )
+    return checkin
+
+
+@bp.get("")
+def list_checkins(key_result_id):
+    """Lists a key result's check-ins in creation order, a page at a time."""
+    key_result = get_key_result_or_404(key_result_id)
+    return paginate(
+        "checkins",
+        # Check-ins point at their key result's seq; the JSON names its id.
+        "SELECT *, ? AS key_result_id FROM checkins WHERE key_result_seq = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (key_result_id, key_result["seq"]),
+        checkin_json,
+    )

@@ -1,0 +1,27 @@
+"""Reports: /v1/cycles/<id>/report and /v1/objectives/<id>/report, built by okr.reports."""
+from flask import Blueprint, abort
+
+from .. import progress, reports
+from ..db import get_db, utc_now
+from .cycles import get_cycle_or_404
+from .paging import uuid_arg
+
+bp = Blueprint("reports", __name__, url_prefix="/v1")
+
+
+@bp.get("/cycles/<cycle_id>/report")
+def report_cycle(cycle_id):
+    """Reports a cycle's alignment tree with progress, maybe for one team or assignee."""
+    team_id, assignee_id = uuid_arg("team_id"), uuid_arg("assignee_id")
+    cycle = get_cycle_or_404(cycle_id)
+    now = progress.parse_timestamp(utc_now())
+    return reports.cycle_report(get_db(), cycle, now, team_id=team_id, assignee_id=assignee_id)
+
+
+@bp.get("/objectives/<objective_id>/report")
+def report_objective(objective_id):
+    """Reports an objective and its aligned descendants, with progress."""
+    report = reports.objective_report(get_db(), objective_id, progress.parse_timestamp(utc_now()))
+    if report is None:
+        abort(404, "objective not found")
+    return report

@@ -1,0 +1,65 @@
+"""How each resource looks in JSON, built straight from its database row.
+
+The API, the reports and whatever else shows a resource call these, so that a
+resource has one shape everywhere. Field order is the spec's.
+"""
+
+
+def objective_json(row):
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "created_at": row["created_at"],
+        "modified_at": row["modified_at"],
+        "team_id": row["team_id"],
+        "assignee_id": row["assignee_id"],
+        "description": row["description"],
+        "is_personal": bool(row["is_personal"]),
+        "is_company": bool(row["is_company"]),
+        "parent_objective_id": row["parent_objective_id"],
+        "cycle_id": row["cycle_id"],
+    }
+
+
+def key_result_json(row):
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "created_at": row["created_at"],
+        "modified_at": row["modified_at"],
+        "objective_id": row["objective_id"],
+        "confidence": row["confidence"],
+        "type": row["type"],
+        "current_value": row["current_value"],
+        "target_value_min": row["target_value_min"],
+        "target_value_max": row["target_value_max"],
+    }
+
+
+def cycle_json(row):
+    return {"id": row["id"], "name": row["name"], "created_at": row["created_at"]}
+
+
+team_json = cycle_json  # a team has a cycle's three fields
+
+
+def user_json(row):
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "email": row["email"],
+        "is_active": bool(row["is_active"]),
+        "created_at": row["created_at"],
+    }
+
+
+def checkin_json(row):
+    return {
+        "id": row["id"],
+        "key_result_id": row["key_result_id"],
+        "value": row["value"],
+        "confidence": row["confidence"],
+        "comment": row["comment"],
+        "author_id": row["author_id"],
+        "created_at": row["created_at"],
+    }

@@ -1,0 +1,111 @@
+"""Reports: a cycle's or an objective's alignment tree, with the progress and status of everything in it.
+
+Built from a fixed number of queries whatever the size (no query per row), with
+every figure from okr.progress. Knows SQL but not Flask: the API, the dashboard
+and the exports all call it with an open connection.
+"""
+from . import progress
+from .records import cycle_json, key_result_json, objective_json
+
+# Each key result with its start (the value of its first check-in) and its last
+# check-in's time: two probes of checkins_by_key_result per key result, whatever
+# its history's length. Every key result has a first check-in; the fallbacks
+# only keep a row written behind the API's back from breaking a report.
+KEY_RESULTS_WITH_HISTORY = """
+SELECT k.*,
+    coalesce((SELECT value FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1),
+             k.current_value) AS start_value,
+    coalesce((SELECT created_at FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq DESC LIMIT 1),
+             k.modified_at) AS last_checkin_at
+FROM key_results k
+WHERE {where}
+ORDER BY k.seq
+"""
+
+# An objective and everything aligned below it, at any depth and in any cycle.
+DESCENDANTS = """
+WITH RECURSIVE tree(id) AS (
+    SELECT ?
+    UNION
+    SELECT o.id FROM objectives o JOIN tree t ON o.parent_objective_id = t.id
+)
+"""
+
+
+def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
+    """The report of a cycle row, optionally of the objectives of one team and/or assignee.
+
+    now is an aware datetime, for staleness.
+    """
+    conditions, params = ["cycle_id = ?"], [cycle["id"]]
+    for column, value in (("team_id", team_id), ("assignee_id", assignee_id)):
+        if value is not None:
+            conditions.append(f"{column} = ?")
+            params.append(value)
+    kept = " AND ".join(conditions)
+    objectives = db.execute(f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params).fetchall()
+    if len(conditions) == 1:
+        key_results = db.execute(KEY_RESULTS_WITH_HISTORY.format(where="k.cycle_id = ?"), params).fetchall()
+    else:
+        where = f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
+        key_results = db.execute(KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle["id"], *params]).fetchall()
+    roots, exact_by_objective = alignment_tree(objectives, key_results, now)
+    return {
+        "cycle": cycle_json(cycle),
+        "progress": progress.figure(progress.mean(exact_by_objective)),
+        "objectives_count": len(objectives),
+        "key_results_count": len(key_results),
+        "objectives": roots,
+    }
+
+
+def objective_report(db, objective_id, now):
+    """The report of an objective with its aligned descendants, whatever their cycle; None if it is missing."""
+    objectives = db.execute(
+        DESCENDANTS + "SELECT * FROM objectives WHERE id IN tree ORDER BY seq", (objective_id,)
+    ).fetchall()
+    if not objectives:
+        return None
+    key_results = db.execute(
+        DESCENDANTS + KEY_RESULTS_WITH_HISTORY.format(where="k.objective_id IN tree"), (objective_id,)
+    ).fetchall()
+    roots, _ = alignment_tree(objectives, key_results, now)
+    return {"objective": roots[0]}
+
+
+def alignment_tree(objectives, key_results, now):
+    """The objectives' nodes as a forest, and each objective's exact progress.
+
+    objectives and key_results come in creation order. An objective whose
+    parent is not among them is a root; the others go in their parent's children.
+    """
+    nodes, exact_of = {}, {}
+    for row in objectives:
+        nodes[row["id"]] = {**objective_json(row), "progress": None, "key_results": [], "children": []}
+        exact_of[row["id"]] = []
+    for row in key_results:
+        node, exact = key_result_node(row, now)
+        nodes[row["objective_id"]]["key_results"].append(node)
+        exact_of[row["objective_id"]].append(exact)
+    roots = []
+    for row in objectives:
+        node = nodes[row["id"]]
+        exact_of[row["id"]] = progress.mean(exact_of[row["id"]])
+        node["progress"] = progress.figure(exact_of[row["id"]])
+        parent = nodes.get(row["parent_objective_id"])
+        (parent["children"] if parent is not None else roots).append(node)
+    return roots, list(exact_of.values())
+
+
+def key_result_node(row, now):
+    """A key result's report entry, and its exact progress (None for a baseline)."""
+    exact = progress.key_result_progress(
+        row["type"], row["start_value"], row["current_value"], row["target_value_min"], row["target_value_max"]
+    )
+    node = key_result_json(row)
+    node["start_value"] = row["start_value"]
+    node["progress"] = progress.figure(exact)
+    node["status"] = progress.status(row["confidence"])
+    node["stale"] = progress.is_stale(row["last_checkin_at"], now)
+    node["last_checkin_at"] = row["last_checkin_at"]
+    return node, exact
