@@ -3,24 +3,24 @@
 The one home of these rules: the API's reports, the dashboard and the exports
 all call this module, which knows nothing of Flask or SQL. Decimals arrive as
 the canonical strings the database stores. Every figure is computed exactly
-(as fractions) and only the final one is rounded, to two places, half to even.
+(comparisons and differences as Decimal, which is exact at the contract's
+21 digits; ratios and means as Fraction) and only the final one is rounded,
+to two places, half to even.
+
+A report computes thousands of these, so the common cases take short cuts:
+clamped and yes/no progress is the shared ZERO or ONE, and status is cached
+per confidence string.
 """
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
+from math import gcd
 
-ON_TRACK = Fraction(70, 100)
-AT_RISK = Fraction(40, 100)
+ON_TRACK = Decimal("0.70")
+AT_RISK = Decimal("0.40")
 STALE_AFTER = timedelta(days=14)
-
-
-def exact(decimal_text):
-    """The exact value of a stored decimal string, or None."""
-    return None if decimal_text is None else Fraction(Decimal(decimal_text))
-
-
-def clamp(value):
-    return min(max(value, Fraction(0)), Fraction(1))
+ZERO, ONE = Fraction(0), Fraction(1)
 
 
 def key_result_progress(kind, start, current, target_min, target_max):
@@ -30,41 +30,67 @@ def key_result_progress(kind, start, current, target_min, target_max):
     """
     if kind == "baseline":
         return None
-    current = exact(current)
-    low = exact(target_min)
+    current = Decimal(current)
     if kind == "milestone":
-        return Fraction(1 if current >= 1 else 0)
+        return ONE if current >= 1 else ZERO
+    low = Decimal(target_min)
     if kind == "range":
-        return Fraction(1 if low <= current <= exact(target_max) else 0)
-    start = exact(start)
+        return ONE if low <= current <= Decimal(target_max) else ZERO
+    start = Decimal(start)
     if kind == "positive":
         if start == low:
-            return Fraction(1 if current >= low else 0)
-        return clamp((current - start) / (low - start))
+            return ONE if current >= low else ZERO
+        return clamped_ratio(current - start, low - start)
     if kind == "negative":
         if start == low:
-            return Fraction(1 if current <= low else 0)
-        return clamp((start - current) / (start - low))
+            return ONE if current <= low else ZERO
+        return clamped_ratio(start - current, start - low)
     raise ValueError(f"unknown key result type {kind!r}")
 
 
+def clamped_ratio(gained, needed):
+    """gained / needed (exact Decimals, needed not 0) clamped to 0..1, as a Fraction."""
+    if needed < 0:
+        gained, needed = -gained, -needed
+    if gained <= 0:
+        return ZERO
+    if gained >= needed:
+        return ONE
+    top, top_scale = gained.as_integer_ratio()
+    bottom, bottom_scale = needed.as_integer_ratio()
+    return Fraction(top * bottom_scale, bottom * top_scale)
+
+
 def mean(values):
-    """The plain mean of the values that are not None, or None when there are none."""
-    present = [value for value in values if value is not None]
-    return sum(present, Fraction(0)) / len(present) if present else None
+    """The plain mean of the Fractions that are not None, or None when there are none."""
+    # Summed as numerator and denominator: Fraction's own + costs five times as much.
+    top, bottom, count = 0, 1, 0
+    for value in values:
+        if value is not None:
+            top, bottom = top * value.denominator + value.numerator * bottom, bottom * value.denominator
+            common = gcd(top, bottom)
+            top, bottom = top // common, bottom // common
+            count += 1
+    return Fraction(top, bottom * count) if count else None
 
 
 def figure(value):
     """An exact progress as the API shows it: two decimals, rounded half to even ("0.67"); None stays None."""
     if value is None:
         return None
-    rounded = round(value, 2)  # Fraction rounds half to even, exactly
-    return f"{Decimal(rounded.numerator) / rounded.denominator:.2f}"
+    if value is ZERO or value is ONE:  # a short cut: most key results are done or not started
+        return "1.00" if value is ONE else "0.00"
+    hundredths, rest = divmod(abs(value.numerator) * 100, value.denominator)
+    if 2 * rest > value.denominator or (2 * rest == value.denominator and hundredths % 2):
+        hundredths += 1
+    sign = "-" if value.numerator < 0 and hundredths else ""
+    return f"{sign}{hundredths // 100}.{hundredths % 100:02d}"
 
 
+@lru_cache(maxsize=1024)
 def status(confidence):
     """on_track (confidence at least 0.70), at_risk (at least 0.40) or off_track."""
-    confidence = exact(confidence)
+    confidence = Decimal(confidence)
     if confidence >= ON_TRACK:
         return "on_track"
     return "at_risk" if confidence >= AT_RISK else "off_track"
@@ -78,3 +104,19 @@ def parse_timestamp(text):
 def is_stale(last_checkin_at, now):
     """True when the last check-in is more than 14 days before now (an aware datetime)."""
     return now - parse_timestamp(last_checkin_at) > STALE_AFTER
+
+
+def stale_test(now):
+    """is_stale(·, now) for many timestamps: compares the stored text with one cut-off, parsing none.
+
+    Stored timestamps are all of one form (2026-11-22T10:15:30Z), so they sort as
+    text; anything else is parsed.
+    """
+    cutoff = (now - STALE_AFTER).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def stale(last_checkin_at):
+        if len(last_checkin_at) == len(cutoff) and last_checkin_at.endswith("Z"):
+            return last_checkin_at < cutoff
+        return is_stale(last_checkin_at, now)
+
+    return stale

@@ -49,7 +49,7 @@ def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
     else:
         where = f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
         key_results = db.execute(KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle["id"], *params]).fetchall()
-    roots, exact_by_objective = alignment_tree(objectives, key_results, now)
+    roots, exact_by_objective = alignment_tree(objectives, key_results, progress.stale_test(now))
     return {
         "cycle": cycle_json(cycle),
         "progress": progress.figure(progress.mean(exact_by_objective)),
@@ -69,22 +69,23 @@ def objective_report(db, objective_id, now):
     key_results = db.execute(
         DESCENDANTS + KEY_RESULTS_WITH_HISTORY.format(where="k.objective_id IN tree"), (objective_id,)
     ).fetchall()
-    roots, _ = alignment_tree(objectives, key_results, now)
+    roots, _ = alignment_tree(objectives, key_results, progress.stale_test(now))
     return {"objective": roots[0]}
 
 
-def alignment_tree(objectives, key_results, now):
+def alignment_tree(objectives, key_results, stale):
     """The objectives' nodes as a forest, and each objective's exact progress.
 
     objectives and key_results come in creation order. An objective whose
     parent is not among them is a root; the others go in their parent's children.
+    stale tells whether a last check-in's time is stale.
     """
     nodes, exact_of = {}, {}
     for row in objectives:
         nodes[row["id"]] = {**objective_json(row), "progress": None, "key_results": [], "children": []}
         exact_of[row["id"]] = []
     for row in key_results:
-        node, exact = key_result_node(row, now)
+        node, exact = key_result_node(row, stale)
         nodes[row["objective_id"]]["key_results"].append(node)
         exact_of[row["objective_id"]].append(exact)
     roots = []
@@ -97,15 +98,17 @@ def alignment_tree(objectives, key_results, now):
     return roots, list(exact_of.values())
 
 
-def key_result_node(row, now):
+def key_result_node(row, stale):
     """A key result's report entry, and its exact progress (None for a baseline)."""
     exact = progress.key_result_progress(
         row["type"], row["start_value"], row["current_value"], row["target_value_min"], row["target_value_max"]
     )
     node = key_result_json(row)
-    node["start_value"] = row["start_value"]
-    node["progress"] = progress.figure(exact)
-    node["status"] = progress.status(row["confidence"])
-    node["stale"] = progress.is_stale(row["last_checkin_at"], now)
-    node["last_checkin_at"] = row["last_checkin_at"]
+    node.update(
+        start_value=row["start_value"],
+        progress=progress.figure(exact),
+        status=progress.status(row["confidence"]),
+        stale=stale(row["last_checkin_at"]),
+        last_checkin_at=row["last_checkin_at"],
+    )
     return node, exact

@@ -84,3 +84,17 @@ def test_the_module_imports_no_flask_and_no_sql():
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not imported & {"flask", "werkzeug", "sqlite3", "marshmallow"}, imported
+
+
+@pytest.mark.parametrize("last", [
+    "2026-11-09T12:00:00Z", "2026-11-09T11:59:59Z", "2026-11-23T12:00:00Z", "2025-01-01T00:00:00Z",
+    "2026-11-09T11:59:59.500Z", "2026-11-09T13:59:59+02:00",
+])
+def test_the_many_timestamps_test_agrees_with_is_stale(last):
+    now = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc)
+    assert progress.stale_test(now)(last) == is_stale(last, now)
+
+
+def test_mean_sums_exactly():
+    thirds = [Fraction(1, 3)] * 3 + [Fraction(2, 7), None]
+    assert mean(thirds) == (Fraction(1) + Fraction(2, 7)) / 4
