@@ -1,6 +1,7 @@
 """Benchmark: the real server under wrk on loopback, against a bare Flask "hello" ceiling.
 
-    python tests/perf/bench.py [--rounds 5] [--seconds 5] [--objectives 100000] [--pin]
+    python tests/perf/bench.py [--rounds 5] [--seconds 5] [--objectives 100000]
+                               [--report-objectives 1000] [--report-repetitions 3] [--pin]
 
 Needs wrk (apt-get install wrk). Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
@@ -14,6 +15,17 @@ started by default (access log on) over a second service process started with
 --no-access-log, on the same database, in the same rounds. Both write their log
 to a file in the temporary folder, as a server's log usually goes.
 
+Check-ins and reports: a check-in POST at 8 connections against the hello
+ceiling, rotating over the 400 key results of a cycle of their own. The report
+of a cycle of --report-objectives objectives (4 key results and 40 check-ins
+each on average) is timed from a Python client over one keep-alive connection
+against listing the same cycle's objectives and key results at page_size=1000
+over that connection, and the report of a cycle ten times as big against it;
+each is the median of --report-repetitions in every round, taken in turn. The
+reports are served by a third service process on the same database, so that
+their memory does not count in the figure under the wrk load. The seeded data
+is made like real data (see seed_report_cycles), the same for every run.
+
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
 and the hello ceiling is pinned to the first CPU. --pin also pins the service
@@ -24,6 +36,7 @@ import base64
 import http.client
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -41,6 +54,7 @@ sys.path.insert(0, str(REPO))
 
 from okr import create_app  # noqa: E402
 from okr.db import connect, init_db, new_id, utc_now  # noqa: E402
+from okr.emails import email_key  # noqa: E402
 
 HELLO_APP = """
 import sys
@@ -116,11 +130,16 @@ def wait_until_up(port, path, started):
 
 
 def seed_objectives(database, count, key_results_each=0):
-    """A cycle with count objectives (and key results), written straight with SQL."""
+    """A cycle with count objectives (and key results), written straight with SQL.
+
+    Each key result gets its first check-in, as creating it through the API
+    records one, so that deleting the cycle cascades to check-ins too.
+    """
     app = create_app({"DATABASE": database})
     with app.app_context():
         init_db()
     db = connect(database, 5000)
+    db.execute("PRAGMA cache_size = -131072")  # random UUIDs: index pages are hit all over
     cycle, now = new_id(), utc_now()
     db.execute("BEGIN IMMEDIATE")
     db.execute("INSERT INTO cycles (id, name, created_at) VALUES (?, ?, ?)", (cycle, "bench", now))
@@ -133,10 +152,166 @@ def seed_objectives(database, count, key_results_each=0):
         "target_value_min, created_at, modified_at) VALUES (?, ?, ?, 'kr', 'positive', '0.50', '0.00', "
         "'10.00', ?, ?)",
         ((new_id(), o[0], cycle, now, now) for o in objectives for _ in range(key_results_each)))
+    db.create_function("bench_new_id", 0, new_id)
+    db.execute(
+        "INSERT INTO checkins (id, key_result_seq, value, confidence, comment, author_id, created_at) "
+        "SELECT bench_new_id(), seq, current_value, confidence, NULL, NULL, created_at "
+        "FROM key_results WHERE cycle_id = ? ORDER BY seq", (cycle,))
     db.execute("COMMIT")
     seqs = [row[0] for row in db.execute("SELECT seq FROM objectives WHERE cycle_id = ? ORDER BY seq", (cycle,))]
     db.close()
     return cycle, [o[0] for o in objectives], seqs
+
+
+# Key-result types, with how often each is drawn.
+KEY_RESULT_MIX = {"positive": 40, "negative": 15, "range": 15, "milestone": 15, "baseline": 15}
+DAY = 86_400
+COMMENTS = ("weekly", "on plan", "slipped: waiting on the vendor", "ahead after the launch",
+            "numbers from the dashboard", "blocked by hiring; see the team notes")
+
+
+def decimal_text(cents):
+    """Cents as the canonical decimal string the service stores ("12.50", "-0.75")."""
+    sign, cents = ("-" if cents < 0 else ""), abs(cents)
+    return f"{sign}{cents // 100}.{cents % 100:02d}"
+
+
+def stamp(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def key_result_values(rng, kind, count):
+    """A key result's targets and the values of its count check-ins, in cents; the first value is the start."""
+    high = None
+    if kind == "positive":
+        start = rng.randrange(0, 10_000)
+        low = start + rng.randrange(1_000, 100_000)
+        end = start + round(rng.uniform(0, 1.2) * (low - start))
+    elif kind == "negative":
+        start = rng.randrange(5_000, 100_000)
+        low = rng.randrange(0, start - 1_000)
+        end = max(0, start - round(rng.uniform(0, 1.2) * (start - low)))
+    elif kind == "range":
+        low = rng.randrange(0, 50_000)
+        high = low + rng.randrange(500, 20_000)
+        start, end = max(0, low - rng.randrange(0, 10_000)), rng.randrange(max(0, low - 5_000), high + 5_000)
+    elif kind == "milestone":
+        low, start = 100, 0
+        done_from = rng.randrange(1, count) if count > 1 and rng.random() < 0.4 else count
+        return low, high, [100 if j >= done_from else 0 for j in range(count)]
+    else:  # baseline
+        low, start = None, rng.randrange(0, 100_000)
+        end = start + rng.randrange(-start, 50_000)
+    if count == 1:
+        return low, high, [start]
+    noise = max(1, abs(end - start) // 30)
+    values = [max(0, start + (end - start) * j // (count - 1) + rng.randrange(-noise, noise + 1))
+              for j in range(1, count - 1)]
+    return low, high, [start, *values, end]
+
+
+def seed_report_cycles(database, sizes, seed=11):
+    """Cycles of sizes[i] objectives each, made like real data; returns [(cycle id, its key-result ids)].
+
+    Each cycle holds 4 key results and 40 check-ins per objective on average:
+    a mix of the five key-result types with valid targets; at least one check-in
+    per key result, the first being its start value and the last its current
+    value and confidence; check-ins spread over the twelve weeks of the cycle
+    and stored in the order they were made, a fifth of key results stale (no
+    check-in for over 14 days); a third of objectives aligned to an older one
+    of the same cycle, half owned by one of 20 teams, 60% assigned to one of
+    200 users. Written straight with SQL, drawn from a fixed seed: every run
+    reports data of the same shape (only ids and dates differ).
+    """
+    rng = random.Random(seed)
+    app = create_app({"DATABASE": database})
+    with app.app_context():
+        init_db()
+    db = connect(database, 5000)
+    db.execute("PRAGMA cache_size = -131072")  # random UUIDs: index pages are hit all over
+    db.execute("BEGIN IMMEDIATE")
+    now = int(time.time())
+    teams = [new_id() for _ in range(20)]
+    db.executemany("INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)",
+                   ((team, f"team {i}", stamp(now - 400 * DAY)) for i, team in enumerate(teams)))
+    users = [new_id() for _ in range(200)]
+    emails = [f"user{i}.{user[:8]}@example.com" for i, user in enumerate(users)]
+    db.executemany("INSERT INTO users (id, name, email, email_key, is_active, created_at) VALUES (?, ?, ?, ?, 1, ?)",
+                   ((user, f"user {i}", email, email_key(email), stamp(now - 400 * DAY))
+                    for i, (user, email) in enumerate(zip(users, emails))))
+    kinds, weights = list(KEY_RESULT_MIX), list(KEY_RESULT_MIX.values())
+    cycles = []
+    for count in sizes:
+        cycle, begins = new_id(), now - 84 * DAY
+        db.execute("INSERT INTO cycles (id, name, created_at) VALUES (?, ?, ?)",
+                   (cycle, f"report {count}", stamp(begins - DAY)))
+        objectives = []  # (id, created, assignee), in creation order
+        for created in sorted(begins + rng.randrange(14 * DAY) for _ in range(count)):
+            objective = new_id()
+            company = rng.random() < 0.05
+            personal = not company and rng.random() < 0.15
+            parent = objectives[rng.randrange(len(objectives))][0] if objectives and rng.random() < 1 / 3 else None
+            team = rng.choice(teams) if rng.random() < 0.5 else None
+            assignee = rng.choice(users) if rng.random() < 0.6 else None
+            description = f"Why objective {len(objectives)} matters, and how we will know." if rng.random() < 0.3 \
+                else None
+            db.execute(
+                "INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id, team_id, "
+                "assignee_id, parent_objective_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (objective, f"objective {len(objectives)} of {count}", description, int(company), int(personal),
+                 cycle, team, assignee, parent, stamp(created), stamp(created)))
+            objectives.append((objective, created, assignee))
+        key_result_count = 4 * count
+        owners = sorted(rng.randrange(count) for _ in range(key_result_count))
+        extra = [0] * key_result_count  # check-ins beyond the first: 9 per key result on average
+        for _ in range(9 * key_result_count):
+            extra[rng.randrange(key_result_count)] += 1
+        key_results, checkins = [], []  # checkins: (created, key result index, j, cents, confidence cents)
+        for index, owner in enumerate(owners):
+            objective, objective_created, assignee = objectives[owner]
+            kind = rng.choices(kinds, weights)[0]
+            n = 1 + extra[index]
+            low, high, values = key_result_values(rng, kind, n)
+            created = objective_created + rng.randrange(3 * DAY)
+            last = max(created, now - (rng.randrange(15 * DAY, 40 * DAY) if rng.random() < 0.2
+                                       else rng.randrange(13 * DAY)))
+            moments = [created, *sorted(rng.randrange(created, last + 1) for _ in range(n - 2)), last][:n]
+            trust = rng.randrange(20, 96)
+            confidences = [min(100, max(0, trust + rng.randrange(-10, 11))) for _ in range(n)]
+            key_results.append((new_id(), objective, kind, confidences[-1], values[-1], low, high, created,
+                                moments[-1], assignee))
+            checkins += ((moment, index, j, value, confidence)
+                         for j, (moment, value, confidence) in enumerate(zip(moments, values, confidences)))
+        # Key results in the order they were made, each with its objective's cycle.
+        db.executemany(
+            "INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value, "
+            "target_value_min, target_value_max, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ((kr[0], kr[1], cycle, f"key result {i}", kr[2], decimal_text(kr[3]), decimal_text(kr[4]),
+              None if kr[5] is None else decimal_text(kr[5]), None if kr[6] is None else decimal_text(kr[6]),
+              stamp(kr[7]), stamp(kr[8]))
+             for i, kr in sorted(enumerate(key_results), key=lambda pair: pair[1][7])))
+        checkins.sort()
+        seq_of = dict(db.execute("SELECT id, seq FROM key_results WHERE cycle_id = ?", (cycle,)))
+
+        def checkin_rows():
+            for moment, index, j, value, confidence in checkins:
+                key_result, assignee = seq_of[key_results[index][0]], key_results[index][9]
+                if j == 0:  # recorded by creating the key result
+                    comment = author = None
+                else:
+                    comment = rng.choice(COMMENTS) if rng.random() < 0.5 else None
+                    draw = rng.random()
+                    author = (assignee if assignee and draw < 0.7 else rng.choice(users) if draw < 0.9 else None)
+                yield (new_id(), key_result, decimal_text(value), decimal_text(confidence), comment, author,
+                       stamp(moment))
+
+        db.executemany(
+            "INSERT INTO checkins (id, key_result_seq, value, confidence, comment, author_id, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", checkin_rows())
+        cycles.append((cycle, [kr[0] for kr in key_results]))
+    db.execute("COMMIT")
+    db.close()
+    return cycles
 
 
 class Process:
@@ -206,6 +381,75 @@ def post_script(folder, cycle):
     return str(path)
 
 
+def checkin_script(folder, key_results):
+    """POSTs a check-in to each of key_results in turn."""
+    body = json.dumps({"value": "12.5", "comment": "weekly"})
+    ids = ", ".join(json.dumps(key_result) for key_result in key_results)
+    path = Path(folder) / "checkin.lua"
+    path.write_text(f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
+                    'wrk.headers["Content-Type"] = "application/json"\n'
+                    f"local ids = {{{ids}}}\n"
+                    "local i = 0\n"
+                    "request = function()\n"
+                    "  i = i % #ids + 1\n"
+                    '  return wrk.format(nil, "/v1/keyresults/" .. ids[i] .. "/checkins")\n'
+                    "end\n")
+    return str(path)
+
+
+def keep_alive(port):
+    """An open HTTP/1.1 connection, which the service keeps alive between requests."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    connection.connect()
+    return connection
+
+
+def fetch(connection, path):
+    """GETs path over an open keep-alive connection; returns the parsed JSON body."""
+    connection.request("GET", path)
+    response = connection.getresponse()
+    body = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"GET {path} answered {response.status}: {body[:200]!r}")
+    return json.loads(body)
+
+
+def time_listing(connection, cycle):
+    """Seconds to list a cycle's objectives, then its key results, at page_size=1000; and the counts."""
+    started = time.perf_counter()
+    counts = []
+    for resource in ("objectives", "keyresults"):
+        count, page_token = 0, None
+        while True:
+            path = f"/v1/{resource}?cycle_id={cycle}&page_size=1000"
+            page = fetch(connection, path + (f"&page_token={page_token}" if page_token else ""))
+            count += len(page[resource])
+            page_token = page["next_page_token"]
+            if not page_token:
+                break
+        counts.append(count)
+    return time.perf_counter() - started, counts
+
+
+def time_report(connection, cycle):
+    """Seconds to get a cycle's report; and its objectives_count and key_results_count."""
+    started = time.perf_counter()
+    report = fetch(connection, f"/v1/cycles/{cycle}/report")
+    return time.perf_counter() - started, [report["objectives_count"], report["key_results_count"]]
+
+
+def report_nodes(report):
+    """The objective and key-result nodes in a report's tree."""
+    objectives = key_results = 0
+    stack = list(report["objectives"])
+    while stack:
+        node = stack.pop()
+        objectives += 1
+        key_results += len(node["key_results"])
+        stack += node["children"]
+    return objectives, key_results
+
+
 def token(seq):
     return base64.urlsafe_b64encode(str(seq).encode()).decode()
 
@@ -239,7 +483,8 @@ def time_cycle_delete(folder, objectives, key_results_each, threads, rounds):
             assert status == 200, status
             checkpointed = server.wait_for_threads(idle_threads) - started
             assert get(port, f"/v1/objectives?cycle_id={cycle}")[0] == 404
-            results.append((answered, checkpointed, server.peak_rss, server.rss()))
+            after = server.rss()  # the sampler, every 50 ms, may have missed the last rise
+            results.append((answered, checkpointed, max(server.peak_rss, after), after))
         finally:
             server.stop()
         for suffix in ("", "-wal", "-shm"):
@@ -253,6 +498,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--objectives", type=int, default=100_000)
+    parser.add_argument("--report-objectives", type=int, default=1_000,
+                        help="objectives of the reported cycle (4 key results, 40 check-ins each on average); "
+                             "the big one has ten times as many")
+    parser.add_argument("--report-repetitions", type=int, default=3,
+                        help="timings of each report and of the listing per round; their median counts")
     parser.add_argument("--threads", type=int, help="the service's waitress threads (default: its own)")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
@@ -267,18 +517,41 @@ def main():
     cycle, ids, seqs = seed_objectives(database, args.objectives)
     post_cycle = seed_objectives(database, 0)[0]
     deep = token(seqs[int(len(seqs) * 0.9) - 1])
+    small, big = args.report_objectives, 10 * args.report_objectives
+    print(f"seeding cycles of {small:,} and {big:,} objectives to report, and 100 to check in to ...", flush=True)
+    started = time.perf_counter()
+    (small_cycle, _), (big_cycle, _), (_, checkin_key_results) = seed_report_cycles(database, (small, big, 100))
+    print(f"  seeded in {time.perf_counter() - started:.1f} s", flush=True)
 
-    okr_port, hello_port, quiet_port = free_port(), free_port(), free_port()
+    okr_port, hello_port, quiet_port, report_port = free_port(), free_port(), free_port(), free_port()
     okr = Process(okr_command(database, okr_port, args.threads), okr_port, "/healthz", PLACEMENT["okr"],
                   log=os.path.join(folder, "okr.log"))
     quiet = Process(okr_command(database, quiet_port, args.threads, access_log=False), quiet_port, "/healthz",
                     PLACEMENT["okr"], log=os.path.join(folder, "quiet.log"))
+    reporter = Process(okr_command(database, report_port, args.threads), report_port, "/healthz",
+                       PLACEMENT["okr"], log=os.path.join(folder, "report.log"))
     hello = Process([sys.executable, "-c", HELLO_APP, str(hello_port)], hello_port, "/hello", PLACEMENT["hello"])
     script = post_script(folder, post_cycle)
-    names = ("hello", "get 1", "get", "get quiet", "get 32", "first", "deep", "post", "hello again")
+    checkins = checkin_script(folder, checkin_key_results)
+    names = ("hello", "get 1", "get", "get quiet", "get 32", "first", "deep", "post", "checkin", "hello again")
     runs = {name: [] for name in names}
+    reports = {name: [] for name in ("listing", "report", "big report")}  # per round: its median, in seconds
     one = f"/v1/objectives/{ids[len(ids) // 2]}"
+    # A keep-alive connection per round: the service closes one idle for its channel timeout (30 s).
+    client = keep_alive(report_port)
+    timers = {"listing": lambda client: time_listing(client, small_cycle),
+              "report": lambda client: time_report(client, small_cycle),
+              "big report": lambda client: time_report(client, big_cycle)}
+    expected = {"listing": [small, 4 * small], "report": [small, 4 * small], "big report": [big, 4 * big]}
     try:
+        # Once untimed: checks the answers, and warms the reporting process up.
+        for name, timer in timers.items():
+            counts = timer(client)[1]
+            if counts != expected[name]:
+                raise RuntimeError(f"{name}: counted {counts} objectives and key results, seeded {expected[name]}")
+        nodes = report_nodes(fetch(client, f"/v1/cycles/{small_cycle}/report"))
+        if list(nodes) != expected["report"]:
+            print(f"NOTE: the report's tree holds {nodes} objectives and key results, seeded {expected['report']}")
         for round_number in range(1, args.rounds + 1):
             print(f"round {round_number}/{args.rounds} ...", flush=True)
             s = args.seconds
@@ -294,17 +567,30 @@ def main():
             runs["first"].append(wrk(okr_port, f"/v1/objectives?cycle_id={cycle}", s, 8))
             runs["deep"].append(wrk(okr_port, f"/v1/objectives?cycle_id={cycle}&page_token={deep}", s, 8))
             runs["post"].append(wrk(okr_port, "/v1/objectives", s, 8, script))
+            runs["checkin"].append(wrk(okr_port, "/v1/keyresults", s, 8, checkins))
             runs["hello again"].append(wrk(hello_port, "/hello", s, 8))
-        okr_startup, okr_rss = okr.startup, okr.peak_rss
+            # The listing and the two reports in turn, in reverse order every other time.
+            timings = {name: [] for name in timers}
+            client.close()
+            client = keep_alive(report_port)
+            for repetition in range(args.report_repetitions):
+                for name in list(timers)[::1 if (round_number + repetition) % 2 else -1]:
+                    timings[name].append(timers[name](client)[0])
+            for name, seconds in timings.items():
+                reports[name].append(statistics.median(seconds))
+        okr_startup, okr_rss, report_rss = okr.startup, okr.peak_rss, reporter.peak_rss
     finally:
+        client.close()
         okr.stop()
         quiet.stop()
+        reporter.stop()
         hello.stop()
     # A fresh process for the start-up figure: the first one also compiled bytecode.
     port = free_port()
     fresh = Process(okr_command(database, port, args.threads), port, "/healthz", PLACEMENT["okr"])
     fresh.stop()
-    print(f"seeding {args.objectives} objectives and {3 * args.objectives} key results to delete ...", flush=True)
+    print(f"seeding {args.objectives} objectives and {3 * args.objectives} key results (and their first "
+          "check-ins) to delete ...", flush=True)
     deletes = time_cycle_delete(folder, args.objectives, 3, args.threads, args.rounds)
     shutil.rmtree(folder)
     delete_seconds, delete_checkpointed = (statistics.median(d[i] for d in deletes) for i in (0, 1))
@@ -320,6 +606,9 @@ def main():
         "get": statistics.median(r[0] / h for r, h in zip(runs["get"], ceilings)),
         "get 32": statistics.median(r32[0] / r1[0] for r32, r1 in zip(runs["get 32"], runs["get 1"])),
         "post": statistics.median(r[0] / h for r, h in zip(runs["post"], ceilings)),
+        "checkin": statistics.median(r[0] / h for r, h in zip(runs["checkin"], ceilings)),
+        "report": statistics.median(r / l for r, l in zip(reports["report"], reports["listing"])),
+        "big report": statistics.median(b / r for b, r in zip(reports["big report"], reports["report"])),
         "deep": statistics.median(d[1] / f[1] for d, f in zip(runs["deep"], runs["first"])),
         "log": statistics.median(g[0] / q[0] for g, q in zip(runs["get"], runs["get quiet"])),
     }
@@ -337,9 +626,20 @@ def main():
         ("POST /v1/objectives (8 connections)", f"{median['post'][0]:,.0f} req/s",
          f"{ratio['post']:.2f} x hello", ">= 0.30"),
         ("POST non-2xx answers and socket errors", f"{median['post'][2]}", "", "0"),
-        (f"DELETE a cycle of {args.objectives:,} objectives + {3 * args.objectives:,} key results",
+        ("POST /v1/keyresults/:id/checkins (8 connections)", f"{median['checkin'][0]:,.0f} req/s",
+         f"{ratio['checkin']:.2f} x hello", ">= 0.30"),
+        ("check-in non-2xx answers and socket errors", f"{median['checkin'][2]}", "", "0"),
+        (f"list a cycle of {small:,} objectives + {4 * small:,} key results, pages of 1000",
+         f"{statistics.median(reports['listing']) * 1000:,.0f} ms", "", ""),
+        (f"GET its report ({40 * small:,} check-ins)", f"{statistics.median(reports['report']) * 1000:,.0f} ms",
+         f"{ratio['report']:.2f} x listing", "<= 1.00"),
+        (f"GET the report of {big:,} objectives + {4 * big:,} key results + {40 * big:,} check-ins",
+         f"{statistics.median(reports['big report']) * 1000:,.0f} ms",
+         f"{ratio['big report']:.2f} x {small:,}", "<= 12"),
+        (f"DELETE a cycle of {args.objectives:,} objectives + {3 * args.objectives:,} key results + check-ins",
          f"{delete_seconds:.2f} s", f"checkpointed {delete_checkpointed:.2f} s", "< 3 s"),
         ("server resident memory, peak under the wrk load", f"{okr_rss / 2**20:.1f} MB", "", "< 80 MB"),
+        ("  ... peak of the process serving the reports", f"{report_rss / 2**20:.1f} MB", "", ""),
         ("  ... peak during the deletes", f"{delete_peak_rss / 2**20:.1f} MB",
          f"{delete_after_rss / 2**20:.1f} MB after", "< 80 MB"),
         ("start-up to first answer", f"{fresh.startup:.2f} s", f"(first start {okr_startup:.2f} s)", "< 1 s"),
@@ -351,6 +651,10 @@ def main():
         ratio["deep"] <= 1.25,
         ratio["post"] >= 0.3,
         median["post"][2] == 0,
+        ratio["checkin"] >= 0.3,
+        median["checkin"][2] == 0,
+        ratio["report"] <= 1.0,
+        ratio["big report"] <= 12,
         delete_seconds < 3,
         okr_rss < 80 * 2**20,
         delete_peak_rss < 80 * 2**20,
@@ -364,6 +668,9 @@ def main():
           f"wrk -t1 -c8 unless said, service threads {args.threads or 'default'}, {placement}")
     for name, rs in runs.items():
         print(f"  {name:11} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
+    for name, seconds in reports.items():
+        print(f"  {name:11} rounds: " + ", ".join(f"{s * 1000:,.0f} ms" for s in seconds)
+              + f" (each the median of {args.report_repetitions})")
     print("  delete      rounds: " + ", ".join(f"{d[0]:.2f} s (checkpointed {d[1]:.2f} s)" for d in deletes))
 
 
