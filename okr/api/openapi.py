@@ -3,8 +3,11 @@
 Request bodies come from the marshmallow schemas that validate them, so the
 document cannot drift from what the service accepts. Response bodies are
 described by small schemas here, which exist only for the document: the views
-build responses straight from rows.
+build responses straight from rows. Two rules that marshmallow fields do not
+carry are added to the built document: every id is a lowercase UUID, and a key
+result's targets depend on its type (a oneOf with a discriminator on type).
 """
+import copy
 from functools import cache
 
 from apispec import APISpec
@@ -21,18 +24,24 @@ bp = Blueprint("openapi", __name__)
 
 DECIMAL_OUT = r"^-?[0-9]+\.[0-9]{2,6}$"
 TIMESTAMP = {"type": "string", "format": "date-time", "example": "2026-11-22T10:15:30Z"}
+UUID = f"^{UUID_PATTERN}$"
+# What paging.decode_token can read: base64url, padding optional.
+PAGE_TOKEN = "^[A-Za-z0-9_-]*={0,2}$"
+# A progress figure (okr.progress.figure): from 0 to 1, two decimals.
+PROGRESS = r"^(0\.[0-9]{2}|1\.00)$"
 
 
 def uuid_field(**kwargs):
-    return fields.String(required=True, metadata={"format": "uuid"}, **kwargs)
+    return fields.String(required=True, metadata={"format": "uuid"}, **kwargs)  # id_patterns adds the pattern
 
 
 def timestamp_field():
     return fields.String(required=True, metadata=TIMESTAMP)
 
 
-def decimal_field(**kwargs):
-    return fields.String(required=True, metadata={"pattern": DECIMAL_OUT, "example": "0.50"}, **kwargs)
+def decimal_field(metadata=(), **kwargs):
+    return fields.String(required=True, metadata={"pattern": DECIMAL_OUT, "example": "0.50", **dict(metadata)},
+                         **kwargs)
 
 
 class Objective(Schema):
@@ -80,9 +89,19 @@ class User(Schema):
     created_at = timestamp_field()
 
 
+class Checkin(Schema):
+    id = uuid_field()
+    key_result_id = uuid_field()
+    value = decimal_field()
+    confidence = decimal_field()
+    comment = fields.String(required=True, allow_none=True)
+    author_id = uuid_field(allow_none=True)
+    created_at = timestamp_field()
+
+
 def page_of(name, item):
     return type(f"{item.__name__}Page", (Schema,), {
-        "next_page_token": fields.String(required=True, allow_none=True),
+        "next_page_token": fields.String(required=True, allow_none=True, metadata={"pattern": PAGE_TOKEN}),
         name: fields.List(fields.Nested(item), required=True),
     })
 
@@ -92,6 +111,40 @@ KeyResultPage = page_of("keyresults", KeyResult)
 CyclePage = page_of("cycles", Cycle)
 TeamPage = page_of("teams", Team)
 UserPage = page_of("users", User)
+CheckinPage = page_of("checkins", Checkin)
+
+
+def progress_field():
+    return fields.String(required=True, allow_none=True, metadata={
+        "pattern": PROGRESS, "example": "0.67",
+        "description": "From 0.00 to 1.00; null where nothing has a progress (only baselines, or nothing)."})
+
+
+class KeyResultNode(KeyResult):
+    start_value = decimal_field(metadata={"description": "The value of its first check-in."})
+    progress = progress_field()
+    status = fields.String(required=True, metadata={"enum": ["on_track", "at_risk", "off_track"]})
+    stale = fields.Boolean(required=True, metadata={"description": "No check-in for more than 14 days."})
+    last_checkin_at = timestamp_field()
+
+
+class ObjectiveNode(Objective):
+    progress = progress_field()
+    key_results = fields.List(fields.Nested(KeyResultNode), required=True)
+    # Recursive: descendants in creation order.
+    children = fields.List(fields.Nested(lambda: ObjectiveNode), required=True)
+
+
+class CycleReport(Schema):
+    cycle = fields.Nested(Cycle, required=True)
+    progress = progress_field()
+    objectives_count = fields.Integer(required=True, metadata={"minimum": 0})
+    key_results_count = fields.Integer(required=True, metadata={"minimum": 0})
+    objectives = fields.List(fields.Nested(ObjectiveNode), required=True)
+
+
+class ObjectiveReport(Schema):
+    objective = fields.Nested(ObjectiveNode, required=True)
 
 
 class Error(Schema):
@@ -161,6 +214,9 @@ OPERATIONS = [
     ("/v1/objectives/{objective_id}", "patch", "Change some of an objective's attributes (JSON Merge Patch)",
      schemas.ObjectivePatchSchema, Objective, ()),
     ("/v1/objectives/{objective_id}", "delete", "Delete an objective and its key results", None, None, ()),
+    ("/v1/objectives/{objective_id}/report", "get",
+     "Report an objective and its aligned descendants (any cycle) with progress and status",
+     None, ObjectiveReport, ()),
     ("/v1/objectives/{objective_id}/keyresults", "post", "Create a key result",
      schemas.KeyResultSchema, KeyResult, ()),
     ("/v1/objectives/{objective_id}/keyresults", "get", "List an objective's key results", None, KeyResultPage,
@@ -172,12 +228,20 @@ OPERATIONS = [
      KeyResult, ()),
     ("/v1/keyresults/{key_result_id}", "patch", "Change some of a key result's attributes (JSON Merge Patch)",
      schemas.KeyResultPatchSchema, KeyResult, ()),
-    ("/v1/keyresults/{key_result_id}", "delete", "Delete a key result", None, None, ()),
+    ("/v1/keyresults/{key_result_id}", "delete", "Delete a key result and its check-ins", None, None, ()),
+    ("/v1/keyresults/{key_result_id}/checkins", "post",
+     "Record a check-in: it becomes the key result's current value and confidence",
+     schemas.CheckinSchema, Checkin, ()),
+    ("/v1/keyresults/{key_result_id}/checkins", "get", "List a key result's check-ins, oldest first", None,
+     CheckinPage, LIST),
     ("/v1/cycles", "post", "Create a cycle", schemas.GroupSchema, Cycle, ()),
     ("/v1/cycles", "get", "List cycles", None, CyclePage, LIST),
     ("/v1/cycles/{cycle_id}", "get", "Get a cycle", None, Cycle, ()),
     ("/v1/cycles/{cycle_id}", "post", "Rename a cycle", schemas.GroupUpdateSchema, Cycle, ()),
     ("/v1/cycles/{cycle_id}", "delete", "Delete a cycle with its objectives", None, None, ()),
+    ("/v1/cycles/{cycle_id}/report", "get",
+     "Report a cycle's alignment tree with progress and status, maybe for one team or assignee",
+     None, CycleReport, ("team_id", "assignee_id")),
     ("/v1/teams", "post", "Create a team", schemas.GroupSchema, Team, ()),
     ("/v1/teams", "get", "List teams", None, TeamPage, LIST),
     ("/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
@@ -201,15 +265,14 @@ REQUEST_DESCRIPTIONS = {
 
 QUERY_PARAMETERS = {
     "cycle_id": {"required": True, "description": "The cycle whose records are listed.",
-                 "schema": {"type": "string", "minLength": 1}},
-    "page_token": {"description": "next_page_token of the previous page.",
-                   "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]*={0,2}$"}},
+                 "schema": {"type": "string", "pattern": UUID}},
+    "page_token": {"description": "next_page_token of the previous page (base64url, padding optional).",
+                   "schema": {"type": "string", "pattern": PAGE_TOKEN}},
     "page_size": {"description": "Rows per page, 1 to 1000; 100 when absent.",
                   "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-    "team_id": {"description": "Only objectives of this team.",
-                "schema": {"type": "string", "pattern": f"^{UUID_PATTERN}$"}},
+    "team_id": {"description": "Only objectives of this team.", "schema": {"type": "string", "pattern": UUID}},
     "assignee_id": {"description": "Only objectives assigned to this user.",
-                    "schema": {"type": "string", "pattern": f"^{UUID_PATTERN}$"}},
+                    "schema": {"type": "string", "pattern": UUID}},
     "parent_objective_id": {"description": "Only children of this objective; none for objectives without a parent.",
                             "schema": {"type": "string", "pattern": f"^({UUID_PATTERN}|none)$"}},
     "is_company": {"description": "Only company objectives (true) or only the others (false).",
@@ -226,6 +289,7 @@ ERRORS = {
     403: "Signed with a read-only API key, which may only GET",
     404: "No such record",
     405: "Method not allowed on this path",
+    412: "If-Match names none of the resource's present ETags: it changed since it was read",
     413: "A declared body larger than 1 MiB, on any method",
     503: "The database stayed busy past the busy timeout, or its file is not writable; retry",
     507: "The disk is full; nothing was written",
@@ -239,6 +303,35 @@ ERROR_HEADERS = {
     405: {"Allow": {"schema": {"type": "string"}}},
     503: {"Retry-After": {"schema": {"type": "string"}}},
 }
+
+
+# The single resources with an ETag (conditional.tagged): a GET honours If-None-Match, and the 200 of a
+# GET or an update carries the ETag.
+TAGGED = ("/v1/objectives/{objective_id}", "/v1/keyresults/{key_result_id}", "/v1/cycles/{cycle_id}",
+          "/v1/teams/{team_id}", "/v1/users/{user_id}")
+# Where a write honours If-Match: those resources, and a key result's check-ins (the key result's ETag).
+IF_MATCH_PATHS = (*TAGGED, "/v1/keyresults/{key_result_id}/checkins")
+ETAG_HEADER = {"ETag": {
+    "description": "The resource's strong entity tag; it changes with every change of the resource.",
+    "required": True, "schema": {"type": "string", "pattern": '^"[0-9a-f]+"$'}}}
+# No pattern: the service reads any value (RFC 9110 lists of tags, or *) and a tag it never gave just
+# does not match.
+CONDITIONS = {
+    "If-None-Match": "ETags from earlier answers (comma-separated), or *: a 304 without a body when one of "
+                     "them is the resource's present ETag.",
+    "If-Match": "ETags from earlier answers (comma-separated), or *: a 412 unless one of them is the "
+                "resource's present ETag (* matches any existing resource); a missing resource is still a 404.",
+}
+NOT_MODIFIED = {"description": "Not Modified: If-None-Match names the present ETag; no body", "headers": ETAG_HEADER}
+
+
+def condition(path, method):
+    """The precondition header an operation honours, or None."""
+    if path in TAGGED and method == "get":
+        return "If-None-Match"
+    if path in IF_MATCH_PATHS and method != "get":
+        return "If-Match"
+    return None
 
 
 def error_codes(path, method, body, parameters):
@@ -255,6 +348,8 @@ def error_codes(path, method, body, parameters):
         codes.append(400)
     if "{" in path or "cycle_id" in parameters:
         codes.append(404)
+    if condition(path, method) == "If-Match":
+        codes.append(412)
     codes.append(413)  # any request that declares a body over the limit
     return sorted(codes)
 
@@ -265,6 +360,8 @@ def operation(path, method, summary, body, response, parameters):
         spec["responses"]["200"] = {"description": "OK", "content": {"application/json": {"schema": response}}}
     else:
         spec["responses"]["200"] = {"description": "OK; the body is empty" if method == "delete" else "OK"}
+    if path in TAGGED and method != "delete":
+        spec["responses"]["200"]["headers"] = ETAG_HEADER
     if body is not None:
         # An empty body counts as {}, so it is only required where a field is.
         required = any(field.required for field in body._declared_fields.values())
@@ -272,8 +369,15 @@ def operation(path, method, summary, body, response, parameters):
         spec["requestBody"] = {"required": required, "content": {media: {"schema": body} for media in media_types}}
         if method in REQUEST_DESCRIPTIONS:
             spec["requestBody"]["description"] = REQUEST_DESCRIPTIONS[method]
-    if parameters:
-        spec["parameters"] = [{"in": "query", "name": name, **QUERY_PARAMETERS[name]} for name in parameters]
+    spec["parameters"] = [{"in": "query", "name": name, **QUERY_PARAMETERS[name]} for name in parameters]
+    header = condition(path, method)
+    if header:
+        spec["parameters"].append({"in": "header", "name": header, "description": CONDITIONS[header],
+                                   "schema": {"type": "string"}})
+    if not spec["parameters"]:
+        del spec["parameters"]
+    if header == "If-None-Match":
+        spec["responses"]["304"] = NOT_MODIFIED
     for code in error_codes(path, method, body, parameters):
         special = PATH_ERRORS.get((path, code))
         spec["responses"][str(code)] = {
@@ -284,6 +388,66 @@ def operation(path, method, summary, body, response, parameters):
     if not path.startswith("/v1/") or path == "/v1/openapi.json":
         spec["security"] = []
     return spec
+
+
+# What KeyResultSchema.targets_fit_type asks of each type: (target_value_min, target_value_max), each
+# "decimal" (required), "null" (null, or absent from a request) or "one" (a milestone's target).
+TARGETS = {
+    "milestone": ("one", "null"),
+    "baseline": ("null", "null"),
+    "range": ("decimal", "decimal"),
+    "positive": ("decimal", "null"),
+    "negative": ("decimal", "null"),
+}
+# Every text the service reads as 1; of exponent forms, only that the digits are a power of ten.
+ONE_TEXT = r"^\+?(0*1(\.0*)?|(0*10*(\.0*)?|0*\.0*10*)[eE][+-]?[0-9]+)$"
+# Components split per type: request bodies, then responses.
+BY_TYPE = {"KeyResultSchema": True, "KeyResultUpdateSchema": True, "KeyResult": False, "KeyResultNode": False}
+
+
+def target_property(described, rule, kind, request):
+    """A target's schema in the variant of one key-result type."""
+    if rule == "null":
+        absent = ", or absent" if request else ""
+        return {"type": "string", "nullable": True, "enum": [None],
+                "description": f"Null for a {kind} key result{absent}."}
+    if rule == "one":
+        if not request:
+            return {"type": "string", "enum": ["1.00"], "description": "A milestone's target is always 1.00."}
+        return {"anyOf": [{"type": "string", "pattern": ONE_TEXT}, {"type": "number", "minimum": 1, "maximum": 1}],
+                "nullable": True, "description": "1, null or absent: a milestone's target is always 1.00."}
+    described = {key: value for key, value in described.items() if key not in ("nullable", "default")}
+    also = " Not greater than target_value_max." if request and kind == "range" else ""
+    described["description"] = f"{described.get('description', 'A decimal.')} Required for a {kind} key result.{also}"
+    return described
+
+
+def split_by_type(components, name, request):
+    """Replaces a key-result component by a oneOf of one variant per type, discriminated by type."""
+    base = components[name]
+    mapping = {}
+    for kind in schemas.KEY_RESULT_TYPES:
+        variant = copy.deepcopy(base)
+        variant["properties"]["type"] = {"type": "string", "enum": [kind]}
+        for target, rule in zip(("target_value_min", "target_value_max"), TARGETS[kind]):
+            variant["properties"][target] = target_property(base["properties"][target], rule, kind, request)
+            if rule == "decimal":
+                variant["required"] = sorted({*variant["required"], target})
+        components[f"{name}{kind.capitalize()}"] = variant
+        mapping[kind] = f"#/components/schemas/{name}{kind.capitalize()}"
+    components[name] = {
+        "oneOf": [{"$ref": ref} for ref in mapping.values()],
+        "discriminator": {"propertyName": "type", "mapping": mapping},
+        "description": "A key result's targets depend on its type: one schema per type.",
+    }
+
+
+def id_patterns(components):
+    """Every id, and every *_id, that a body carries is a lowercase UUID, as the service writes them."""
+    for component in components.values():
+        for name, described in component.get("properties", {}).items():
+            if name == "id" or name.endswith("_id"):
+                described.update(format="uuid", pattern=UUID)
 
 
 @cache
@@ -309,10 +473,17 @@ def build_document(version):
     for path, method, *rest in OPERATIONS:
         paths.setdefault(path, {})[method] = operation(path, method, *rest)
     for path, operations in paths.items():
-        parameters = [{"in": "path", "name": name, "required": True, "schema": {"type": "string"}}
+        # Any other string is only a 404, but no id the service gives out looks otherwise.
+        parameters = [{"in": "path", "name": name, "required": True, "description": "A lowercase UUID.",
+                       "schema": {"type": "string", "pattern": UUID}}
                       for name in path_parameters(path)]
         spec.path(path=path, operations=operations, parameters=parameters)
-    return spec.to_dict()
+    document = spec.to_dict()
+    components = document["components"]["schemas"]
+    id_patterns(components)
+    for name, request in BY_TYPE.items():
+        split_by_type(components, name, request)
+    return document
 
 
 def schema_name(schema):

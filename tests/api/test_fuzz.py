@@ -1,11 +1,14 @@
 """Schemathesis attacks the API through its own OpenAPI document, with every check on.
 
-JSON Schema cannot say that a referenced id must exist, that key-result targets
-depend on the type, or that a decimal has at most six fractional digits. So
-for the cases schemathesis generates as valid, and only for those, the ids are
-pointed at real records and such cross-field values are made consistent
-before the call; for a PATCH, consistent once merged over the stored record.
-Negative cases go out exactly as generated.
+JSON Schema cannot say that a referenced id must exist, that a range's minimum
+is not above its maximum, that a decimal has at most six fractional digits, or
+which ETag a resource has now. So for the cases schemathesis generates as
+valid, and only for those, the ids are pointed at real records, such values are
+made consistent and most preconditions name the present ETag before the call;
+for a PATCH, consistent once merged over the stored record. Negative cases go
+out as generated, except that a well-formed path id mostly names a real
+record, so that the invalid part of the case is what the service judges
+rather than a 404.
 """
 import json
 import os
@@ -16,12 +19,13 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from marshmallow import ValidationError
+from schemathesis.config import SchemathesisConfig
 
 from helpers import make_user
 from okr.api.auth import authorization_header
 from okr.db import connect, utc_now
 from okr.api.fields import canonical_decimal
-from okr.api.paging import encode_token
+from okr.api.paging import UUID_RE, encode_token
 
 # Hypothesis seeds the global random module afresh for every example, so random.random() would give
 # every case the same answer (and never point a path at a record that exists): draw from our own.
@@ -29,7 +33,16 @@ chance = random.Random(None if os.environ.get("FUZZ_RANDOM") == "1" else 0)
 
 REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
               "parent_objective_id": "objectives", "objective_id": "objectives",
-              "key_result_id": "key_results", "user_id": "users"}
+              "key_result_id": "key_results", "user_id": "users", "author_id": "users"}
+
+# A 412 depends on the resource's state, not on the request's data, as a 404 does: an If-Match
+# naming a tag the resource no longer has (or an empty one) fails whether the body is valid or not.
+CONFIG = SchemathesisConfig.from_dict({"checks": {
+    "positive_data_acceptance": {"expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "412", "429",
+                                                       "5xx"]},
+    "negative_data_rejection": {"expected-statuses": ["400", "401", "403", "404", "405", "406", "409", "412",
+                                                      "415", "422", "428", "429", "5xx"]},
+}})
 
 
 @pytest.fixture
@@ -43,7 +56,7 @@ def api(app, runner):
 
 @pytest.fixture
 def api_schema(api):
-    return schemathesis.openapi.from_wsgi("/v1/openapi.json", api)
+    return schemathesis.openapi.from_wsgi("/v1/openapi.json", api, config=CONFIG)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
@@ -102,7 +115,7 @@ def valid_decimal(value, low=-(10**15), high=10**15):
 
 
 def fix_decimals(body):
-    for name in ("current_value", "target_value_min", "target_value_max"):
+    for name in ("current_value", "target_value_min", "target_value_max", "value"):
         if body.get(name) is not None and not valid_decimal(body[name]):
             body[name] = chance.choice(["0", "12.5", "-3.25", 100])
     if "confidence" in body and not valid_decimal(body["confidence"], 0, 1):
@@ -151,11 +164,28 @@ def make_patch_consistent(case, app, body):
             body[name] = merged.get(name)
 
 
+def present_etag(case, app):
+    """The ETag of the resource a case's precondition is about, or None when it does not exist."""
+    # A check-in's If-Match is about its key result.
+    path = case.formatted_path.removesuffix("/checkins")
+    return app.test_client().get(path, headers=signed(app)).headers.get("ETag")
+
+
+def make_preconditions_hold(case, app):
+    """Mostly, If-Match names the present ETag or *; If-None-Match half the time. Else as generated."""
+    headers = case.headers or {}
+    for name, odds in (("If-Match", 0.8), ("If-None-Match", 0.5)):
+        if name in headers and chance.random() < odds:
+            tag = present_etag(case, app)
+            headers[name] = chance.choice([tag, "*", f'"0", {tag}']) if tag else "*"
+
+
 def make_consistent(case, app):
     """Turns a schema-valid case into one the service's cross-field rules accept too."""
     for name in list(case.path_parameters or {}):
         if chance.random() < 0.7:  # most of the time, a record that exists
             case.path_parameters[name] = existing_id(app, REFERENCES[name]) or case.path_parameters[name]
+    make_preconditions_hold(case, app)
     query = case.query or {}
     if "page_token" in query:
         query["page_token"] = encode_token(chance.randrange(0, 10**6))
@@ -169,7 +199,7 @@ def make_consistent(case, app):
         return
     if "cycle_id" in body:
         body["cycle_id"] = a_cycle(app)
-    for field in ("team_id", "assignee_id", "parent_objective_id"):
+    for field in ("team_id", "assignee_id", "parent_objective_id", "author_id"):
         if body.get(field) is not None:
             body[field] = existing_id(app, REFERENCES[field])
     patching = case.method.upper() == "PATCH"
@@ -179,9 +209,23 @@ def make_consistent(case, app):
         body["is_personal"] = False
     if patching:
         make_patch_consistent(case, app, body)
-    elif "type" in body:
+    elif "type" in body or "value" in body:
         fix_decimals(body)
         fix_targets(body)
+
+
+def aim_negative_case(case, app):
+    """Points the well-formed path ids of an invalid case at real records, and mostly makes its If-Match
+    hold, so that what is invalid in it (the body, a query argument) is what the service judges."""
+    ids = case.path_parameters or {}
+    if not all(isinstance(value, str) and UUID_RE.fullmatch(value) for value in ids.values()):
+        return  # a malformed id is the case's invalid part: it goes out as generated
+    for name, value in ids.items():
+        if chance.random() < 0.7:
+            ids[name] = existing_id(app, REFERENCES[name]) or value
+    headers = case.headers or {}
+    if "If-Match" in headers and chance.random() < 0.7:
+        headers["If-Match"] = present_etag(case, app) or "*"  # else a stale tag answers 412 first
 
 
 # CI runs a fixed, repeatable set of examples; FUZZ_EXAMPLES=2000 FUZZ_RANDOM=1 digs deeper.
@@ -195,4 +239,17 @@ RANDOM = os.environ.get("FUZZ_RANDOM") == "1"
 def test_api_survives_the_fuzzer(case, api):
     if case.meta is not None and case.meta.generation.mode.is_positive:
         make_consistent(case, api)
+    elif case.meta is not None:
+        aim_negative_case(case, api)
     case.call_and_validate()
+
+
+def test_the_fuzzer_reaches_every_documented_operation(api_schema, app):
+    """Schemathesis reads every operation of the document; none is skipped as unreadable."""
+    document = app.test_client().get("/v1/openapi.json").get_json()
+    documented = {(method.upper(), path) for path, item in document["paths"].items()
+                  for method in item if method != "parameters"}
+    fuzzed = {(result.ok().method.upper(), result.ok().path) for result in api_schema.get_all_operations()}
+    # The document itself is left out: schemathesis does not fuzz the endpoint it reads the schema from.
+    assert fuzzed == documented - {("GET", "/v1/openapi.json")}
+    assert ("POST", "/v1/keyresults/{key_result_id}/checkins") in fuzzed

@@ -1,12 +1,18 @@
 """The OpenAPI document at /v1/openapi.json."""
 import json
 import re
+from decimal import Decimal
 
+import jsonschema_rs
 import pytest
+from marshmallow import ValidationError
 
-from helpers import assert_error
+from helpers import assert_error, make_user
 from okr.api import schemas
 from okr.api.fields import NOT_BLANK
+from okr.api.paging import UUID_PATTERN, decode_token, encode_token
+
+UUID = f"^{UUID_PATTERN}$"
 
 
 @pytest.fixture
@@ -35,7 +41,31 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 28
+    assert len(documented_routes(document)) == 32
+
+
+def test_check_ins_and_reports_are_documented(document):
+    assert ref_name(response_schema(document, "/v1/keyresults/{key_result_id}/checkins", "post")) == "Checkin"
+    assert ref_name(response_schema(document, "/v1/keyresults/{key_result_id}/checkins", "get")) == "CheckinPage"
+    assert ref_name(response_schema(document, "/v1/cycles/{cycle_id}/report", "get")) == "CycleReport"
+    assert ref_name(response_schema(document, "/v1/objectives/{objective_id}/report", "get")) == "ObjectiveReport"
+    names = {p["name"] for p in operation_of(document, "/v1/keyresults/{key_result_id}/checkins", "get")["parameters"]}
+    assert names == {"page_token", "page_size"}
+    parameters = {p["name"]: p for p in operation_of(document, "/v1/cycles/{cycle_id}/report", "get")["parameters"]}
+    assert set(parameters) == {"team_id", "assignee_id"}
+    assert all(p["schema"]["pattern"] == UUID and not p.get("required") for p in parameters.values())
+    assert "parameters" not in operation_of(document, "/v1/objectives/{objective_id}/report", "get")
+
+
+def test_report_nodes_are_recursive(document):
+    node = component(document, "ObjectiveNode")
+    assert node["properties"]["children"]["items"] == {"$ref": "#/components/schemas/ObjectiveNode"}
+    assert node["properties"]["key_results"]["items"] == {"$ref": "#/components/schemas/KeyResultNode"}
+    assert set(component(document, "Objective")["properties"]) < set(node["properties"])
+    report = component(document, "CycleReport")
+    assert report["properties"]["objectives"]["items"] == {"$ref": "#/components/schemas/ObjectiveNode"}
+    assert component(document, "ObjectiveReport")["properties"]["objective"] == {
+        "$ref": "#/components/schemas/ObjectiveNode"}
 
 
 def test_document_is_openapi_3_with_the_signing_scheme(document):
@@ -82,9 +112,9 @@ def test_every_operation_documents_its_success_and_error_responses(document):
         assert "413" in codes, (path, method)
         if "{" in path or any(p["name"] == "cycle_id" for p in operation.get("parameters", [])):
             assert "404" in codes, (path, method)
-        if "requestBody" in operation or operation.get("parameters"):
+        if "requestBody" in operation or any(p["in"] == "query" for p in operation.get("parameters", [])):
             assert "400" in codes, (path, method)
-        for code in codes - {"200"}:
+        for code in codes - {"200", "304"}:
             schema = operation["responses"][code]["content"]["application/json"]["schema"]
             assert schema == {"$ref": "#/components/schemas/Error"}
     assert operation_of(document, "/v1/cycles", "put") is None
@@ -92,6 +122,14 @@ def test_every_operation_documents_its_success_and_error_responses(document):
 
 def operation_of(document, path, method):
     return document["paths"].get(path, {}).get(method)
+
+
+def response_schema(document, path, method, code="200"):
+    return operation_of(document, path, method)["responses"][code]["content"]["application/json"]["schema"]
+
+
+def ref_name(schema):
+    return schema["$ref"].rsplit("/", 1)[1]
 
 
 def test_401_and_405_document_their_headers(document):
@@ -142,11 +180,53 @@ def test_list_filters_are_documented_with_their_schemas(document):
         assert schema(path, "type") == {"type": "string", "enum": types}
 
 
-def test_path_parameters_are_documented(document):
+def test_path_parameters_are_documented_as_lowercase_uuids(document):
     item = document["paths"]["/v1/objectives/{objective_id}/keyresults"]
-    assert item["parameters"] == [
-        {"in": "path", "name": "objective_id", "required": True, "schema": {"type": "string"}}
-    ]
+    assert item["parameters"] == [{"in": "path", "name": "objective_id", "required": True,
+                                   "description": "A lowercase UUID.", "schema": {"type": "string", "pattern": UUID}}]
+    for path, item in document["paths"].items():
+        names = re.findall(r"{([a-z_]+)}", path)
+        assert [p["name"] for p in item.get("parameters", [])] == names, path
+        assert all(p["schema"]["pattern"] == UUID for p in item.get("parameters", [])), path
+
+
+def id_properties(document):
+    """(component, property, schema) for every id and *_id property of every component."""
+    for name, schema in document["components"]["schemas"].items():
+        for prop, described in schema.get("properties", {}).items():
+            if prop == "id" or prop.endswith("_id"):
+                yield name, prop, described
+
+
+def test_every_id_is_a_lowercase_uuid(document):
+    found = {(name, prop) for name, prop, _ in id_properties(document)}
+    # Requests, responses and the per-type variants alike.
+    assert {("ObjectiveSchema", "cycle_id"), ("ObjectivePatchSchema", "parent_objective_id"),
+            ("CheckinSchema", "author_id"), ("Checkin", "key_result_id"), ("KeyResultRange", "objective_id"),
+            ("ObjectiveNode", "team_id"), ("User", "id")} <= found
+    for name, prop, described in id_properties(document):
+        assert described["pattern"] == UUID, (name, prop)
+        assert described["format"] == "uuid", (name, prop)
+    assert re.fullmatch(UUID[1:-1], "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b")
+    assert not re.search(UUID, "0B0E7F4A-3C1D-4E2F-8A9B-0C1D2E3F4A5B")
+    for path in ("/v1/objectives", "/v1/keyresults"):
+        cycle = {p["name"]: p for p in operation_of(document, path, "get")["parameters"]}["cycle_id"]
+        assert cycle["schema"] == {"type": "string", "pattern": UUID}
+
+
+def test_page_tokens_are_documented_as_base64url(document):
+    patterns = {p["schema"]["pattern"] for _, _, operation in operations(document)
+                for p in operation.get("parameters", []) if p["name"] == "page_token"}
+    patterns |= {schema["properties"]["next_page_token"]["pattern"]
+                 for name, schema in document["components"]["schemas"].items() if name.endswith("Page")}
+    assert len(patterns) == 1
+    pattern = patterns.pop()
+    assert all(re.fullmatch(pattern, encode_token(seq)) for seq in (0, 1, 99, 12345, 2**63 - 1))
+    # What the pattern refuses, the service refuses too: +, / and inner padding are not base64url.
+    for token in ("MTI+", "MTI/", "M=TI", "MTI===", "MT I", "MTI%3D"):
+        assert not re.fullmatch(pattern, token)
+        with pytest.raises(ValidationError):
+            decode_token(token)
 
 
 def component(document, name):
@@ -155,7 +235,12 @@ def component(document, name):
 
 def request_schema(document, path, method):
     ref = operation_of(document, path, method)["requestBody"]["content"]["application/json"]["schema"]
-    return component(document, ref["$ref"].rsplit("/", 1)[1])
+    return component(document, ref_name(ref))
+
+
+def variants(document, schema):
+    """The object schemas a component stands for: its oneOf's, or itself."""
+    return [component(document, ref_name(ref)) for ref in schema["oneOf"]] if "oneOf" in schema else [schema]
 
 
 @pytest.mark.parametrize("path, method, schema", [
@@ -163,17 +248,94 @@ def request_schema(document, path, method):
     ("/v1/objectives/{objective_id}", "post", schemas.ObjectiveUpdateSchema),
     ("/v1/objectives/{objective_id}/keyresults", "post", schemas.KeyResultSchema),
     ("/v1/keyresults/{key_result_id}", "post", schemas.KeyResultUpdateSchema),
+    ("/v1/keyresults/{key_result_id}/checkins", "post", schemas.CheckinSchema),
     ("/v1/cycles", "post", schemas.GroupSchema),
     ("/v1/teams/{team_id}", "post", schemas.GroupUpdateSchema),
 ])
 def test_request_bodies_come_from_the_marshmallow_schemas(document, path, method, schema):
-    documented = request_schema(document, path, method)
     fields = schema._declared_fields
-    assert set(documented["properties"]) == set(fields)
-    assert set(documented.get("required", [])) == {name for name, f in fields.items() if f.required}
-    for name, field in fields.items():
-        if getattr(field, "max_length", None):
-            assert documented["properties"][name]["maxLength"] == field.max_length
+    for documented in variants(document, request_schema(document, path, method)):
+        assert set(documented["properties"]) == set(fields)
+        # A type may require a target on top of what every body requires.
+        required = {name for name, f in fields.items() if f.required}
+        assert required <= set(documented.get("required", [])) <= required | {"target_value_min", "target_value_max"}
+        for name, field in fields.items():
+            if getattr(field, "max_length", None):
+                assert documented["properties"][name]["maxLength"] == field.max_length
+
+
+TYPED = [("/v1/objectives/{objective_id}/keyresults", "post", "KeyResultSchema"),
+         ("/v1/keyresults/{key_result_id}", "post", "KeyResultUpdateSchema")]
+
+
+@pytest.mark.parametrize("path, method, name", TYPED)
+def test_key_result_bodies_are_one_schema_per_type(document, path, method, name):
+    body = request_schema(document, path, method)
+    assert body is component(document, name)
+    mapping = body["discriminator"]["mapping"]
+    assert body["discriminator"]["propertyName"] == "type"
+    assert set(mapping) == set(schemas.KEY_RESULT_TYPES)
+    assert [ref["$ref"] for ref in body["oneOf"]] == list(mapping.values())
+    for kind, ref in mapping.items():
+        variant = component(document, ref.rsplit("/", 1)[1])
+        assert variant["properties"]["type"]["enum"] == [kind]
+        assert "type" in variant["required"]
+
+
+def json_schema(node):
+    """An OpenAPI 3.0 schema as JSON Schema draft 4: nullable becomes a null type."""
+    if isinstance(node, list):
+        return [json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: json_schema(value) for key, value in node.items() if key != "discriminator"}
+    if node.pop("nullable", False):
+        if "type" in node:
+            node["type"] = [node["type"], "null"]
+        else:
+            node = {"anyOf": [node, {"type": "null"}]}
+    return node
+
+
+def validator(document, name):
+    """A validator of component name, resolving the document's references."""
+    return jsonschema_rs.Draft4Validator(
+        {"components": json_schema(document["components"]), "$ref": f"#/components/schemas/{name}"})
+
+
+TARGETS = [None, "5", 5, "1", "1.0", "10e-1", "0.1e1", 1, "7", "-3", "1e1"]
+
+
+@pytest.mark.parametrize("path, method, name", TYPED)
+def test_the_per_type_schemas_accept_what_the_service_accepts(document, path, method, name):
+    # Every pair of targets, for every type: the document and targets_fit_type agree.
+    schema = {"KeyResultSchema": schemas.key_result_schema,
+              "KeyResultUpdateSchema": schemas.key_result_update_schema}[name]
+    documented = validator(document, name)
+    for kind in schemas.KEY_RESULT_TYPES:
+        for low in TARGETS:
+            for high in TARGETS:
+                body = {"name": "k", "type": kind, "target_value_min": low, "target_value_max": high}
+                try:
+                    schema.load(body)
+                    accepted = True
+                except ValidationError:
+                    accepted = False
+                if accepted:  # else a fuzzer's invalid case would be accepted
+                    assert documented.is_valid(body), body
+                    continue
+                # Beyond JSON Schema: a range's min <= max, and which power of ten an exponent form is.
+                out_of_order = kind == "range" and None not in (low, high) and Decimal(str(low)) > Decimal(str(high))
+                power_of_ten = kind == "milestone" and high is None and low == "1e1"
+                assert documented.is_valid(body) == (out_of_order or power_of_ten), body
+        # Absent targets are null ones.
+        assert documented.is_valid({"name": "k", "type": kind}) == (kind in ("milestone", "baseline"))
+
+
+def test_patch_bodies_stay_plain_objects(document):
+    patch = request_schema(document, "/v1/keyresults/{key_result_id}", "patch")
+    assert "oneOf" not in patch and "required" not in patch
+    assert patch["properties"]["type"]["enum"] == list(schemas.KEY_RESULT_TYPES)
 
 
 @pytest.mark.parametrize("path, update", [
@@ -198,6 +360,7 @@ def test_patch_bodies_are_merge_patches_over_the_update_schemas(document, path, 
         if getattr(field, "max_length", None):
             assert described["maxLength"] == field.max_length
     assert operation["responses"]["200"] == operation_of(document, path, "post")["responses"]["200"]
+    assert set(operation["responses"]) == set(operation_of(document, path, "post")["responses"])
     assert {"400", "401", "403", "404", "507"} <= set(operation["responses"])
 
 
@@ -219,8 +382,7 @@ def test_request_bodies_are_required_only_where_a_field_is(document):
 
 
 def test_decimals_are_documented_as_strings_or_numbers(document):
-    confidence = request_schema(document, "/v1/objectives/{objective_id}/keyresults", "post")[
-        "properties"]["confidence"]
+    confidence = component(document, "KeyResultSchemaPositive")["properties"]["confidence"]
     string, number = confidence["anyOf"]
     assert string["type"] == "string" and re.fullmatch(string["pattern"][1:-1], "1e3")
     assert (number["type"], number["minimum"], number["maximum"]) == ("number", 0, 1)
@@ -232,12 +394,51 @@ def test_response_schemas_match_what_the_service_returns(client, document):
     objective = client.post("/v1/objectives", json={
         "name": "o", "cycle_id": cycle["id"], "is_company": False, "is_personal": False}).get_json()
     kr = client.post(f"/v1/objectives/{objective['id']}/keyresults", json={"name": "k", "type": "baseline"})
-    for name, body in [("Cycle", cycle), ("Objective", objective), ("KeyResult", kr.get_json())]:
+    for name, body in [("Cycle", cycle), ("Objective", objective), ("KeyResultBaseline", kr.get_json())]:
         properties = component(document, name)["properties"]
         assert set(properties) == set(body)
         assert set(component(document, name)["required"]) == set(body)
     error = component(document, "Error")
     assert set(error["required"]) == {"code", "message"} and "details" in error["properties"]
+
+
+KEY_RESULTS = [
+    {"name": "m", "type": "milestone"},
+    {"name": "b", "type": "baseline", "current_value": "3"},
+    {"name": "r", "type": "range", "target_value_min": "2", "target_value_max": 4},
+    {"name": "p", "type": "positive", "target_value_min": "10"},
+    {"name": "n", "type": "negative", "target_value_min": "-5.5"},
+]
+
+
+def test_answers_of_every_type_fit_exactly_their_schemas(client, runner, document):
+    user = make_user(runner)
+    cycle = client.post("/v1/cycles", json={"name": "Q1"}).get_json()
+    top = client.post("/v1/objectives", json={
+        "name": "o", "cycle_id": cycle["id"], "is_company": True, "is_personal": False}).get_json()
+    child = client.post("/v1/objectives", json={
+        "name": "c", "cycle_id": cycle["id"], "is_company": False, "is_personal": False,
+        "parent_objective_id": top["id"]}).get_json()
+    for body in KEY_RESULTS:
+        kr = client.post(f"/v1/objectives/{child['id']}/keyresults", json=body).get_json()
+        for name in ("KeyResult", f"KeyResult{body['type'].capitalize()}"):
+            assert validator(document, name).is_valid(kr), (name, kr)
+        others = [kind for kind in schemas.KEY_RESULT_TYPES if kind != body["type"]]
+        assert not any(validator(document, f"KeyResult{kind.capitalize()}").is_valid(kr) for kind in others)
+    checkin = client.post(f"/v1/keyresults/{kr['id']}/checkins",
+                          json={"value": "-6", "comment": "better", "author_id": user["id"]}).get_json()
+    answers = [
+        ("Checkin", checkin),
+        ("CheckinPage", client.get(f"/v1/keyresults/{kr['id']}/checkins?page_size=1").get_json()),
+        ("KeyResultPage", client.get(f"/v1/keyresults?cycle_id={cycle['id']}").get_json()),
+        ("CycleReport", client.get(f"/v1/cycles/{cycle['id']}/report").get_json()),
+        ("ObjectiveReport", client.get(f"/v1/objectives/{top['id']}/report").get_json()),
+    ]
+    for name, answer in answers:
+        assert validator(document, name).is_valid(answer), (name, answer)
+    report = answers[-1][1]["objective"]
+    assert len(report["children"][0]["key_results"]) == len(KEY_RESULTS)
+    assert answers[1][1]["next_page_token"] is not None  # a token the pattern was checked on
 
 
 def test_text_patterns_mean_what_the_service_enforces(document):
@@ -256,3 +457,56 @@ def test_blank_means_what_str_isspace_means():
 def test_document_is_plain_json(client):
     raw = client.get("/v1/openapi.json").get_data(as_text=True)
     assert json.loads(raw)["info"]["title"] == "OKR service"
+
+
+RESOURCES = ["/v1/objectives/{objective_id}", "/v1/keyresults/{key_result_id}", "/v1/cycles/{cycle_id}",
+             "/v1/teams/{team_id}", "/v1/users/{user_id}"]
+
+
+def header_parameters(operation):
+    return {p["name"] for p in operation.get("parameters", []) if p["in"] == "header"}
+
+
+def test_conditional_requests_are_documented(document):
+    conditional = set()
+    for path in RESOURCES:
+        get = operation_of(document, path, "get")
+        assert header_parameters(get) == {"If-None-Match"}
+        assert "ETag" in get["responses"]["200"]["headers"]
+        assert "content" not in get["responses"]["304"] and "ETag" in get["responses"]["304"]["headers"]
+        conditional.add((path, "get"))
+        for method in ("post", "patch", "delete"):
+            write = operation_of(document, path, method)
+            if write is None:
+                continue
+            assert header_parameters(write) == {"If-Match"}, (path, method)
+            assert "412" in write["responses"], (path, method)
+            assert ("ETag" in write["responses"]["200"].get("headers", {})) == (method != "delete"), (path, method)
+            conditional.add((path, method))
+    checkin = operation_of(document, "/v1/keyresults/{key_result_id}/checkins", "post")
+    assert header_parameters(checkin) == {"If-Match"} and "412" in checkin["responses"]
+    assert "headers" not in checkin["responses"]["200"]  # it answers the check-in, which has no ETag
+    conditional.add(("/v1/keyresults/{key_result_id}/checkins", "post"))
+    assert len(conditional) == 16
+    # Nothing else takes a precondition or answers 304 or 412.
+    for path, method, operation in operations(document):
+        if (path, method) not in conditional:
+            assert not header_parameters(operation), (path, method)
+            assert not {"304", "412"} & set(operation["responses"]), (path, method)
+
+
+def test_etags_412_and_304_look_as_documented(client, document):
+    # The documented header and shapes hold for what the service really answers.
+    cycle = client.post("/v1/cycles", json={"name": "Q1"}).get_json()
+    path = f"/v1/cycles/{cycle['id']}"
+    get = operation_of(document, "/v1/cycles/{cycle_id}", "get")["responses"]
+    tag = client.get(path).headers["ETag"]
+    assert re.fullmatch(get["200"]["headers"]["ETag"]["schema"]["pattern"], tag)
+    not_modified = client.get(path, headers={"If-None-Match": tag})
+    assert not_modified.status_code == 304 and not_modified.get_data() == b""
+    assert not_modified.headers["ETag"] == tag
+    renamed = client.post(path, json={"name": "Q2"}, headers={"If-Match": tag})
+    assert renamed.status_code == 200 and renamed.headers["ETag"] != tag
+    stale = client.post(path, json={"name": "Q3"}, headers={"If-Match": tag})
+    assert validator(document, "Error").is_valid(stale.get_json()) and stale.get_json()["code"] == 412
+    assert_error(stale, 412)
