@@ -5,11 +5,13 @@ import sqlite3
 import subprocess
 import sys
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 
 import helpers
-from okr import create_app
+import okr.db
+from okr import create_app, schema_path
 from okr.api.auth import authorization_header
 from okr.db import SCHEMA_VERSION, SchemaTooNew, init_db, utc_now
 
@@ -108,7 +110,7 @@ def test_a_version_0_database_keeps_every_row_and_gets_email_keys_and_read_only_
     with app.app_context():
         init_db()
     assert v0_rows(path) == before
-    assert user_version(path) == SCHEMA_VERSION == 1
+    assert user_version(path) == SCHEMA_VERSION
     assert_served(app)
     with closing(sqlite3.connect(path)) as db:
         keys = db.execute("SELECT email, email_key FROM users ORDER BY seq").fetchall()
@@ -175,4 +177,246 @@ def test_the_clash_report_shows_on_stderr_of_a_command(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Émile@x.org" in result.stderr and "émile@X.ORG" in result.stderr
     assert "STRASSE@x.org" in result.stderr
-    assert user_version(path) == 1
+    assert user_version(path) == SCHEMA_VERSION
+
+
+# --- version 1 to 2: check-ins and revisions ------------------------------------------------
+
+# schema.sql of the last release of schema version 1 (git show 169d3ce:schema.sql)
+SCHEMA_V1 = helpers.REPO / "tests" / "fixtures" / "schema_v1.sql"
+REVISED_TABLES = ("users", "teams", "cycles", "objectives", "key_results")
+V1_TABLES = ("users", "teams", "cycles", "objectives", "key_results", "api_keys")
+# seq order; ids run against it, so only seq order passes. Every type, distinct values and times.
+V1_KEY_RESULTS = [
+    # id, objective, type, confidence, current_value, min, max, created_at, modified_at
+    ("k-e", "o1", "positive", "0.10", "5.00", "100.00", None, "2026-02-01T00:00:00Z", "2026-02-05T10:00:00Z"),
+    ("k-d", "o1", "range", "0.25", "-3.50", "-10.00", "0.00", "2026-02-02T00:00:00Z", "2026-03-01T11:30:00Z"),
+    ("k-c", "o2", "milestone", "1.00", "1.00", "1.00", None, "2026-02-03T00:00:00Z", "2026-02-03T00:00:00Z"),
+    ("k-b", "o2", "baseline", "0.75", "123456.125", None, None, "2026-02-04T00:00:00Z", "2026-04-09T23:59:59Z"),
+    ("k-a", "o3", "negative", "0.00", "0.00", "7.00", None, "2026-02-05T00:00:00Z", "2026-02-06T06:06:06Z"),
+]
+
+
+def make_v1_database(path):
+    """A database as the release before check-ins made it, with rows in every table."""
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_V1.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 1")
+        db.executemany("INSERT INTO users (id, name, email, email_key, is_active, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                       [("u1", "Ada", "Ada@example.com", "ada@example.com", 1, "2026-01-01T00:00:00Z"),
+                        ("u2", "Bob", "bob@example.com", "bob@example.com", 0, "2026-01-02T00:00:00Z")])
+        db.execute("INSERT INTO teams (id, name, created_at) VALUES ('t1', 'Platform', '2026-01-03T00:00:00Z')")
+        db.executemany("INSERT INTO cycles (id, name, created_at) VALUES (?, ?, ?)",
+                       [("c1", "Q1", "2026-01-04T00:00:00Z"), ("c2", "Q2", "2026-01-05T00:00:00Z")])
+        objective = ("INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id, team_id,"
+                     " assignee_id, parent_objective_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        db.execute(objective, ("o1", "Grow", "text", 1, 0, "c1", "t1", "u1", None,
+                               "2026-01-06T00:00:00Z", "2026-01-07T00:00:00Z"))
+        db.execute(objective, ("o2", "Child", None, 0, 1, "c1", None, "u2", "o1",
+                               "2026-01-08T00:00:00Z", "2026-01-09T00:00:00Z"))
+        db.execute(objective, ("o3", "Elsewhere", None, 0, 0, "c2", "t1", None, "o2",
+                               "2026-01-10T00:00:00Z", "2026-01-10T00:00:00Z"))
+        for kr_id, objective_id, kind, confidence, value, low, high, created, modified in V1_KEY_RESULTS:
+            cycle_id = "c2" if objective_id == "o3" else "c1"
+            db.execute("INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,"
+                       " target_value_min, target_value_max, created_at, modified_at)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (kr_id, objective_id, cycle_id, f"KR {kr_id}", kind, confidence, value, low, high,
+                        created, modified))
+        db.execute("INSERT INTO api_keys (credential, secret, name, created_at, revoked_at, read_only)"
+                   " VALUES ('cred1', 'secret1', 'live', '2026-01-01T00:00:00Z', NULL, 0),"
+                   " ('cred2', 'secret2', 'reader', '2026-01-01T00:00:00Z', NULL, 1),"
+                   " ('cred3', 'secret3', 'old', '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z', 0)")
+        db.commit()
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkins'").fetchone()
+
+
+def v1_rows(path):
+    """Every row of every version-1 table, in the version-1 columns, in seq order."""
+    with closing(sqlite3.connect(path)) as db:
+        rows = {}
+        for table in V1_TABLES:
+            columns = ", ".join(column for column in V1_COLUMNS[table])
+            rows[table] = db.execute(f"SELECT {columns} FROM {table} ORDER BY seq").fetchall()
+        return rows
+
+
+def columns_of(path, table):
+    with closing(sqlite3.connect(path)) as db:
+        return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
+def dump(path):
+    """The whole database as SQL text, schema and rows, and its version."""
+    with closing(sqlite3.connect(path)) as db:
+        return list(db.iterdump()), db.execute("PRAGMA user_version").fetchone()[0]
+
+
+def _v1_columns():
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.executescript(SCHEMA_V1.read_text(encoding="utf-8"))
+        return {table: [row[1] for row in db.execute(f"PRAGMA table_info({table})")] for table in V1_TABLES}
+
+
+V1_COLUMNS = _v1_columns()
+
+
+def migrated_v1(tmp_path):
+    path = tmp_path / "v1.db"
+    make_v1_database(path)
+    before = v1_rows(path)
+    app = create_app({"TESTING": True, "DATABASE": path})
+    with app.app_context():
+        init_db()
+    return app, path, before
+
+
+def signed():
+    return {"Authorization": authorization_header("cred1", "secret1", utc_now())}
+
+
+def test_the_v1_fixture_is_the_schema_of_the_release_before_checkins():
+    assert "checkins" not in SCHEMA_V1.read_text(encoding="utf-8")
+    assert "revision" not in SCHEMA_V1.read_text(encoding="utf-8")
+    assert "email_key" in V1_COLUMNS["users"] and "read_only" in V1_COLUMNS["api_keys"]
+
+
+def test_a_version_1_database_keeps_every_row_and_goes_to_the_new_version(tmp_path):
+    app, path, before = migrated_v1(tmp_path)
+    assert SCHEMA_VERSION == 2
+    assert user_version(path) == SCHEMA_VERSION
+    after = v1_rows(path)
+    assert after == before
+    assert [len(after[table]) for table in V1_TABLES] == [2, 1, 2, 3, 5, 3]
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+def test_a_version_1_database_gets_one_checkin_per_key_result_of_its_present_value(tmp_path):
+    _, path, _ = migrated_v1(tmp_path)
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT c.id, k.id, c.value, c.confidence, c.comment, c.author_id, c.created_at"
+                          f" FROM checkins c JOIN key_results k ON {checkin_owner_join(db)} ORDER BY c.seq").fetchall()
+        assert db.execute("SELECT count(*) FROM checkins").fetchone()[0] == len(rows)
+    assert [row[1:] for row in rows] == [
+        (kr_id, value, confidence, None, None, modified)
+        for kr_id, _, _, confidence, value, _, _, _, modified in V1_KEY_RESULTS
+    ]
+    ids = [row[0] for row in rows]
+    assert all(helpers.UUID4.fullmatch(checkin_id) for checkin_id in ids)
+    assert len(set(ids)) == len(ids)
+
+
+def test_a_migrated_key_results_checkin_is_served(tmp_path):
+    app, path, _ = migrated_v1(tmp_path)
+    client = app.test_client()
+    for kr_id, _, _, confidence, value, _, _, _, modified in V1_KEY_RESULTS:
+        response = client.get(f"/v1/keyresults/{kr_id}/checkins", headers=signed())
+        assert response.status_code == 200, response.get_json()
+        body = response.get_json()
+        assert body["next_page_token"] is None
+        [checkin] = body["checkins"]
+        assert checkin == {"id": checkin["id"], "key_result_id": kr_id, "value": value, "confidence": confidence,
+                           "comment": None, "author_id": None, "created_at": modified}
+        key_result = client.get(f"/v1/keyresults/{kr_id}", headers=signed()).get_json()
+        assert (key_result["current_value"], key_result["confidence"], key_result["modified_at"]) == (
+            value, confidence, modified)
+    # and a migrated key result takes new check-ins after its first
+    response = client.post("/v1/keyresults/k-d/checkins", json={"value": "-1", "author_id": "u1"}, headers=signed())
+    assert response.status_code == 200, response.get_json()
+    listed = client.get("/v1/keyresults/k-d/checkins", headers=signed()).get_json()["checkins"]
+    assert [(c["value"], c["confidence"], c["author_id"]) for c in listed] == [
+        ("-3.50", "0.25", None), ("-1.00", "0.25", "u1")]
+
+
+def test_a_version_1_database_gets_revision_columns_at_zero(tmp_path):
+    _, path, _ = migrated_v1(tmp_path)
+    with closing(sqlite3.connect(path)) as db:
+        for table in REVISED_TABLES:
+            info = {row[1]: row for row in db.execute(f"PRAGMA table_info({table})")}
+            assert "revision" in info, table
+            assert info["revision"][2].upper() == "INTEGER" and info["revision"][3] == 1, info["revision"]
+            assert {row[0] for row in db.execute(f"SELECT revision FROM {table}")} == {0}, table
+
+
+def test_a_migrated_version_1_database_has_the_same_columns_and_indexes_as_a_new_one(app, tmp_path):
+    _, path, _ = migrated_v1(tmp_path)
+    assert structure(path) == structure(app.config["DATABASE"])
+    assert "checkins" in structure(path)[0]
+
+
+def test_migrating_a_version_1_database_twice_changes_nothing(tmp_path):
+    app, path, _ = migrated_v1(tmp_path)
+    once = dump(path)
+    with app.app_context():
+        init_db()
+    assert dump(path) == once
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT count(*) FROM checkins").fetchone()[0] == len(V1_KEY_RESULTS)
+
+
+def test_a_version_0_database_also_gets_its_first_checkins(tmp_path):
+    path = tmp_path / "v0.db"
+    make_v0_database(path)
+    with create_app({"TESTING": True, "DATABASE": path}).app_context():
+        init_db()
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT k.id, c.value, c.confidence, c.comment, c.author_id, c.created_at"
+                          f" FROM checkins c LEFT JOIN key_results k ON {checkin_owner_join(db)}")
+        assert rows.fetchall() == [("k1", "1.00", "0.50", None, None, NOW)]
+        assert "revision" in table_columns_of(db, "key_results")
+
+
+def checkin_owner_join(db):
+    """The join of checkins c to key_results k: the design keys check-ins on key_results.id,
+    the code on key_results.seq."""
+    if "key_result_id" in table_columns_of(db, "checkins"):
+        return "k.id = c.key_result_id"
+    return "k.seq = c.key_result_seq"
+
+
+def table_columns_of(db, table):
+    return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
+class Boom(RuntimeError):
+    pass
+
+
+@pytest.mark.parametrize("failing", ["schema", "fill"])
+def test_a_migration_failing_midway_leaves_the_database_as_it_was(tmp_path, monkeypatch, failing):
+    path = tmp_path / "v1.db"
+    make_v1_database(path)
+    before = dump(path)
+    config = {"TESTING": True, "DATABASE": path}
+    if failing == "schema":
+        # after the columns are added and most of schema.sql ran (checkins included), a statement fails
+        broken = tmp_path / "schema.sql"
+        broken.write_text(Path(schema_path()).read_text(encoding="utf-8")
+                          + "\nINSERT INTO no_such_table VALUES (1);\n", encoding="utf-8")
+        config["SCHEMA"] = broken
+        expected = sqlite3.OperationalError
+    else:
+        # after the check-ins are recorded, the last step fails
+        fill = okr.db.FILLS[2]
+
+        def fill_then_fail(db):
+            fill(db)
+            assert db.execute("SELECT count(*) FROM checkins").fetchone()[0] == len(V1_KEY_RESULTS)
+            raise Boom("disk on fire")
+
+        monkeypatch.setitem(okr.db.FILLS, 2, fill_then_fail)
+        expected = Boom
+    with create_app(config).app_context(), pytest.raises(expected):
+        init_db()
+    assert dump(path) == before
+    assert "revision" not in columns_of(path, "key_results")
+    monkeypatch.undo()
+    # and a later start with the real code migrates it
+    with create_app({"TESTING": True, "DATABASE": path}).app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT count(*) FROM checkins").fetchone()[0] == len(V1_KEY_RESULTS)
