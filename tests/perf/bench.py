@@ -660,10 +660,15 @@ def main():
         delete_peak_rss < 80 * 2**20,
         fresh.startup < 1,
     ]
+    # goals holds the verdicts of the rows that have a goal, in their order; a missed one is marked,
+    # since a ratio printed to two places may round up to its goal.
+    assert len(goals) == sum(1 for row in rows if row[3])
+    verdicts = iter(goals)
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':{width}}  {'figure':>16}  {'ratio':>20}  goal")
     for name, figure, ratio, goal in rows:
-        print(f"{name:{width}}  {figure:>16}  {ratio:>20}  {goal}")
+        missed = "  MISSED" if goal and not next(verdicts) else ""
+        print(f"{name:{width}}  {figure:>16}  {ratio:>20}  {goal}{missed}")
     print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {args.seconds} s, "
           f"wrk -t1 -c8 unless said, service threads {args.threads or 'default'}, {placement}")
     for name, rs in runs.items():
