@@ -172,3 +172,10 @@ CREATE TABLE IF NOT EXISTS api_keys (
     revoked_at TEXT,
     read_only  INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1))
 );
+
+-- Secrets the server keeps for itself: "session" signs the dashboard's session
+-- cookies, made once on first use so that sessions survive restarts.
+CREATE TABLE IF NOT EXISTS web_secrets (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);

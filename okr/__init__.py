@@ -14,7 +14,8 @@ def schema_path():
 
 def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
-    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG")
+    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG",
+             "SECURE_COOKIES")
     return {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
 
 
@@ -40,6 +41,10 @@ def create_app(test_config=None):
         MAX_PAGE_SIZE=1000,
         MAX_CONTENT_LENGTH=1024 * 1024,
         API_VERSION="1.0.0",
+        # The dashboard's session cookie is sent over HTTPS only: for a server behind TLS.
+        SECURE_COOKIES=False,
+        # The stylesheet's cache life; its URL changes with its content.
+        SEND_FILE_MAX_AGE_DEFAULT=86400,
     )
     app.config.from_mapping(env_settings())
     if test_config is not None:
@@ -49,10 +54,11 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.json.ensure_ascii = False
 
-    from . import api, cli, db
+    from . import api, cli, db, web
 
     db.init_app(app)
     api.init_app(app)
+    web.init_app(app)
     cli.init_app(app)
 
     @app.before_request

@@ -30,6 +30,7 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --channel-timeout S   OKR_CHANNEL_TIMEOUT   default 30 (seconds idle)
   --no-access-log       OKR_ACCESS_LOG=0      default on: a line per request
   --access-log          OKR_ACCESS_LOG=1
+  --secure-cookies      OKR_SECURE_COOKIES=1  default off (for HTTPS)
   --allow-anonymous     serve a non-loopback address while no API key exists
   -h, --help            show this help
   --version             show the version"""
@@ -84,6 +85,7 @@ def parse_options(argv):
     parser.add_argument("--access-log", action="store_const", const=True, default=None)
     parser.add_argument("--no-access-log", dest="access_log", action="store_const", const=False)
     parser.add_argument("--allow-anonymous", action="store_true", default=None)
+    parser.add_argument("--secure-cookies", action="store_const", const=True, default=None)
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
 

@@ -248,7 +248,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def table_columns(db, table):
@@ -311,6 +311,7 @@ def record_first_checkins(db):
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
+# Version 3 added the web_secrets table, which schema.sql creates: no step of its own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions}
 FILLS = {2: record_first_checkins}
 
@@ -353,7 +354,8 @@ def migrate(db, schema_file):
         existing = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'").fetchone()
         if existing:
             for step in steps:
-                MIGRATIONS[step](db)
+                if step in MIGRATIONS:
+                    MIGRATIONS[step](db)
         for statement in schema_statements(schema_file):
             db.execute(statement)
         if existing:

@@ -52,7 +52,7 @@ def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
     roots, exact_by_objective = alignment_tree(objectives, key_results, progress.stale_test(now))
     return {
         "cycle": cycle_json(cycle),
-        "progress": progress.figure(progress.mean(exact_by_objective)),
+        "progress": progress.mean_figure(exact_by_objective),
         "objectives_count": len(objectives),
         "key_results_count": len(key_results),
         "objectives": roots,
@@ -71,6 +71,29 @@ def objective_report(db, objective_id, now):
     ).fetchall()
     roots, _ = alignment_tree(objectives, key_results, progress.stale_test(now))
     return {"objective": roots[0]}
+
+
+def key_result_report(db, key_result_id, now):
+    """One key result's report entry (as in a cycle report), or None if it is missing."""
+    row = db.execute(KEY_RESULTS_WITH_HISTORY.format(where="k.id = ?"), (key_result_id,)).fetchone()
+    return None if row is None else key_result_node(row, progress.stale_test(now))[0]
+
+
+def recent_values(db, cycle_id, count):
+    """{key result id: the values of its last `count` check-ins, oldest first} for a cycle, in one query."""
+    rows = db.execute(
+        """SELECT id, value FROM (
+               SELECT k.id, c.value, c.seq,
+                      row_number() OVER (PARTITION BY c.key_result_seq ORDER BY c.seq DESC) AS latest
+               FROM key_results k JOIN checkins c ON c.key_result_seq = k.seq
+               WHERE k.cycle_id = ?)
+           WHERE latest <= ? ORDER BY seq""",
+        (cycle_id, count),
+    ).fetchall()
+    values = {}
+    for key_result_id, value in rows:
+        values.setdefault(key_result_id, []).append(value)
+    return values
 
 
 def alignment_tree(objectives, key_results, stale):

@@ -5,6 +5,7 @@ from waitress import create_server
 
 import okr.api
 import okr.cli
+import okr.web.views
 from okr import create_app
 from okr.db import init_db
 
@@ -43,7 +44,7 @@ class Clock:
 def clock(monkeypatch):
     fake = Clock()
     modules = (okr.api.objectives, okr.api.key_results, okr.api.checkins, okr.api.reports, okr.api.cycles,
-               okr.api.teams, okr.cli.users, okr.cli.keys)
+               okr.api.teams, okr.cli.users, okr.cli.keys, okr.web.views)
     for module in modules:
         monkeypatch.setattr(module, "utc_now", fake)
     return fake

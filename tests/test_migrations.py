@@ -284,7 +284,6 @@ def test_the_v1_fixture_is_the_schema_of_the_release_before_checkins():
 
 def test_a_version_1_database_keeps_every_row_and_goes_to_the_new_version(tmp_path):
     app, path, before = migrated_v1(tmp_path)
-    assert SCHEMA_VERSION == 2
     assert user_version(path) == SCHEMA_VERSION
     after = v1_rows(path)
     assert after == before
@@ -420,3 +419,18 @@ def test_a_migration_failing_midway_leaves_the_database_as_it_was(tmp_path, monk
     assert user_version(path) == SCHEMA_VERSION
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("SELECT count(*) FROM checkins").fetchone()[0] == len(V1_KEY_RESULTS)
+
+
+def test_a_version_2_database_gets_the_web_secrets_table_and_keeps_its_rows(tmp_path):
+    """Version 3 only adds web_secrets; a version 2 database (one made before it) migrates to it."""
+    app, path, before = migrated_v1(tmp_path)
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("DROP TABLE web_secrets")
+        db.execute("PRAGMA user_version = 2")
+        db.commit()
+    with app.app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION == 3
+    assert v1_rows(path) == before
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT count(*) FROM web_secrets").fetchone()[0] == 0  # made on a page's first use

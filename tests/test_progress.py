@@ -98,3 +98,34 @@ def test_the_many_timestamps_test_agrees_with_is_stale(last):
 def test_mean_sums_exactly():
     thirds = [Fraction(1, 3)] * 3 + [Fraction(2, 7), None]
     assert mean(thirds) == (Fraction(1) + Fraction(2, 7)) / 4
+
+
+@pytest.mark.parametrize("values", [
+    [Fraction(1, 8)],                                   # an exact tie: half to even, down
+    [Fraction(3, 8), None],                             # an exact tie: half to even, up
+    [Fraction(1, 3), Fraction(2, 3), Fraction(1, 200)],
+    [Fraction(2, 3), Fraction(1, 300)],                 # 0.335 exactly, from two inexact thirds
+    [Fraction(1), Fraction(0), Fraction(5, 1000), Fraction(7, 1000)],
+    [None],
+    [],
+])
+def test_mean_figure_is_the_figure_of_the_exact_mean(values):
+    assert progress.mean_figure(values) == figure(mean(values))
+
+
+def test_mean_figure_agrees_with_the_exact_mean_on_many_random_cases():
+    import random
+    rng = random.Random(11)
+    for _ in range(2000):
+        values = [rng.choice([None, Fraction(rng.randint(0, 200), 200),
+                              Fraction(rng.randint(0, 10**6), rng.randint(10**6, 10**7))])
+                  for _ in range(rng.randint(1, 9))]
+        assert progress.mean_figure(values) == figure(mean(values)), values
+
+
+def test_mean_figure_of_many_unlike_fractions_does_not_sum_them_exactly(monkeypatch):
+    # 10,000 objectives' progress: an exact sum's denominator runs to tens of thousands of bits.
+    rng = __import__("random").Random(5)
+    values = [Fraction(rng.randint(0, 10**6), rng.randint(10**6, 10**7)) for _ in range(10_000)]
+    monkeypatch.setattr(progress, "mean", lambda values: pytest.fail("summed exactly"))
+    assert progress.mean_figure(values) in {f"0.{n:02d}" for n in range(100)}

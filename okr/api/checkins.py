@@ -16,7 +16,12 @@ bp = Blueprint("checkins", __name__, url_prefix="/v1/keyresults/<key_result_id>/
 def create_checkin(key_result_id):
     """Records a check-in, which becomes the key result's current value and confidence."""
     key_result = get_current_key_result_or_404(key_result_id)
-    body = load_body(checkin_schema)
+    return check_in(key_result, load_body(checkin_schema))
+
+
+def check_in(key_result, body):
+    """Records a validated check-in (a CheckinSchema body) on a key result row, and moves the key
+    result to it; the API and the dashboard both record check-ins here."""
     db = get_db()
     author_id = body["author_id"]
     if author_id is not None and db.execute("SELECT 1 FROM users WHERE id = ?", (author_id,)).fetchone() is None:

@@ -1,10 +1,7 @@
-"""GET /: a small JSON index of the service, open without auth (a dashboard will replace it)."""
+"""The JSON index of the service, open without auth: GET / for API clients (browsers get the dashboard)."""
 import importlib.metadata
 from functools import cache
 
-from flask import Blueprint
-
-bp = Blueprint("index", __name__)
 
 PACKAGE = "okr-service"
 # What setup.cfg says, for a checkout run without installing the package.
@@ -21,7 +18,6 @@ def package_version():
         return CHECKOUT_VERSION
 
 
-@bp.get("/")
 def show_index():
     """Names the service and its version, and links to its description and health check."""
     return {"name": PACKAGE, "version": package_version(), "links": LINKS}

@@ -326,10 +326,15 @@ def test_any_declared_body_over_the_limit_is_413(client, method, path):
     assert_error(response, 413)
 
 
-@pytest.mark.parametrize("path", ["//v1/cycles", "/v1//cycles", "/static/x"])
-def test_doubled_slashes_and_static_are_unknown_paths_not_redirects(client, path):
+@pytest.mark.parametrize("path", ["//v1/cycles", "/v1//cycles", "/nothing/x"])
+def test_doubled_slashes_are_unknown_paths_not_redirects(client, path):
     assert_error(client.get(path), 404)
     assert_error(client.post(path, json={}), 404)
+
+
+def test_a_missing_stylesheet_is_a_json_404_and_static_files_take_only_get(client):
+    assert_error(client.get("/static/x"), 404)
+    assert_error(client.post("/static/style.css", json={}), 405)
 
 
 @pytest.mark.parametrize("raw", [b"\x0c", b"\x0b", b" \x0c ", b"\xa0"])

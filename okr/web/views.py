@@ -1,0 +1,245 @@
+"""The dashboard's pages: /, /cycles/<id>, /keyresults/<id>, /login and /logout."""
+import hashlib
+from functools import wraps
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from flask import Blueprint, abort, redirect, render_template, request, url_for
+from marshmallow import ValidationError
+from werkzeug.exceptions import HTTPException
+
+from .. import reports
+from ..api import index
+from ..api.checkins import check_in
+from ..api.errors import flatten
+from ..api.paging import UUID_RE
+from ..api.schemas import checkin_schema
+from ..db import get_db, utc_now
+from ..progress import parse_timestamp
+from . import sessions, words
+
+bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
+
+CYCLES_PER_PAGE = 20
+SPARK_POINTS = 12
+HISTORY_ROWS = 100
+STYLESHEET = Path(__file__).parent / "static" / "style.css"
+# Changes with the stylesheet, so that its long cache life never serves an old one.
+STYLE_VERSION = hashlib.sha256(STYLESHEET.read_bytes()).hexdigest()[:12]
+
+
+class PageError(HTTPException):
+    """An error shown as a page: its status, a heading and a sentence."""
+
+    def __init__(self, code, title, message):
+        super().__init__(message)
+        self.code, self.title = code, title
+
+
+def page_error(error):
+    return render_template("message.html", title=error.title, message=error.description), error.code
+
+
+def wants_page():
+    """Whether the client asked for HTML before JSON (a browser does; curl and API clients do not)."""
+    best = request.accept_mimetypes.best_match(["application/json", "text/html"])
+    return best == "text/html" and request.accept_mimetypes["text/html"] > request.accept_mimetypes["application/json"]
+
+
+def page(view):
+    """A page: needs a live session once API keys exist, and shows errors as pages."""
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        if sessions.login_required() and sessions.current_key() is None:
+            sessions.log_out()
+            return redirect(url_for("web.show_login", next=request.full_path.rstrip("?")), 303)
+        return view(*args, **kwargs)
+    return wrapper
+
+
+@bp.app_context_processor
+def page_globals():
+    return {
+        "words": words,
+        "csrf_token": sessions.csrf_token,
+        "style_version": STYLE_VERSION,
+        "logged_in": lambda: sessions.current_key() is not None,
+    }
+
+
+def now():
+    return parse_timestamp(utc_now())
+
+
+@bp.get("/")
+def show_dashboard():
+    """Shows the cycles, newest first, with their progress; the JSON index for API clients."""
+    if not wants_page():
+        return index.show_index()
+    return show_cycles()
+
+
+@page
+def show_cycles():
+    db = get_db()
+    before = request.args.get("before", "")
+    if before and not before.isdigit():
+        raise PageError(400, "Bad page link", "The link's 'before' is not a cycle position.")
+    cycles = db.execute(
+        "SELECT * FROM cycles WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+        (int(before) if before else 2**63 - 1, CYCLES_PER_PAGE + 1),
+    ).fetchall()
+    older = cycles[CYCLES_PER_PAGE]["seq"] + 1 if len(cycles) > CYCLES_PER_PAGE else None
+    moment = now()
+    summaries = [summary(reports.cycle_report(db, cycle, moment)) for cycle in cycles[:CYCLES_PER_PAGE]]
+    return render_template("dashboard.html", cycles=summaries, older=older)
+
+
+def summary(report):
+    """A cycle report boiled down to what the dashboard's list shows."""
+    at_risk = stale = 0
+    stack = list(report["objectives"])
+    while stack:
+        objective = stack.pop()
+        stack.extend(objective["children"])
+        for key_result in objective["key_results"]:
+            at_risk += key_result["status"] != "on_track"
+            stale += key_result["stale"]
+    return {**report, "at_risk": at_risk, "stale": stale}
+
+
+@bp.get("/cycles/<cycle_id>")
+@page
+def show_cycle(cycle_id):
+    """Shows a cycle's alignment tree, maybe for one team or assignee."""
+    db = get_db()
+    cycle = db.execute("SELECT * FROM cycles WHERE id = ?", (cycle_id,)).fetchone()
+    if cycle is None:
+        raise PageError(404, "No such cycle", "This cycle does not exist; it may have been deleted.")
+    chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id")}
+    report = reports.cycle_report(db, cycle, now(), **chosen)
+    teams = db.execute("SELECT id, name FROM teams ORDER BY name, seq").fetchall()
+    users = db.execute("SELECT id, name FROM users ORDER BY name, seq").fetchall()
+    return render_template(
+        "cycle.html",
+        report=report,
+        chosen=chosen,
+        teams=teams,
+        users=users,
+        team_names={row["id"]: row["name"] for row in teams},
+        user_names={row["id"]: row["name"] for row in users},
+        sparks=reports.recent_values(db, cycle_id, SPARK_POINTS),
+        moment=now(),
+    )
+
+
+def filter_arg(name):
+    """A filter's value: None when empty or absent; a 400 page when it is not an id."""
+    value = request.args.get(name, "")
+    if not value:
+        return None
+    if not UUID_RE.fullmatch(value):
+        raise PageError(400, "Bad filter", f"The {name.replace('_id', '')} in this link is not a valid id.")
+    return value
+
+
+@bp.get("/keyresults/<key_result_id>")
+@page
+def show_key_result(key_result_id):
+    """Shows a key result's history as a table and a chart, with a check-in form."""
+    return render_key_result(key_result_id)
+
+
+@bp.post("/keyresults/<key_result_id>")
+@page
+def check_in_key_result(key_result_id):
+    """Records a check-in from the form, through the API's own check-in code."""
+    db = get_db()
+    key_result = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
+    if key_result is None:
+        raise PageError(404, "No such key result", "This key result does not exist; it may have been deleted.")
+    if not sessions.csrf_ok():
+        raise PageError(400, "Check-in not recorded",
+                        "This form has expired or did not come from this page. Go back, reload the page "
+                        "and submit the check-in again.")
+    key = sessions.current_key()
+    if key is not None and key["read_only"]:
+        raise PageError(403, "Check-in not recorded",
+                        "You are logged in with a read-only API key, which may look but not record check-ins.")
+    form = {name: request.form.get(name, "") for name in ("value", "confidence", "comment")}
+    body = {"value": form["value"].strip(), "comment": form["comment"] or None}
+    if form["confidence"].strip():
+        body["confidence"] = form["confidence"].strip()
+    try:
+        check_in(key_result, checkin_schema.load(body))
+    except ValidationError as error:
+        return render_key_result(key_result_id, form=form, errors=flatten(error.messages)), 400
+    return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
+
+
+def render_key_result(key_result_id, form=None, errors=None):
+    db = get_db()
+    moment = now()
+    node = reports.key_result_report(db, key_result_id, moment)
+    if node is None:
+        raise PageError(404, "No such key result", "This key result does not exist; it may have been deleted.")
+    objective = db.execute("SELECT * FROM objectives WHERE id = ?", (node["objective_id"],)).fetchone()
+    history = db.execute(
+        """SELECT c.*, u.name AS author_name FROM checkins c
+           JOIN key_results k ON k.seq = c.key_result_seq
+           LEFT JOIN users u ON u.id = c.author_id
+           WHERE k.id = ? ORDER BY c.seq DESC LIMIT ?""",
+        (key_result_id, HISTORY_ROWS + 1),
+    ).fetchall()
+    shown = history[:HISTORY_ROWS]
+    targets = [t for t in (node["target_value_min"], node["target_value_max"]) if t is not None]
+    if node["type"] == "baseline":
+        targets = []
+    chart = words.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets)
+    if form is None:
+        form = {"value": "", "confidence": node["confidence"], "comment": ""}
+    return render_template(
+        "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
+        chart=chart, form=form, errors=errors or {}, moment=moment,
+    )
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def show_login():
+    """Asks for an API key's credential and secret, and opens a session."""
+    next_path = local_path(request.values.get("next", ""))
+    if not sessions.login_required():
+        return redirect(next_path, 303)
+    if request.method == "GET":
+        return render_template("login.html", next=next_path, credential="", error=None)
+    if not sessions.csrf_ok():
+        return render_template("login.html", next=next_path, credential=request.form.get("credential", ""),
+                               error="This form has expired; please log in again."), 400
+    credential = request.form.get("credential", "").strip()
+    key = sessions.check_login(credential, request.form.get("secret", "").strip())
+    if key is None:
+        return render_template("login.html", next=next_path, credential=credential,
+                               error="Unknown or revoked credential, or wrong secret."), 401
+    sessions.log_in(key)
+    return redirect(next_path, 303)
+
+
+@bp.post("/logout")
+def log_out():
+    """Ends the session."""
+    if sessions.csrf_ok():
+        sessions.log_out()
+    return redirect(url_for("web.show_login") if sessions.login_required() else "/", 303)
+
+
+def local_path(target):
+    """target when it is a path on this site, else /: a login must never send anyone elsewhere."""
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+@bp.app_errorhandler(PageError)
+def show_page_error(error):
+    return page_error(error)

@@ -1,0 +1,99 @@
+"""How the pages put figures into words and pictures: numbers, key-result targets, times, SVG lines.
+
+Presentation only: every figure shown comes from okr.progress and okr.reports.
+"""
+from datetime import datetime
+from decimal import Decimal
+
+from .. import progress
+
+STATUS_WORDS = {"on_track": "on track", "at_risk": "at risk", "off_track": "off track"}
+
+
+def number(decimal_text):
+    """A stored decimal as a person writes it: "500.00" is "500", "12.50" is "12.5"."""
+    if decimal_text is None:
+        return ""
+    value = Decimal(decimal_text)
+    text = f"{value:f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def percent(fraction_text):
+    """ "0.80" as "80%"; None as "" (a baseline has no progress)."""
+    if fraction_text is None:
+        return ""
+    return f"{number(str(Decimal(fraction_text) * 100))}%"
+
+
+def target_words(kind, start, current, low, high):
+    """Start, current and target in words: "120 of 500", "stay between 1 and 4: now 3", "done"."""
+    if kind == "positive":
+        return f"{number(current)} of {number(low)} (from {number(start)})"
+    if kind == "negative":
+        return f"from {number(start)} down to {number(low)}: now {number(current)}"
+    if kind == "range":
+        return f"stay between {number(low)} and {number(high)}: now {number(current)}"
+    if kind == "milestone":
+        return "done" if Decimal(current) >= 1 else "not yet"
+    return f"now {number(current)} (no target)"
+
+
+def time_ago(timestamp, now):
+    """A stored timestamp in words relative to now: "just now", "5 minutes ago", "3 days ago"."""
+    seconds = int((now - progress.parse_timestamp(timestamp)).total_seconds())
+    if seconds < 0:
+        return "just now"
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''} ago"
+    return "just now"
+
+
+def scale(values, size):
+    """Positions 0..size for values (Decimals), the lowest at 0; all equal: the middle."""
+    low, high = min(values), max(values)
+    if low == high:
+        return [size / 2 for _ in values]
+    return [float((value - low) / (high - low)) * size for value in values]
+
+
+def sparkline(values, width=60, height=16):
+    """The points of a sparkline (an SVG polyline) of decimal strings; "" for fewer than two."""
+    if len(values) < 2:
+        return ""
+    ys = scale([Decimal(v) for v in values], height - 2)
+    step = width / (len(values) - 1)
+    return " ".join(f"{i * step:.0f},{height - 1 - y:.0f}" for i, y in enumerate(ys))
+
+
+def chart(checkins, targets, width=600, height=200, pad=24):
+    """Geometry of the value-over-time chart: the line's points, each target's y, the value range.
+
+    checkins are (created_at, value) pairs in time order; targets are decimal strings.
+    """
+    values = [Decimal(value) for _, value in checkins] + [Decimal(t) for t in targets]
+    times = [progress.parse_timestamp(at).timestamp() for at, _ in checkins]
+    ys = scale(values, height - 2 * pad)
+    first, last = min(times), max(times)
+    span = last - first or 1
+    xs = [pad + (t - first) / span * (width - 2 * pad) if last > first else width / 2 for t in times]
+    y_of = [height - pad - y for y in ys]
+    points = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, y_of))
+    return {
+        "points": points,
+        "dots": list(zip(xs, y_of)),
+        "targets": [(number(t), y) for t, y in zip(targets, y_of[len(checkins):])],
+        "low": number(str(min(values))),
+        "high": number(str(max(values))),
+        "width": width,
+        "height": height,
+        "pad": pad,
+    }
+
+
+def parse_now(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
