@@ -26,6 +26,13 @@ reports are served by a third service process on the same database, so that
 their memory does not count in the figure under the wrk load. The seeded data
 is made like real data (see seed_report_cycles), the same for every run.
 
+The dashboard: the page of the smaller cycle (GET /cycles/:id, Accept: text/html,
+its whole alignment tree as HTML) is timed the same way, over the same
+connection, in turn with the listing and the reports, against that cycle's
+report; its size in bytes is printed with the report's. Both are timed end to
+end, the client reading the whole body (and, for the report, parsing the JSON,
+as it always did: the time that takes is printed below the table).
+
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
 and the hello ceiling is pinned to the first CPU. --pin also pins the service
@@ -404,14 +411,22 @@ def keep_alive(port):
     return connection
 
 
-def fetch(connection, path):
-    """GETs path over an open keep-alive connection; returns the parsed JSON body."""
-    connection.request("GET", path)
+def fetch_body(connection, path, accept="application/json"):
+    """GETs path over an open keep-alive connection; returns the whole body, as bytes, of a 200 of that type."""
+    connection.request("GET", path, headers={"Accept": accept})
     response = connection.getresponse()
     body = response.read()
     if response.status != 200:
         raise RuntimeError(f"GET {path} answered {response.status}: {body[:200]!r}")
-    return json.loads(body)
+    kind = response.getheader("Content-Type", "")
+    if not kind.startswith(accept):
+        raise RuntimeError(f"GET {path} answered {kind!r}, asked for {accept}")
+    return body
+
+
+def fetch(connection, path):
+    """GETs path over an open keep-alive connection; returns the parsed JSON body."""
+    return json.loads(fetch_body(connection, path))
 
 
 def time_listing(connection, cycle):
@@ -431,11 +446,30 @@ def time_listing(connection, cycle):
     return time.perf_counter() - started, counts
 
 
-def time_report(connection, cycle):
-    """Seconds to get a cycle's report; and its objectives_count and key_results_count."""
+def time_report(connection, cycle, sizes=None):
+    """Seconds to get a cycle's report, parsed; and its objectives_count and key_results_count.
+
+    sizes, when given, keeps the largest body seen, in bytes, under "report".
+    """
     started = time.perf_counter()
-    report = fetch(connection, f"/v1/cycles/{cycle}/report")
-    return time.perf_counter() - started, [report["objectives_count"], report["key_results_count"]]
+    body = fetch_body(connection, f"/v1/cycles/{cycle}/report")
+    report = json.loads(body)
+    seconds = time.perf_counter() - started
+    if sizes is not None:
+        sizes["report"] = max(sizes.get("report", 0), len(body))
+    return seconds, [report["objectives_count"], report["key_results_count"]]
+
+
+def time_page(connection, cycle, sizes):
+    """Seconds to get a cycle's dashboard page, read whole; and the objectives and key results it shows.
+
+    sizes keeps the largest page seen, in bytes, under "page".
+    """
+    started = time.perf_counter()
+    body = fetch_body(connection, f"/cycles/{cycle}", accept="text/html")
+    seconds = time.perf_counter() - started
+    sizes["page"] = max(sizes.get("page", 0), len(body))
+    return seconds, [body.count(b'<article class="objective"'), body.count(b'<li class="kr ')]
 
 
 def report_nodes(report):
@@ -535,23 +569,30 @@ def main():
     checkins = checkin_script(folder, checkin_key_results)
     names = ("hello", "get 1", "get", "get quiet", "get 32", "first", "deep", "post", "checkin", "hello again")
     runs = {name: [] for name in names}
-    reports = {name: [] for name in ("listing", "report", "big report")}  # per round: its median, in seconds
+    reports = {name: [] for name in ("listing", "report", "big report", "page")}  # per round: its median, in s
+    sizes = {}  # the largest body of the smaller cycle's report and page, in bytes
     one = f"/v1/objectives/{ids[len(ids) // 2]}"
     # A keep-alive connection per round: the service closes one idle for its channel timeout (30 s).
     client = keep_alive(report_port)
     timers = {"listing": lambda client: time_listing(client, small_cycle),
-              "report": lambda client: time_report(client, small_cycle),
-              "big report": lambda client: time_report(client, big_cycle)}
+              "report": lambda client: time_report(client, small_cycle, sizes),
+              "big report": lambda client: time_report(client, big_cycle),
+              "page": lambda client: time_page(client, small_cycle, sizes)}
     expected = {"listing": [small, 4 * small], "report": [small, 4 * small], "big report": [big, 4 * big]}
     try:
         # Once untimed: checks the answers, and warms the reporting process up.
-        for name, timer in timers.items():
-            counts = timer(client)[1]
-            if counts != expected[name]:
-                raise RuntimeError(f"{name}: counted {counts} objectives and key results, seeded {expected[name]}")
         nodes = report_nodes(fetch(client, f"/v1/cycles/{small_cycle}/report"))
         if list(nodes) != expected["report"]:
             print(f"NOTE: the report's tree holds {nodes} objectives and key results, seeded {expected['report']}")
+        expected["page"] = list(nodes)  # the page shows the report's tree
+        for name, timer in timers.items():
+            counts = timer(client)[1]
+            if counts != expected[name]:
+                raise RuntimeError(f"{name}: counted {counts} objectives and key results, expected {expected[name]}")
+        body = fetch_body(client, f"/v1/cycles/{small_cycle}/report")
+        started = time.perf_counter()
+        json.loads(body)
+        report_parse = time.perf_counter() - started  # the client's share of the report's time
         for round_number in range(1, args.rounds + 1):
             print(f"round {round_number}/{args.rounds} ...", flush=True)
             s = args.seconds
@@ -609,6 +650,7 @@ def main():
         "checkin": statistics.median(r[0] / h for r, h in zip(runs["checkin"], ceilings)),
         "report": statistics.median(r / l for r, l in zip(reports["report"], reports["listing"])),
         "big report": statistics.median(b / r for b, r in zip(reports["big report"], reports["report"])),
+        "page": statistics.median(p / r for p, r in zip(reports["page"], reports["report"])),
         "deep": statistics.median(d[1] / f[1] for d, f in zip(runs["deep"], runs["first"])),
         "log": statistics.median(g[0] / q[0] for g, q in zip(runs["get"], runs["get quiet"])),
     }
@@ -636,10 +678,13 @@ def main():
         (f"GET the report of {big:,} objectives + {4 * big:,} key results + {40 * big:,} check-ins",
          f"{statistics.median(reports['big report']) * 1000:,.0f} ms",
          f"{ratio['big report']:.2f} x {small:,}", "<= 12"),
+        (f"GET /cycles/:id, the page of the {small:,}-objective cycle (HTML)",
+         f"{statistics.median(reports['page']) * 1000:,.0f} ms", f"{ratio['page']:.2f} x report", "<= 1.50"),
+        ("  ... its size", f"{sizes['page']:,} B", f"report {sizes['report']:,} B", "< 1,500,000 B"),
         (f"DELETE a cycle of {args.objectives:,} objectives + {3 * args.objectives:,} key results + check-ins",
          f"{delete_seconds:.2f} s", f"checkpointed {delete_checkpointed:.2f} s", "< 3 s"),
         ("server resident memory, peak under the wrk load", f"{okr_rss / 2**20:.1f} MB", "", "< 80 MB"),
-        ("  ... peak of the process serving the reports", f"{report_rss / 2**20:.1f} MB", "", ""),
+        ("  ... peak of the process serving the reports and pages", f"{report_rss / 2**20:.1f} MB", "", ""),
         ("  ... peak during the deletes", f"{delete_peak_rss / 2**20:.1f} MB",
          f"{delete_after_rss / 2**20:.1f} MB after", "< 80 MB"),
         ("start-up to first answer", f"{fresh.startup:.2f} s", f"(first start {okr_startup:.2f} s)", "< 1 s"),
@@ -655,6 +700,8 @@ def main():
         median["checkin"][2] == 0,
         ratio["report"] <= 1.0,
         ratio["big report"] <= 12,
+        ratio["page"] <= 1.5,
+        sizes["page"] < 1_500_000,
         delete_seconds < 3,
         okr_rss < 80 * 2**20,
         delete_peak_rss < 80 * 2**20,
@@ -676,6 +723,8 @@ def main():
     for name, seconds in reports.items():
         print(f"  {name:11} rounds: " + ", ".join(f"{s * 1000:,.0f} ms" for s in seconds)
               + f" (each the median of {args.report_repetitions})")
+    print(f"  the client's json.loads of the {small:,}-objective report ({sizes['report']:,} B): "
+          f"{report_parse * 1000:,.1f} ms, counted in its time")
     print("  delete      rounds: " + ", ".join(f"{d[0]:.2f} s (checkpointed {d[1]:.2f} s)" for d in deletes))
 
 
