@@ -80,19 +80,22 @@ def key_result_report(db, key_result_id, now):
 
 
 def recent_values(db, cycle_id, count):
-    """{key result id: the values of its last `count` check-ins, oldest first} for a cycle, in one query."""
+    """{key result id: the values of its last `count` check-ins, oldest first} for a cycle, in one query.
+
+    Each key result's last check-ins are one short range of checkins_by_key_result.
+    SQLite does not promise group_concat's order, so each value carries its seq.
+    """
     rows = db.execute(
-        """SELECT id, value FROM (
-               SELECT k.id, c.value, c.seq,
-                      row_number() OVER (PARTITION BY c.key_result_seq ORDER BY c.seq DESC) AS latest
-               FROM key_results k JOIN checkins c ON c.key_result_seq = k.seq
-               WHERE k.cycle_id = ?)
-           WHERE latest <= ? ORDER BY seq""",
-        (cycle_id, count),
+        """SELECT k.id, (SELECT group_concat(seq || ':' || value, ' ') FROM
+               (SELECT seq, value FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq DESC LIMIT ?))
+           FROM key_results k WHERE k.cycle_id = ?""",
+        (count, cycle_id),
     ).fetchall()
     values = {}
-    for key_result_id, value in rows:
-        values.setdefault(key_result_id, []).append(value)
+    for key_result_id, latest in rows:
+        if latest:
+            pairs = sorted((int(seq), value) for seq, _, value in (item.partition(":") for item in latest.split(" ")))
+            values[key_result_id] = [value for _, value in pairs]
     return values
 
 

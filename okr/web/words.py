@@ -11,14 +11,16 @@ STATUS_WORDS = {"on_track": "on track", "at_risk": "at risk", "off_track": "off 
 
 
 def number(decimal_text):
-    """A stored decimal as a person writes it: "500.00" is "500", "12.50" is "12.5"."""
+    """A stored decimal as a person writes it: "500.00" is "500", "12.50" is "12.5".
+
+    Stored decimals are canonical plain notation, so trimming the text is enough.
+    """
     if decimal_text is None:
         return ""
-    value = Decimal(decimal_text)
-    text = f"{value:f}"
+    text = decimal_text
     if "." in text:
         text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
+    return "0" if text in ("-0", "", "-") else text
 
 
 def percent(fraction_text):
@@ -62,12 +64,21 @@ def scale(values, size):
 
 
 def sparkline(values, width=60, height=16):
-    """The points of a sparkline (an SVG polyline) of decimal strings; "" for fewer than two."""
+    """The points of a sparkline (an SVG polyline) of decimal strings; "" for fewer than two.
+
+    Pixels need no exactness: floats are enough here.
+    """
     if len(values) < 2:
         return ""
-    ys = scale([Decimal(v) for v in values], height - 2)
-    step = width / (len(values) - 1)
-    return " ".join(f"{i * step:.0f},{height - 1 - y:.0f}" for i, y in enumerate(ys))
+    numbers = [float(v) for v in values]
+    low, high = min(numbers), max(numbers)
+    span = (high - low) or 1.0
+    middle = low == high
+    step = width / (len(numbers) - 1)
+    return " ".join(
+        f"{i * step:.0f},{height / 2 if middle else height - 1 - (n - low) / span * (height - 2):.0f}"
+        for i, n in enumerate(numbers)
+    )
 
 
 def chart(checkins, targets, width=600, height=200, pad=24):

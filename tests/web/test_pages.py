@@ -601,3 +601,21 @@ def test_names_are_escaped_not_markup(client, clock):
         assert all("alert(1)" not in script.text for script in doc.find_all("script")), path
         assert not doc.find_all("b") and not doc.find_all("i") and not doc.find_all("em"), path
     assert "<b>Grow</b> & <script>alert(1)</script>" in page(client, f"/cycles/{cycle['id']}").text
+
+
+def test_a_big_page_goes_out_gzipped_to_a_client_that_takes_gzip(client, monkeypatch):
+    import gzip
+
+    import okr.web.views
+    monkeypatch.setattr(okr.web.views, "GZIP_FROM_BYTES", 100)
+    cycle = make_cycle(client, name="Gzip me")
+    plain = client.get(f"/cycles/{cycle['id']}")
+    packed = client.get(f"/cycles/{cycle['id']}", headers={"Accept-Encoding": "gzip, deflate"})
+    assert "Content-Encoding" not in plain.headers and "Accept-Encoding" in plain.headers["Vary"]
+    assert packed.headers["Content-Encoding"] == "gzip" and "Accept-Encoding" in packed.headers["Vary"]
+    assert gzip.decompress(packed.data) == plain.data
+
+
+def test_a_small_page_and_the_json_index_are_never_gzipped(client):
+    assert "Content-Encoding" not in client.get("/login", headers={"Accept-Encoding": "gzip"}).headers
+    assert "Content-Encoding" not in client.get("/", headers={"Accept-Encoding": "gzip"}).headers
