@@ -443,9 +443,6 @@ def test_screenshots(browser, service, screenshots, size):
         context.close()
 
 
-@pytest.mark.xfail(reason="dashboard bug: at 375 px the key-result page's history table is about 440 px wide "
-                          "and the whole page scrolls sideways; remove this mark once the table wraps or "
-                          "scrolls in its own box", strict=False)
 def test_pages_fit_a_phone_screen(browser, service):
     """At 375 px nothing makes the page scroll sideways (a wide table scrolls inside its own box)."""
     ids = service.ids
