@@ -25,9 +25,9 @@ bp = Blueprint("web", __name__, template_folder="templates", static_folder="stat
 CYCLES_PER_PAGE = 20
 SPARK_POINTS = 12
 HISTORY_ROWS = 100
-STYLESHEET = Path(__file__).parent / "static" / "style.css"
-# Changes with the stylesheet, so that its long cache life never serves an old one.
-STYLE_VERSION = hashlib.sha256(STYLESHEET.read_bytes()).hexdigest()[:12]
+STATIC = Path(__file__).parent / "static"
+# Changes with the static files, so that their long cache life never serves an old one.
+STYLE_VERSION = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(STATIC.glob("*.*")))).hexdigest()[:12]
 
 
 class PageError(HTTPException):

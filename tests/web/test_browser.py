@@ -627,3 +627,17 @@ def test_the_accessibility_check_finds_what_it_should(browser):
         assert any("image-alt" in line for line in lines) and any("at img" in line for line in lines)
     finally:
         context.close()
+
+
+def test_times_read_in_the_browsers_own_zone_and_words_with_javascript(browser, service):
+    context, page = new_page(browser, timezone_id="Asia/Tokyo", locale="en-GB")
+    try:
+        log_in(page, service)
+        page.locator("article.cycle a").first.click()
+        stamp = page.locator("time[datetime]").first
+        page.wait_for_function(
+            "() => { const t = document.querySelector('time[datetime]'); return t.title !== t.dateTime; }")
+        # The server's exact UTC time, retold in the browser's zone (UTC+9) and words.
+        assert "GMT+9" in stamp.get_attribute("title"), stamp.get_attribute("title")
+    finally:
+        context.close()
