@@ -82,21 +82,27 @@ def key_result_report(db, key_result_id, now):
 def recent_values(db, cycle_id, count):
     """{key result id: the values of its last `count` check-ins, oldest first} for a cycle, in one query.
 
-    Each key result's last check-ins are one short range of checkins_by_key_result.
-    SQLite does not promise group_concat's order, so each value carries its seq.
+    One walk of checkins_by_key_result in order, as plain tuples (sqlite3.Row
+    objects cost more than the rest of the work); faster than a window function
+    or a LIMIT subquery per key result, which both sort or probe 4,000 times.
     """
-    rows = db.execute(
-        """SELECT k.id, (SELECT group_concat(seq || ':' || value, ' ') FROM
-               (SELECT seq, value FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq DESC LIMIT ?))
-           FROM key_results k WHERE k.cycle_id = ?""",
-        (count, cycle_id),
-    ).fetchall()
+    cursor = db.cursor()
+    cursor.row_factory = None
+    cursor.execute(
+        """SELECT k.id, c.value FROM key_results k JOIN checkins c ON c.key_result_seq = k.seq
+           WHERE k.cycle_id = ? ORDER BY k.seq, c.seq""",
+        (cycle_id,),
+    )
     values = {}
-    for key_result_id, latest in rows:
-        if latest:
-            pairs = sorted((int(seq), value) for seq, _, value in (item.partition(":") for item in latest.split(" ")))
-            values[key_result_id] = [value for _, value in pairs]
-    return values
+    for key_result_id, value in cursor:
+        latest = values.get(key_result_id)
+        if latest is None:
+            values[key_result_id] = [value]
+        else:
+            latest.append(value)
+            if len(latest) > 2 * count:  # keeps a long history from piling up in memory
+                del latest[:-count]
+    return {key_result_id: latest[-count:] for key_result_id, latest in values.items()}
 
 
 def alignment_tree(objectives, key_results, stale):
