@@ -1,6 +1,7 @@
 """SQLite: a connection per worker thread, a transaction per request, the schema, and row helpers."""
 import logging
 import os
+import secrets
 import sqlite3
 import threading
 import urllib.parse
@@ -157,6 +158,9 @@ def begin_write(db):
     so under load the lock often stood free while every waiter slept. Writers
     in other processes still meet SQLite's busy timeout.
     """
+    if g.get("holds_writers_lock"):  # taken once per request, whatever happened to its transaction
+        db.execute("BEGIN IMMEDIATE")
+        return
     writers = current_app.extensions["okr_writers"]
     if not writers.acquire(timeout=current_app.config["BUSY_TIMEOUT_MS"] / 1000):
         busy = sqlite3.OperationalError("database is locked (waited for this server's other writers)")
@@ -398,6 +402,8 @@ def migrate(db, schema_file):
             for step in steps:
                 if step in FILLS:
                     FILLS[step](db)
+        # The dashboard's session-signing secret, made once: never during a request.
+        db.execute("INSERT OR IGNORE INTO web_secrets (name, value) VALUES ('session', ?)", (secrets.token_hex(32),))
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")
     finally:

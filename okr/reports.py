@@ -69,7 +69,7 @@ def objective_report(db, objective_id, now):
     key_results = db.execute(
         DESCENDANTS + KEY_RESULTS_WITH_HISTORY.format(where="k.objective_id IN tree"), (objective_id,)
     ).fetchall()
-    roots, _ = alignment_tree(objectives, key_results, progress.stale_test(now))
+    roots, _ = alignment_tree(objectives, key_results, progress.stale_test(now), root_id=objective_id)
     return {"objective": roots[0]}
 
 
@@ -105,12 +105,13 @@ def recent_values(db, cycle_id, count):
     return {key_result_id: latest[-count:] for key_result_id, latest in values.items()}
 
 
-def alignment_tree(objectives, key_results, stale):
+def alignment_tree(objectives, key_results, stale, root_id=None):
     """The objectives' nodes as a forest, and each objective's exact progress.
 
     objectives and key_results come in creation order. An objective whose
     parent is not among them is a root; the others go in their parent's children.
-    stale tells whether a last check-in's time is stale.
+    stale tells whether a last check-in's time is stale. root_id, when given, is a root
+    whatever its parent (an objective report's top, even in a loop written behind the API's back).
     """
     nodes, exact_of = {}, {}
     for row in objectives:
@@ -125,7 +126,7 @@ def alignment_tree(objectives, key_results, stale):
         node = nodes[row["id"]]
         exact_of[row["id"]] = progress.mean(exact_of[row["id"]])
         node["progress"] = progress.figure(exact_of[row["id"]])
-        parent = nodes.get(row["parent_objective_id"])
+        parent = None if row["id"] == root_id else nodes.get(row["parent_objective_id"])
         (parent["children"] if parent is not None else roots).append(node)
     return roots, list(exact_of.values())
 

@@ -12,8 +12,9 @@ import sqlite3
 import time
 from datetime import timedelta
 
-from flask import current_app, request, session
+from flask import g, request, session
 from flask.sessions import SecureCookieSessionInterface
+from itsdangerous import URLSafeTimedSerializer
 
 from ..api.auth import UNKNOWN_KEY_SECRET, auth_enabled
 from ..db import DatabaseMissing, get_connection, transaction
@@ -23,26 +24,38 @@ SESSION_SECONDS = SESSION_HOURS * 3600
 
 
 class DashboardSessions(SecureCookieSessionInterface):
-    """Flask's signed-cookie sessions, for the pages only, keyed with the database's own secret."""
+    """Flask's signed-cookie sessions, for the pages only, keyed with the database's own secret.
+
+    The secret is read with each page's request, not kept: after a restore, every
+    server on the file signs with the restored database's secret.
+    """
 
     def open_session(self, app, request):
         # A null session elsewhere: the API never reads or sets the cookie, and
         # /healthz must answer even without a database.
         if not request.path.startswith(PAGE_PREFIXES) and request.path != "/":
             return None
-        if not app.secret_key:
-            try:
-                app.secret_key = signing_key()
-            except (DatabaseMissing, sqlite3.Error):
-                return None  # the page itself then says what is wrong; GET / for the API needs no session
+        try:
+            g.session_secret = signing_key()
+        except (DatabaseMissing, sqlite3.Error):
+            return None  # a page needing the session then says the database is unavailable
         return super().open_session(app, request)
+
+    def get_signing_serializer(self, app):
+        secret = g.get("session_secret")
+        if not secret:
+            return None
+        return URLSafeTimedSerializer(
+            secret, salt=self.salt, serializer=self.serializer,
+            signer_kwargs={"key_derivation": self.key_derivation, "digest_method": self.digest_method},
+        )
 
 
 PAGE_PREFIXES = ("/cycles/", "/keyresults/", "/login", "/logout")
 
 
 def signing_key():
-    """The session-signing secret in the database, made on first use (never making a database)."""
+    """The session-signing secret in the database (made by init_db; made here if a restore lost it)."""
     row = get_connection().execute("SELECT value FROM web_secrets WHERE name = 'session'").fetchone()
     if row is not None:
         return row[0]
@@ -51,6 +64,10 @@ def signing_key():
             "INSERT OR IGNORE INTO web_secrets (name, value) VALUES ('session', ?)", (secrets.token_hex(32),)
         )
         return db.execute("SELECT value FROM web_secrets WHERE name = 'session'").fetchone()[0]
+
+
+class SessionUnavailable(Exception):
+    """The session could not be opened because the database did not answer (busy, missing, unreadable)."""
 
 
 def login_required():
@@ -76,6 +93,8 @@ def check_login(credential, secret):
 
 
 def log_in(key):
+    if g.get("session_secret") is None:
+        raise SessionUnavailable()
     session.clear()
     session.permanent = True
     session["credential"] = key["credential"]
@@ -99,6 +118,8 @@ def current_key():
 
 def csrf_token():
     """This session's CSRF token, made on first use (also for an open dashboard, with no login)."""
+    if g.get("session_secret") is None:
+        raise SessionUnavailable()
     if not isinstance(session.get("csrf"), str):
         session.permanent = True
         session["csrf"] = secrets.token_urlsafe(32)

@@ -23,6 +23,7 @@ from .tree import tree_html
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
 
 CYCLES_PER_PAGE = 20
+MAX_SEQ = 2**63 - 1
 SPARK_POINTS = 12
 HISTORY_ROWS = 100
 STATIC = Path(__file__).parent / "static"
@@ -85,11 +86,11 @@ def show_dashboard():
 def show_cycles():
     db = get_db()
     before = request.args.get("before", "")
-    if before and not before.isdigit():
+    if before and not (before.isascii() and before.isdigit() and len(before) <= 19):
         raise PageError(400, "Bad page link", "The link's 'before' is not a cycle position.")
     cycles = db.execute(
         "SELECT * FROM cycles WHERE seq < ? ORDER BY seq DESC LIMIT ?",
-        (int(before) if before else 2**63 - 1, CYCLES_PER_PAGE + 1),
+        (min(int(before), MAX_SEQ) if before else MAX_SEQ, CYCLES_PER_PAGE + 1),
     ).fetchall()
     older = cycles[CYCLES_PER_PAGE]["seq"] + 1 if len(cycles) > CYCLES_PER_PAGE else None
     moment = now()
@@ -154,10 +155,7 @@ def show_key_result(key_result_id):
 @page
 def check_in_key_result(key_result_id):
     """Records a check-in from the form, through the API's own check-in code."""
-    db = get_db()
-    key_result = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
-    if key_result is None:
-        raise PageError(404, "No such key result", "This key result does not exist; it may have been deleted.")
+    # Refusals first: they need no write lock.
     if not sessions.csrf_ok():
         raise PageError(400, "Check-in not recorded",
                         "This form has expired or did not come from this page. Go back, reload the page "
@@ -166,6 +164,10 @@ def check_in_key_result(key_result_id):
     if key is not None and key["read_only"]:
         raise PageError(403, "Check-in not recorded",
                         "You are logged in with a read-only API key, which may look but not record check-ins.")
+    db = get_db()
+    key_result = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
+    if key_result is None:
+        raise PageError(404, "No such key result", "This key result does not exist; it may have been deleted.")
     form = {name: request.form.get(name, "") for name in ("value", "confidence", "comment")}
     body = {"value": form["value"].strip(), "comment": form["comment"] or None}
     if form["confidence"].strip():
@@ -195,7 +197,8 @@ def render_key_result(key_result_id, form=None, errors=None):
     targets = [t for t in (node["target_value_min"], node["target_value_max"]) if t is not None]
     if node["type"] == "baseline":
         targets = []
-    chart = words.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets)
+    # A key result always has a first check-in, unless rows were deleted behind the API's back.
+    chart = words.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets) if shown else None
     if form is None:
         form = {"value": "", "confidence": node["confidence"], "comment": ""}
     return render_template(
@@ -234,6 +237,8 @@ def log_out():
 
 def local_path(target):
     """target when it is a path on this site, else /: a login must never send anyone elsewhere."""
+    if any(ord(character) < 0x20 or ord(character) == 0x7F for character in target):
+        return "/"  # urlsplit would drop them, and a header cannot carry them
     parts = urlsplit(target)
     if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return "/"
@@ -264,3 +269,11 @@ GZIP_LEVEL = 1
 @bp.app_errorhandler(PageError)
 def show_page_error(error):
     return page_error(error)
+
+
+@bp.app_errorhandler(sessions.SessionUnavailable)
+def show_session_unavailable(error):
+    response = make_response(page_error(PageError(
+        503, "Try again in a moment", "The database did not answer, so this page cannot be shown just now.")))
+    response.headers["Retry-After"] = "1"
+    return response

@@ -808,3 +808,18 @@ def test_an_objective_moved_to_another_cycle_takes_its_key_results_along(client)
     assert shape(second["objectives"]) == [("moved", [])]
     assert (second["key_results_count"], second["progress"]) == (1, "0.75")
     assert shape([objective_report(client, parent["id"])]) == [("parent", [("moved", [("stays", [])])])]
+
+
+def test_an_objective_report_on_a_loop_written_behind_the_apis_back_starts_at_the_objective(app, client):
+    import sqlite3
+    from contextlib import closing
+    cycle = make_cycle(client)
+    first = make_objective(client, cycle["id"], name="A")
+    second = make_objective(client, cycle["id"], name="B", parent_objective_id=first["id"])
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        db.execute("UPDATE objectives SET parent_objective_id = ? WHERE id = ?", (second["id"], first["id"]))
+        db.commit()
+    response = client.get(f"/v1/objectives/{first['id']}/report")
+    assert response.status_code == 200
+    top = response.get_json()["objective"]
+    assert top["id"] == first["id"] and [child["id"] for child in top["children"]] == [second["id"]]
