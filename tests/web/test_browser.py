@@ -633,10 +633,11 @@ def test_times_read_in_the_browsers_own_zone_and_words_with_javascript(browser, 
     context, page = new_page(browser, timezone_id="Asia/Tokyo", locale="en-GB")
     try:
         log_in(page, service)
-        page.locator("article.cycle a").first.click()
+        with page.expect_navigation():
+            page.locator("article.cycle a").first.click()
         stamp = page.locator("time[datetime]").first
         page.wait_for_function(
-            "() => { const t = document.querySelector('time[datetime]'); return t.title !== t.dateTime; }")
+            "() => { const t = document.querySelector('time[datetime]'); return t && t.title !== t.dateTime; }")
         # The server's exact UTC time, retold in the browser's zone (UTC+9) and words.
         assert "GMT+9" in stamp.get_attribute("title"), stamp.get_attribute("title")
     finally:
