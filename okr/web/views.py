@@ -173,7 +173,7 @@ def check_in_key_result(key_result_id):
     if form["confidence"].strip():
         body["confidence"] = form["confidence"].strip()
     try:
-        check_in(key_result, checkin_schema.load(body))
+        check_in(key_result_id, checkin_schema.load(body))
     except ValidationError as error:
         return render_key_result(key_result_id, form=form, errors=flatten(error.messages)), 400
     return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)

@@ -249,35 +249,24 @@ def test_a_failed_checkin_leaves_no_row_behind(app, client, key_result, clock):
 def test_a_checkin_failing_after_its_writes_is_rolled_back(app, client, key_result, clock, monkeypatch):
     """One request is one transaction: a failure after the check-in and the key result were written
     leaves neither."""
+    import okr.api.checkins
     before = all_checkins(client, key_result["id"])
-    view = app.view_functions[next(rule.endpoint for rule in app.url_map.iter_rules()
-                                   if rule.rule == "/v1/keyresults/<key_result_id>/checkins"
-                                   and "POST" in rule.methods)]
-    module = sys.modules[view.__module__]
-    real_get_db = module.get_db
+    real_record = okr.api.checkins.record_checkin
     failed = []
 
-    class FailingAfterTheKeyResultUpdate:
-        """The view's connection, raising once the key result is updated and a check-in was inserted."""
+    def record_then_fail(*args, **kwargs):
+        real_record(*args, **kwargs)  # the view's last write: the key result is already moved
+        db = okr.db.get_db()
+        assert db.execute("SELECT count(*) FROM checkins").fetchone()[0] == 2
+        assert db.execute("SELECT current_value FROM key_results WHERE id = ?",
+                          (key_result["id"],)).fetchone()[0] == "99.00"
+        failed.append(True)
+        raise RuntimeError("injected failure after the writes")
 
-        def __init__(self, db):
-            self.db = db
-
-        def execute(self, sql, *args):
-            cursor = self.db.execute(sql, *args)
-            if " ".join(sql.split()).upper().startswith("UPDATE KEY_RESULTS"):
-                assert self.db.execute("SELECT count(*) FROM checkins").fetchone()[0] == 2
-                failed.append(sql)
-                raise RuntimeError("injected failure after the writes")
-            return cursor
-
-        def __getattr__(self, name):
-            return getattr(self.db, name)
-
-    monkeypatch.setattr(module, "get_db", lambda: FailingAfterTheKeyResultUpdate(real_get_db()))
+    monkeypatch.setattr(okr.api.checkins, "record_checkin", record_then_fail)
     clock.now = "2026-05-05T00:00:00Z"
     assert_error(post_checkin(client, key_result["id"], value="99", confidence="0.1"), 500)
-    assert failed, "the view never updated the key result through its get_db"
+    assert failed, "the view never recorded the check-in through record_checkin"
     monkeypatch.undo()
     assert_nothing_changed(client, key_result, before)
     assert stored_checkin_count(app) == 1
