@@ -1,10 +1,13 @@
+import sys
 import threading
 
 import pytest
 from waitress import create_server
 
+# Loaded here, so that the clock fixture finds every module that imported utc_now.
 import okr.api
 import okr.cli
+import okr.db
 import okr.web.views
 from okr import create_app
 from okr.db import init_db
@@ -42,11 +45,11 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch):
-    fake = Clock()
-    modules = (okr.api.objectives, okr.api.key_results, okr.api.checkins, okr.api.reports, okr.api.cycles,
-               okr.api.teams, okr.cli.users, okr.cli.keys, okr.web.views)
-    for module in modules:
-        monkeypatch.setattr(module, "utc_now", fake)
+    """Every okr module that imported utc_now reads this clock instead, whichever module a view lives in."""
+    fake, real = Clock(), okr.db.utc_now
+    for name, module in list(sys.modules.items()):
+        if name.startswith("okr") and getattr(module, "utc_now", None) is real:
+            monkeypatch.setattr(module, "utc_now", fake)
     return fake
 
 

@@ -24,16 +24,6 @@ UNKNOWN_IDS = (str(uuid.uuid4()), "not-an-id")
 
 
 @pytest.fixture
-def clock(clock, monkeypatch):
-    """conftest's clock, also in any okr module written since that imports utc_now (check-ins may live
-    in one of their own)."""
-    for name, module in list(sys.modules.items()):
-        if name.startswith("okr.") and getattr(module, "utc_now", None) is okr.db.utc_now:
-            monkeypatch.setattr(module, "utc_now", clock)
-    return clock
-
-
-@pytest.fixture
 def cycle(client):
     return make_cycle(client)
 

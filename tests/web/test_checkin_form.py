@@ -3,85 +3,14 @@ the page; bad input is the page again (400) with the message beside the field an
 a missing or foreign CSRF token is refused. Nothing is recorded unless the check-in succeeds.
 """
 import re
-import sys
 import uuid
-from html.parser import HTMLParser
 
 import pytest
 
-import okr.db
 from helpers import make_cycle, make_key_result, make_objective
+from html_tree import BROWSER, parse
 
-BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 CSRF_WORDS = "expired or did not come from this page"
-
-# --- a small HTML tree (as in test_pages.py) --------------------------------------------------------
-
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-SELF_CLOSING = {"li", "option", "p", "tr", "td", "th"}
-
-
-class Element:
-    def __init__(self, tag, attrs):
-        self.tag, self.attrs, self.children = tag, dict(attrs), []
-
-    @property
-    def classes(self):
-        return set((self.attrs.get("class") or "").split())
-
-    def iter(self):
-        for child in self.children:
-            if isinstance(child, Element):
-                yield child
-                yield from child.iter()
-
-    def find_all(self, tag=None, cls=None, **attrs):
-        wanted = {name.replace("_", "-"): value for name, value in attrs.items()}
-        return [el for el in self.iter() if (tag is None or el.tag == tag) and (cls is None or cls in el.classes)
-                and all(el.attrs.get(name) == value for name, value in wanted.items())]
-
-    def one(self, tag=None, cls=None, **attrs):
-        found = self.find_all(tag, cls, **attrs)
-        assert len(found) == 1, f"expected one <{tag} class={cls} {attrs}>, found {len(found)}"
-        return found[0]
-
-    def raw_text(self):
-        return "".join(c if isinstance(c, str) else c.raw_text() for c in self.children)
-
-    @property
-    def text(self):
-        return " ".join(self.raw_text().split())
-
-
-class TreeBuilder(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.stack = [Element("#document", {})]
-
-    def handle_starttag(self, tag, attrs):
-        if tag in SELF_CLOSING and self.stack[-1].tag == tag:
-            self.stack.pop()
-        element = Element(tag, attrs)
-        self.stack[-1].children.append(element)
-        if tag not in VOID:
-            self.stack.append(element)
-
-    def handle_endtag(self, tag):
-        for depth in range(len(self.stack) - 1, 0, -1):
-            if self.stack[depth].tag == tag:
-                del self.stack[depth:]
-                return
-
-    def handle_data(self, data):
-        self.stack[-1].children.append(data)
-
-
-def parse(html):
-    builder = TreeBuilder()
-    builder.feed(html)
-    builder.close()
-    return builder.stack[0]
-
 
 def html_of(response, status):
     body = response.get_data(as_text=True)
@@ -91,15 +20,6 @@ def html_of(response, status):
 
 
 # --- data ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def clock(clock, app, monkeypatch):
-    """conftest's clock, also in every okr module that imports utc_now (okr.web.views among them)."""
-    for name, module in list(sys.modules.items()):
-        if name.startswith("okr.") and getattr(module, "utc_now", None) is okr.db.utc_now:
-            monkeypatch.setattr(module, "utc_now", clock)
-    return clock
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ SameSite=Lax, Secure on request, 12 hours from login). Revoked and read-only key
 logout, local-only `next`, and a cookie that never opens /v1.
 """
 import json
-import sys
 import time
 import types
 import uuid
@@ -15,13 +14,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-import okr.db
 from helpers import assert_error, make_cycle, make_key_result, make_objective
+from html_tree import BROWSER
 from okr import create_app
 from okr.api.auth import authorization_header
 from okr.db import init_db
 
-BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 COOKIE = "okr_session"
 LOGIN_FAILED = "Unknown or revoked credential, or wrong secret"
 
@@ -87,15 +85,6 @@ def session_cookies(response):
 
 
 # --- data and keys ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def clock(clock, app, monkeypatch):
-    """conftest's clock, also in every okr module that imports utc_now (okr.web.* among them)."""
-    for name, module in list(sys.modules.items()):
-        if name.startswith("okr.") and getattr(module, "utc_now", None) is okr.db.utc_now:
-            monkeypatch.setattr(module, "utc_now", clock)
-    return clock
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from contextlib import closing
 import pytest
 
 from helpers import make_cycle, make_key_result, make_objective
+from html_tree import BROWSER
 
-BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 
 
 @pytest.fixture
