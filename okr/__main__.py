@@ -169,12 +169,16 @@ def main(argv=None):
     if command == "--version":
         print(f"okr {version()}")
         return 0
+    if command == "serve" and any(arg in HELP_FLAGS for arg in rest[1:]):
+        print(SERVE_HELP)
+        return 0
+    try:
+        app = create_app(overrides)
+    except ValueError as error:  # a setting the app cannot take, such as OKR_SECURE_COOKIES=maybe
+        sys.exit(f"okr: {error}")
     if command == "serve":
-        if any(arg in HELP_FLAGS for arg in rest[1:]):
-            print(SERVE_HELP)
-            return 0
-        return run_server(create_app(overrides), rest[1:])
-    sys.exit(run_command(create_app(overrides), rest))
+        return run_server(app, rest[1:])
+    sys.exit(run_command(app, rest))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from waitress import create_server
 
 from ..api.auth import auth_enabled, is_loopback
 from ..db import connect, init_db, table_columns
+from ..switches import switch
 from .serving_lock import hold_shared
 
 logger = logging.getLogger("okr")
@@ -78,17 +79,9 @@ def allow_open_files(connections):
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
 
 
-SWITCH = {"1": True, "on": True, "true": True, "yes": True, "0": False, "off": False, "false": False, "no": False}
-
-
 def access_log_on(config):
     """The ACCESS_LOG setting as a bool: a flag gives one, OKR_ACCESS_LOG a word such as 0 or off."""
-    value = config["ACCESS_LOG"]
-    if isinstance(value, bool):
-        return value
-    if str(value).strip().lower() not in SWITCH:
-        raise ValueError(f"access log must be on or off (1 or 0), not {value!r}")
-    return SWITCH[str(value).strip().lower()]
+    return switch(config["ACCESS_LOG"], "access log")
 
 
 class AccessLog:

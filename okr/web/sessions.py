@@ -18,6 +18,7 @@ from itsdangerous import URLSafeTimedSerializer
 
 from ..api.auth import UNKNOWN_KEY_SECRET, auth_enabled
 from ..db import DatabaseMissing, get_connection, transaction
+from ..switches import switch
 
 SESSION_HOURS = 12
 SESSION_SECONDS = SESSION_HOURS * 3600
@@ -95,6 +96,7 @@ def check_login(credential, secret):
 def log_in(key):
     if g.get("session_secret") is None:
         raise SessionUnavailable()
+    g.pop("session_key", None)
     session.clear()
     session.permanent = True
     session["credential"] = key["credential"]
@@ -103,11 +105,21 @@ def log_in(key):
 
 
 def log_out():
+    g.pop("session_key", None)
     session.clear()
 
 
 def current_key():
-    """The key of this request's live session, or None: none, expired, or its key revoked."""
+    """The key of this request's live session, or None: none, expired, or its key revoked.
+
+    Looked up once per request: the page check, the template and the form all ask.
+    """
+    if "session_key" not in g:
+        g.session_key = live_key()
+    return g.session_key
+
+
+def live_key():
     credential, login_at = session.get("credential"), session.get("login_at")
     if not isinstance(credential, str) or not isinstance(login_at, int):
         return None
@@ -132,18 +144,13 @@ def csrf_ok():
     return isinstance(kept, str) and hmac.compare_digest(sent.encode("utf-8"), kept.encode("utf-8"))
 
 
-def secure_cookies(value):
-    """The SECURE_COOKIES setting as a bool: True, or 1/true/yes/on from the environment."""
-    return value is True or str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
 def init_app(app):
     app.session_interface = DashboardSessions()
     app.config.update(
         SESSION_COOKIE_NAME="okr_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=secure_cookies(app.config.get("SECURE_COOKIES")),
+        SESSION_COOKIE_SECURE=switch(app.config["SECURE_COOKIES"], "secure cookies"),
         PERMANENT_SESSION_LIFETIME=timedelta(hours=SESSION_HOURS),
         # The cookie's life counts from the login, not from the last page.
         SESSION_REFRESH_EACH_REQUEST=False,

@@ -165,8 +165,7 @@ def check_in_key_result(key_result_id):
         raise PageError(403, "Check-in not recorded",
                         "You are logged in with a read-only API key, which may look but not record check-ins.")
     db = get_db()
-    key_result = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
-    if key_result is None:
+    if db.execute("SELECT 1 FROM key_results WHERE id = ?", (key_result_id,)).fetchone() is None:
         raise PageError(404, "No such key result", "This key result does not exist; it may have been deleted.")
     form = {name: request.form.get(name, "") for name in ("value", "confidence", "comment")}
     body = {"value": form["value"].strip(), "comment": form["comment"] or None}
@@ -195,8 +194,6 @@ def render_key_result(key_result_id, form=None, errors=None):
     ).fetchall()
     shown = history[:HISTORY_ROWS]
     targets = [t for t in (node["target_value_min"], node["target_value_max"]) if t is not None]
-    if node["type"] == "baseline":
-        targets = []
     # A key result always has a first check-in, unless rows were deleted behind the API's back.
     chart = words.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets) if shown else None
     if form is None:

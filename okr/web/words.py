@@ -2,7 +2,6 @@
 
 Presentation only: every figure shown comes from okr.progress and okr.reports.
 """
-from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 
@@ -110,7 +109,3 @@ def chart(checkins, targets, width=600, height=200, pad=24):
         "height": height,
         "pad": pad,
     }
-
-
-def parse_now(text):
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -256,6 +256,21 @@ def test_secure_cookies_when_asked(tmp_path, monkeypatch, how):
     assert client.get("/", headers=BROWSER).status_code == 200
 
 
+@pytest.mark.parametrize("word, secure", [("on", True), ("yes", True), ("0", False), ("off", False)])
+def test_secure_cookies_take_the_same_words_as_every_switch(tmp_path, monkeypatch, word, secure):
+    monkeypatch.setenv("OKR_SECURE_COOKIES", word)
+    assert secure_app(tmp_path).config["SESSION_COOKIE_SECURE"] is secure
+
+
+def test_a_secure_cookies_word_that_is_neither_on_nor_off_stops_okr_with_one_line(tmp_path, monkeypatch, capsys):
+    import okr.__main__
+    monkeypatch.setenv("OKR_SECURE_COOKIES", "ture")
+    with pytest.raises(SystemExit) as stopped:
+        okr.__main__.main(["--database", str(tmp_path / "okr.db"), "serve"])
+    assert stopped.value.code == "okr: secure cookies must be on or off (1 or 0), not 'ture'"
+    assert not (tmp_path / "okr.db").exists()
+
+
 def test_wrong_secret_is_a_401_page_and_opens_no_session(client, data, key):
     response = login(client, key, secret="not-" + key["secret"])
     page = html(response, 401)
