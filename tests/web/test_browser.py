@@ -642,3 +642,21 @@ def test_times_read_in_the_browsers_own_zone_and_words_with_javascript(browser, 
         assert "GMT+9" in stamp.get_attribute("title"), stamp.get_attribute("title")
     finally:
         context.close()
+
+
+def test_pages_load_nothing_from_other_hosts(browser, service):
+    """The dashboard works on a machine without internet: every request a page makes is to the service."""
+    ids = service.ids
+    context, page = new_page(browser)
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
+    try:
+        log_in(page, service)
+        for path in ("/", f"/cycles/{ids['cycle']}", f"/keyresults/{ids['positive']}"):
+            assert page.goto(service.url(path)).status == 200, path
+            page.wait_for_load_state("load")
+    finally:
+        context.close()
+    assert any(url.startswith(service.base + "/static/style.css") for url in asked), asked
+    assert any(url.startswith(service.base + "/static/local-time.js") for url in asked), asked
+    assert [url for url in asked if not url.startswith(service.base + "/")] == []
