@@ -1,4 +1,5 @@
 """Shared assertions and builders for the tests."""
+import ctypes
 import http.client
 import json
 import os
@@ -147,3 +148,11 @@ def start_service(port, *args, env=None, **popen):
             time.sleep(0.05)
     process.kill()
     pytest.fail(f"service did not start: {process.communicate()[0].decode()}")
+
+
+def keep_file_permissions():
+    """Runs in the server's process before exec: root without the capability to ignore file modes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")

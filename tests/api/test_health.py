@@ -1,5 +1,4 @@
 """Operations: /healthz, failing disks and files, encoded slashes and OPTIONS (contract: Errors, Storage)."""
-import ctypes
 import json
 import os
 import sqlite3
@@ -8,7 +7,7 @@ from contextlib import closing
 import pytest
 from werkzeug import Response
 
-from helpers import HttpResponse, assert_error, free_port, make_cycle, start_service
+from helpers import HttpResponse, assert_error, free_port, keep_file_permissions, make_cycle, start_service
 from okr.api.auth import authorization_header
 from okr.db import utc_now
 
@@ -142,14 +141,6 @@ def test_the_document_gives_507_to_every_write_and_503_to_healthz(client):
 
 
 # --- a database file that was unwritable for a while --------------------------
-
-
-def keep_file_permissions():
-    """Runs in the server's process before exec: root without the capability to ignore file modes."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
-        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
 
 
 def read_only_copy(database, copy):

@@ -1,0 +1,118 @@
+"""Builds dist/okr: the whole program in one Linux executable, with PyInstaller in one-file mode.
+
+    pip install -e '.[build]' && python -m okr.build
+
+The file holds Python, the dependencies, schema.sql, the dashboard's templates
+and static files, and the package's metadata (for `okr --version`). PyInstaller's
+own work files go to a temporary folder, so the checkout gains only dist/okr.
+Once built, the file is started on a free loopback port with a database in a
+temporary folder, and the build prints its size, its start-up time to the
+first answer and the build's time against the goals.
+"""
+import argparse
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ENTRY = "from okr.__main__ import main\n\nmain()\n"
+# (source in the checkout, folder inside the executable): where the code looks for them.
+DATA = (("schema.sql", "."), ("okr/web/templates", "okr/web/templates"), ("okr/web/static", "okr/web/static"))
+# Never used by the program: this module and its builder, and what the standard library would carry along.
+EXCLUDED = ("okr.build", "PyInstaller", "yaml", "tkinter", "unittest", "pydoc_data", "lib2to3", "ensurepip", "idlelib", "test")
+SIZE_GOAL_MB = 40
+START_GOAL_S = 1.5
+
+
+def build(dist, work):
+    """Runs PyInstaller; returns the executable's path."""
+    try:
+        import PyInstaller.__main__ as pyinstaller
+    except ImportError:
+        sys.exit("okr.build: PyInstaller is not installed: pip install -e '.[build]'")
+    entry = work / "okr_entry.py"  # not okr.py, which would hide the package
+    entry.write_text(ENTRY)
+    arguments = [str(entry), "--onefile", "--name", "okr", "--noconfirm", "--log-level", "WARN",
+                 "--distpath", str(dist), "--workpath", str(work / "build"), "--specpath", str(work),
+                 "--paths", str(REPO), "--collect-submodules", "okr", "--copy-metadata", "okr-service"]
+    for source, target in DATA:
+        arguments += ["--add-data", f"{REPO / source}{os.pathsep}{target}"]
+    for module in EXCLUDED:
+        arguments += ["--exclude-module", module]
+    pyinstaller.run(arguments)
+    return dist / "okr"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answers(port):
+    """True once /healthz answers 200 on the port."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+def start_up_seconds(executable, timeout=30):
+    """Seconds from starting the executable to its first answer, with a new database in a temporary folder."""
+    with tempfile.TemporaryDirectory() as folder:
+        port = free_port()
+        started = time.perf_counter()
+        process = subprocess.Popen([str(executable), "--port", str(port)], cwd=folder,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            while not answers(port):
+                if process.poll() is not None:
+                    sys.exit(f"okr.build: {executable} stopped at start: {process.stderr.read().decode()}")
+                if time.perf_counter() - started > timeout:
+                    sys.exit(f"okr.build: {executable} did not answer within {timeout} s")
+                time.sleep(0.01)
+            return time.perf_counter() - started
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def verdict(met):
+    return "met" if met else "MISSED"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m okr.build", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dist", type=Path, default=REPO / "dist",
+                        help="the folder to put the executable in (default: dist/ in the checkout)")
+    parser.add_argument("--starts", type=int, default=3,
+                        help="timed start-ups of the built file; the median counts (default 3, 0 for none)")
+    args = parser.parse_args(argv)
+    if not sys.platform.startswith("linux"):
+        sys.exit("okr.build: builds a Linux executable, on Linux only")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="okr-build-") as work:
+        executable = build(args.dist.resolve(), Path(work))
+    seconds = time.perf_counter() - started
+    size_mb = executable.stat().st_size / 1e6
+    print(f"built {executable} in {seconds:.0f} s")
+    print(f"size: {size_mb:.1f} MB (goal < {SIZE_GOAL_MB} MB: {verdict(size_mb < SIZE_GOAL_MB)})")
+    if args.starts > 0:
+        times = sorted(start_up_seconds(executable) for _ in range(args.starts))
+        median = times[len(times) // 2]
+        print(f"start-up to the first answer: {median:.2f} s, median of {len(times)} "
+              f"(goal < {START_GOAL_S} s: {verdict(median < START_GOAL_S)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""The single-file executable: built by `python -m okr.build`, then used as a person would, without Python.
+
+The build takes a minute or so, once per test session. Where PyInstaller is not
+installed the tests skip, saying so, except under CI (CI=1), where they fail.
+"""
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, HttpClient, free_port, keep_file_permissions
+
+BUILD_TIMEOUT = 900
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """The executable, built once into a temporary folder; and the build's output."""
+    try:
+        import PyInstaller  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("PyInstaller is not installed: pip install -e '.[test]' installs it")
+        pytest.skip("PyInstaller is not installed: pip install -e '.[build]'")
+    dist = tmp_path_factory.mktemp("dist")
+    build = subprocess.run([sys.executable, "-m", "okr.build", "--dist", str(dist), "--starts", "1"], cwd=REPO,
+                           capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    assert build.returncode == 0, build.stdout + build.stderr
+    return dist / "okr", build.stdout
+
+
+@pytest.fixture
+def okr(built, tmp_path):
+    """Runs the executable from a read-only folder, in a new current folder, with no Python on its PATH."""
+    home = tmp_path / "bin"
+    home.mkdir()
+    executable = home / "okr"
+    shutil.copy2(built[0], executable)
+    home.chmod(0o555)
+    work = tmp_path / "work"
+    work.mkdir()
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME") and not key.startswith("OKR_")}
+    env["PATH"] = path
+    # Root would write anywhere; the executable runs without that power, so the folder's mode binds it.
+    popen = {"preexec_fn": keep_file_permissions} if os.geteuid() == 0 else {}
+
+    def run(*args, check=True):
+        result = subprocess.run([str(executable), *args], cwd=work, env=env, capture_output=True, text=True,
+                                timeout=60, **popen)
+        if check:
+            assert result.returncode == 0, result.stdout + result.stderr
+        return result
+
+    def start(*args):
+        port = free_port()
+        process = subprocess.Popen([str(executable), "--port", str(port), *args], cwd=work, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
+        http = HttpClient(f"127.0.0.1:{port}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if http.get("/healthz").status == 200:
+                    return process, http
+            except OSError:
+                time.sleep(0.05)
+        process.kill()
+        pytest.fail(f"the executable did not start: {process.communicate()[0].decode()}")
+
+    yield run, start, work, home
+    home.chmod(0o755)
+
+
+def stop(process):
+    """Stops a started executable as Ctrl-C would; its log."""
+    process.terminate()
+    return process.communicate(timeout=10)[0].decode()
+
+
+def signed(credential, secret):
+    """The Authorization header as a Simple OKR client computes it."""
+    timestamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    signature = hmac.new(secret.encode(), (credential + timestamp).encode(), hashlib.sha256).hexdigest()
+    return {"Authorization": f"S1-HMAC-SHA256 Credential={credential}&Timestamp={timestamp}&Signature={signature}"}
+
+
+def test_the_build_prints_the_size_and_start_up_time_against_their_goals(built):
+    executable, output = built
+    size = executable.stat().st_size
+    assert f"size: {size / 1e6:.1f} MB (goal < 40 MB: met)" in output
+    assert "start-up to the first answer: " in output and "(goal < 1.5 s: met)" in output
+    # Holds the package's data and metadata, not the builder.
+    assert size < 40e6
+
+
+def test_the_executable_is_the_whole_program(okr):
+    run, start, work, home = okr
+    assert run("--version").stdout.strip() == f"okr {metadata_version()}"
+    assert "backup" in run("--help").stdout
+    run("init-db")
+    assert (work / "okr.db").exists() and not any(p.name != "okr" for p in home.iterdir())
+    key = json.loads(run("keys", "create", "--name", "ci", "--json").stdout)
+    run("users", "add", "--name", "Ada Lovelace", "--email", "ada@example.com")
+    process, http = start()
+    try:
+        assert http.get("/v1/cycles").status == 401
+        headers = signed(key["credential"], key["secret"])
+        created = http.post("/v1/cycles", {"name": "Q3"}, headers=headers)
+        assert created.status == 200, created.json()
+        assert http.get(f"/v1/cycles/{created.json()['id']}", headers=headers).json()["name"] == "Q3"
+        users = http.get("/v1/users", headers=headers).json()["users"]
+        assert [user["email"] for user in users] == ["ada@example.com"]
+        # The header the executable prints is accepted too.
+        line = run("auth-header", "--credential", key["credential"], "--secret", key["secret"]).stdout.strip()
+        name, _, value = line.partition(": ")
+        assert http.get("/v1/cycles", headers={name: value}).status == 200
+        # The dashboard's templates and stylesheet travel inside the file.
+        login = http.request("GET", "/login", headers={"Accept": "text/html"})
+        assert login.status == 200 and b"<form" in login.payload
+        sheet = next(part.split('"')[0] for part in login.payload.decode().split('href="')[1:]
+                     if ".css" in part.split('"')[0])
+        assert http.get(sheet).status == 200
+        # A backup made by the executable while it serves opens, whole.
+        run("backup", "copy.db")
+    finally:
+        stop(process)
+    with closing(sqlite3.connect(work / "copy.db")) as copy:
+        assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert copy.execute("SELECT name FROM cycles").fetchall() == [("Q3",)]
+
+
+def test_the_executable_serves_a_new_database_in_the_current_folder(okr):
+    run, start, work, home = okr
+    process, http = start()
+    try:
+        assert http.get("/v1/cycles").json() == {"cycles": [], "next_page_token": None}
+    finally:
+        stop(process)
+    assert (work / "okr.db").exists()
+
+
+def test_an_error_from_the_executable_is_one_plain_line(okr):
+    run, start, work, home = okr
+    result = run("keys", "list", check=False)
+    assert result.returncode != 0
+    assert result.stderr.startswith("okr: ") and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+
+
+def metadata_version():
+    from okr.__main__ import version
+    return version()
