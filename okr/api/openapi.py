@@ -13,6 +13,7 @@ from functools import cache
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, current_app
+from flask import request as incoming  # build_document has a `request` of its own
 from marshmallow import Schema, fields
 
 from . import schemas
@@ -496,5 +497,22 @@ def path_parameters(path):
 
 @bp.get("/v1/openapi.json")
 def get_openapi():
-    """Returns the OpenAPI 3 document of this API."""
-    return build_document(current_app.config["API_VERSION"])
+    """Returns the OpenAPI 3 document of this API.
+
+    Mounted under a prefix (/okr), the document names it as its one server, so
+    that a generated client calls /okr/v1/...; at the host's root it names no
+    server, which OpenAPI reads as "/".
+    """
+    document = build_document(current_app.config["API_VERSION"])
+    root = incoming.script_root
+    if not root:
+        return document
+    # A relative URL: it holds whatever scheme and host the document was fetched with.
+    servers = [{"url": root}]
+    mounted = {}
+    for name, value in document.items():  # the cached document stays as it is
+        mounted[name] = value
+        if name == "info":
+            mounted["servers"] = servers
+    mounted.setdefault("servers", servers)
+    return mounted

@@ -42,6 +42,15 @@ class DashboardSessions(SecureCookieSessionInterface):
             return None  # a page needing the session then says the database is unavailable
         return super().open_session(app, request)
 
+    def get_cookie_path(self, app):
+        """SESSION_COOKIE_PATH if the host set one, else the path the app is mounted at.
+
+        Mounted under /okr, the cookie is Path=/okr: the browser sends it to this
+        app's pages only, and two apps mounted on one host keep their own sessions.
+        At the host's root it is / (APPLICATION_ROOT), as Flask would make it.
+        """
+        return app.config["SESSION_COOKIE_PATH"] or request.script_root or app.config["APPLICATION_ROOT"]
+
     def get_signing_serializer(self, app):
         secret = g.get("session_secret")
         if not secret:

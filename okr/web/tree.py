@@ -11,15 +11,21 @@ from markupsafe import Markup, escape
 from . import words
 
 
-def tree_html(objectives, team_names, user_names, sparks, now):
-    """The objectives (report nodes, with their children) as nested <article>s."""
+def tree_html(objectives, team_names, user_names, sparks, now, root=""):
+    """The objectives (report nodes, with their children) as nested <article>s.
+
+    root is the path the app is mounted at ("" at the host's root, "/okr" under
+    DispatcherMiddleware): the key results' links start with it. It is worked out
+    once per page by the view, not with url_for per row.
+    """
     out = []
+    links = str(escape(root)) + "/keyresults/"
     for objective in objectives:
-        objective_html(objective, team_names, user_names, sparks, now, out)
+        objective_html(objective, team_names, user_names, sparks, now, links, out)
     return Markup("".join(out))
 
 
-def objective_html(o, team_names, user_names, sparks, now, out):
+def objective_html(o, team_names, user_names, sparks, now, links, out):
     kind = "company" if o["is_company"] else "personal" if o["is_personal"] else "team"
     meta = f'<span class=badge>{kind}</span>'
     if o["team_id"]:
@@ -32,19 +38,19 @@ def objective_html(o, team_names, user_names, sparks, now, out):
     if o["key_results"]:
         out.append("<ul class=key-results>")
         for k in o["key_results"]:
-            out.append(key_result_html(k, sparks.get(k["id"], ()), now))
+            out.append(key_result_html(k, sparks.get(k["id"], ()), now, links))
         out.append("</ul>")
     else:
         out.append("<p class=none>No key results yet.</p>")
     if o["children"]:
         out.append("<div class=children>")
         for child in o["children"]:
-            objective_html(child, team_names, user_names, sparks, now, out)
+            objective_html(child, team_names, user_names, sparks, now, links, out)
         out.append("</div>")
     out.append("</article>")
 
 
-def key_result_html(k, spark_values, now):
+def key_result_html(k, spark_values, now, links="/keyresults/"):
     said = words.target_words(k["type"], k["start_value"], k["current_value"], k["target_value_min"],
                               k["target_value_max"])
     bar = f" {progress_bar(k['progress'])}" if k["progress"] is not None else ""
@@ -53,7 +59,7 @@ def key_result_html(k, spark_values, now):
     spark = f'<svg class=spark viewBox="0 0 60 16" aria-hidden=true><polyline points="{points}"/></svg>' if points else ""
     when = k["last_checkin_at"]
     return (
-        f'<li class="kr {k["status"]}" id="k-{k["id"]}"><a href="/keyresults/{k["id"]}">{escape(k["name"])}</a>'
+        f'<li class="kr {k["status"]}" id="k-{k["id"]}"><a href="{links}{k["id"]}">{escape(k["name"])}</a>'
         f' <span class=type>{k["type"]}</span> {said}{bar}'
         f' <span class=status>{words.STATUS_WORDS[k["status"]]}</span> {words.percent(k["confidence"])} confidence{stale}'
         f' <time datetime={when} title={when}>{words.time_ago(when, now)}</time>{spark}</li>'

@@ -1,9 +1,14 @@
-"""The dashboard's pages: /, /cycles/<id>, /keyresults/<id>, /login and /logout."""
+"""The dashboard's pages: /, /cycles/<id>, /keyresults/<id>, /login and /logout.
+
+The app may be mounted under a prefix in another WSGI app (DispatcherMiddleware at
+/okr, say): every link, form, redirect and static URL is built with url_for or
+request.script_root, never a bare "/".
+"""
 import gzip
 import hashlib
 from functools import wraps
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, make_response, redirect, render_template, request, url_for
 from marshmallow import ValidationError
@@ -77,7 +82,7 @@ def now():
 @bp.get("/")
 def show_dashboard():
     """Shows the cycles, newest first, with their progress; the JSON index for API clients."""
-    response = make_response(show_cycles() if wants_page() else index.show_index())
+    response = make_response(show_cycles() if wants_page() else index.show_index(request.script_root))
     response.vary.add("Accept")  # one URL, two answers: a cache must keep them apart
     return response
 
@@ -130,6 +135,7 @@ def show_cycle(cycle_id):
         user_names={row["id"]: row["name"] for row in users},
         sparks=reports.recent_values(db, cycle_id, SPARK_POINTS),
         now=moment,
+        root=request.script_root,
     )
     return render_template("cycle.html", report=report, chosen=chosen, teams=teams, users=users, tree=tree)
 
@@ -207,9 +213,10 @@ def render_key_result(key_result_id, form=None, errors=None):
 @bp.route("/login", methods=["GET", "POST"])
 def show_login():
     """Asks for an API key's credential and secret, and opens a session."""
+    # `next` is a path within the app ("/cycles/…"); the redirect puts the mount's prefix before it.
     next_path = local_path(request.values.get("next", ""))
     if not sessions.login_required():
-        return redirect(next_path, 303)
+        return redirect(request.script_root + next_path, 303)
     if request.method == "GET":
         return render_template("login.html", next=next_path, credential="", error=None)
     if not sessions.csrf_ok():
@@ -221,7 +228,7 @@ def show_login():
         return render_template("login.html", next=next_path, credential=credential,
                                error="Unknown or revoked credential, or wrong secret."), 401
     sessions.log_in(key)
-    return redirect(next_path, 303)
+    return redirect(request.script_root + next_path, 303)
 
 
 @bp.post("/logout")
@@ -229,15 +236,21 @@ def log_out():
     """Ends the session."""
     if sessions.csrf_ok():
         sessions.log_out()
-    return redirect(url_for("web.show_login") if sessions.login_required() else "/", 303)
+    return redirect(url_for("web.show_login" if sessions.login_required() else "web.show_dashboard"), 303)
 
 
 def local_path(target):
-    """target when it is a path on this site, else /: a login must never send anyone elsewhere."""
+    """target when it is a path in this app, else /: a login must never send anyone elsewhere.
+
+    Nor out of the app's own prefix when it is mounted under one: a dot segment
+    (/../, also spelt %2e%2e) would climb out of it once a browser resolves it.
+    """
     if any(ord(character) < 0x20 or ord(character) == 0x7F for character in target):
         return "/"  # urlsplit would drop them, and a header cannot carry them
     parts = urlsplit(target)
     if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
         return "/"
     return target
 
