@@ -13,9 +13,11 @@ from importlib import metadata
 import click
 from flask.cli import ScriptInfo
 
-from okr import create_app
+from okr import create_app, env_settings
 from okr.cli import COMMANDS
+from okr.cli.demo import SERVE
 from okr.cli.serve import run_server
+from okr.demo import DEMO_DATABASE
 
 HELP_FLAGS = ("-h", "--help")
 # Each line's default is the one create_app sets; tests/cli/test_help.py holds them to it.
@@ -138,7 +140,8 @@ def as_clause(message):
 
 
 def run_command(app, args):
-    """Runs an admin command; returns its exit status. An error ends as one `okr: ...` line."""
+    """Runs an admin command; returns its exit status, or SERVE when the command's database is to be
+    served next (okr demo). An error ends as one `okr: ...` line."""
     try:
         with app.app_context(), command_log():
             status = app.cli.main(args=args, prog_name="okr", obj=ScriptInfo(create_app=lambda: app),
@@ -153,7 +156,7 @@ def run_command(app, args):
         return fail(error.format_message(), error.exit_code)
     except click.Abort:
         return fail("stopped", 1)
-    return status if isinstance(status, int) else 0
+    return status if isinstance(status, int) or status is SERVE else 0
 
 
 def main(argv=None):
@@ -172,13 +175,18 @@ def main(argv=None):
     if command == "serve" and any(arg in HELP_FLAGS for arg in rest[1:]):
         print(SERVE_HELP)
         return 0
+    if command == "demo" and "DATABASE" not in overrides and "DATABASE" not in env_settings():
+        overrides["DATABASE"] = DEMO_DATABASE  # the demo's own default: never ./okr.db
     try:
         app = create_app(overrides)
     except ValueError as error:  # a setting the app cannot take, such as OKR_SECURE_COOKIES=maybe
         sys.exit(f"okr: {error}")
     if command == "serve":
         return run_server(app, rest[1:])
-    sys.exit(run_command(app, rest))
+    status = run_command(app, rest)
+    if status is SERVE:
+        return run_server(app, [])
+    sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
-"""The admin commands, by topic: serve, users, keys, and the database file (init-db, backup, restore)."""
-from . import database, keys, users
+"""The admin commands, by topic: serve, users, keys, the database file (init-db, backup, restore), and demo."""
+from . import database, demo, keys, users
 
 # In the order `okr --help` lists them, after serve.
 COMMANDS = (database.init_db_command, users.users_cli, keys.keys_cli, keys.auth_header, database.backup,
-            database.restore)
+            database.restore, demo.demo)
 # Each command's own help names the options only it takes.
 GLOBAL_OPTIONS_EPILOG = "Global options such as --database work here too: see okr --help."
 

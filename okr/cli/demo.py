@@ -1,0 +1,117 @@
+"""okr demo: a demo database with a small company's OKRs, served for a look at the dashboard."""
+import errno
+import os
+import secrets
+import socket
+import time
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from .. import demo as demo_data
+from . import serving_lock
+from .common import as_configured, name_database, reports_errors
+from .database import folder_problem
+
+
+class Serve:
+    """What the demo command returns when the program should serve its database next (okr/__main__.py)."""
+
+
+SERVE = Serve()
+
+
+def summary(counts):
+    return (f"{counts['cycles']} cycles, {counts['teams']} teams, {counts['users']} users, "
+            f"{counts['objectives']} objectives, {counts['key_results']} key results, "
+            f"{counts['checkins']} check-ins")
+
+
+def serving_port():
+    """The port to serve on, checked before any data is made; a free one for --port 0."""
+    config = current_app.config
+    value, host = str(config["PORT"]), config["HOST"]
+    if not value.isdigit() or not 0 <= int(value) <= 65535:
+        raise click.ClickException(f"port must be an integer from 0 to 65535, not {value!r}")
+    port = int(value)
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+        # SO_REUSEADDR, as waitress: a port that only lingers after a server stopped is free.
+        with socket.create_server((host, port), family=family) as probe:
+            port = probe.getsockname()[1]
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise click.ClickException(f"port {port} is in use; pass --port") from None
+        raise click.ClickException(f"cannot listen on {host} port {port}: {error.strerror or error}") from None
+    config["PORT"] = port
+    return port
+
+
+def not_negative(value):
+    if value is not None and value < 0:
+        raise click.BadParameter(f"{value} is not 0 or more")
+    return value
+
+
+def address(host, port):
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+@click.command("demo", short_help="Create a demo database of a company's OKRs, and serve it.")
+@click.option("--no-serve", is_flag=True, help="Only create the database; do not serve it.")
+@click.option("--seed", type=int, metavar="N", callback=lambda ctx, param, value: not_negative(value),
+              help="Make the data from N (0 or more): the same N gives the same data, ids and dates aside.")
+@click.option("--fresh", is_flag=True, help="Replace an existing demo database with new data.")
+@with_appcontext
+@reports_errors
+def demo(no_serve, seed, fresh):
+    """Create a demo database, fill it with a small software company's OKRs, and serve it.
+
+    The database is ./okr-demo.db unless --database (or OKR_DATABASE) names
+    another; ./okr.db is never used. It holds two cycles (last quarter's,
+    finished, and this one, under way), four teams, twelve users, twenty
+    objectives aligned company, team, personal, sixty key results of every type
+    and ten weeks of check-ins, all dated in the past. --port and --host work
+    as for okr serve; the dashboard's address is printed.
+
+    An existing demo database is served as it is, with whatever was recorded
+    in it since; --fresh replaces it with new data. A file that okr demo did not
+    make is never used, and left as it is.
+    """
+    path = current_app.config["DATABASE"]
+    shown = as_configured(path)
+    exists = os.path.lexists(path)
+    if exists:
+        problem = demo_data.not_a_demo_database(path)
+        if problem:
+            raise click.ClickException(f"{shown} is not a demo database ({problem}), so okr demo leaves it as it "
+                                       "is; pass --database with a new file name")
+    else:
+        problem = folder_problem(os.path.dirname(path) or ".")
+        if problem:
+            raise click.ClickException(f"cannot create {shown}: {problem}")
+    port = None if no_serve else serving_port()  # before any data is made
+    name_database()
+    if exists and not fresh:
+        counts = demo_data.count_rows(path)
+        anew = "okr demo --fresh makes a new one" if seed is None else f"okr demo --fresh --seed {seed} makes it anew"
+        click.echo(f"using the demo database {shown} as it is: {summary(counts)} ({anew})")
+    else:
+        seed = secrets.randbelow(1_000_000) if seed is None else seed
+        started = time.perf_counter()
+        if exists:
+            with serving_lock.exclusive(path) as alone:
+                if not alone:
+                    raise click.ClickException(f"cannot replace {shown}: a server is serving it; stop it first")
+                counts = demo_data.create_demo(path, seed, replace=True)
+        else:
+            counts = demo_data.create_demo(path, seed)
+        seconds = time.perf_counter() - started
+        click.echo(f"created {shown} in {seconds:.1f} s (seed {seed}): {summary(counts)}")
+    if no_serve:
+        again = "" if path == demo_data.DEMO_DATABASE else f" --database {shown}"
+        click.echo(f"serve it with: okr demo{again}")
+        return 0
+    click.echo(f"dashboard: {address(current_app.config['HOST'], port)} (Ctrl-C stops the server)")
+    return SERVE
