@@ -7,6 +7,7 @@ import threading
 import urllib.parse
 import uuid
 from contextlib import closing, contextmanager, suppress
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from time import monotonic
 
@@ -451,9 +452,14 @@ def new_id():
     return str(uuid.UUID(bytes=next(_id_entropy.chunks), version=4))
 
 
+# The time every write stamps, when set: `okr demo` dates the rows it makes in the past. Unset, the clock's.
+stamped_time = ContextVar("stamped_time", default=None)
+
+
 def utc_now():
     """The current time as RFC 3339 UTC to the second, e.g. 2026-11-22T10:15:30Z."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    moment = stamped_time.get()
+    return (moment or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @contextmanager

@@ -452,27 +452,16 @@ def email_of(name):
 
 @contextmanager
 def clock():
-    """Sets okr.db.utc_now's time, the one clock every write reads: yields a function that sets it.
-
-    utc_now reads datetime.now of okr.db; that name is pointed at a class whose now() answers the
-    time last set, and put back on leaving.
-    """
-    moment = [None]
-
-    class Fixed(datetime):
-        @classmethod
-        def now(cls, tz=None):
-            return moment[0] if tz is None else moment[0].astimezone(tz)
+    """Sets the time every write stamps (okr.db.stamped_time): yields a function that sets it; unset on leaving."""
+    token = okr_db.stamped_time.set(None)
 
     def set_time(when):
-        moment[0] = when
+        okr_db.stamped_time.set(when.astimezone(timezone.utc))
 
-    real = okr_db.datetime
-    okr_db.datetime = Fixed
     try:
         yield set_time
     finally:
-        okr_db.datetime = real
+        okr_db.stamped_time.reset(token)
 
 
 def utc_text(moment):

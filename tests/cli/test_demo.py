@@ -20,6 +20,7 @@ from helpers import TIMESTAMP
 from okr import create_app
 from okr.api.schemas import checkin_schema, group_update_schema, key_result_schema, objective_schema, user_schema
 from okr.cli import serving_lock
+import okr.db
 from okr.db import init_db
 from okr.demo import DEMO_APPLICATION_ID, create_demo, not_a_demo_database
 
@@ -430,3 +431,9 @@ def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
     assert process.returncode == 0, log
     assert "okr: using database" in log and "listening on http://127.0.0.1:" in log
     assert not (tmp_path / "okr.db").exists() and (tmp_path / "okr-demo.db").exists()
+
+
+def test_the_clock_is_the_real_one_again_once_the_demo_is_made(tmp_path):
+    create_demo(str(tmp_path / "demo.db"), 5, datetime(2026, 3, 18, tzinfo=timezone.utc))
+    assert okr.db.stamped_time.get() is None
+    assert okr.db.utc_now() > "2026-11-01"
