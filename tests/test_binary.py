@@ -162,3 +162,18 @@ def test_an_error_from_the_executable_is_one_plain_line(okr):
 def metadata_version():
     from okr.__main__ import version
     return version()
+
+
+def test_the_executable_makes_the_demo(okr):
+    run, start, work, home = okr
+    made = run("demo", "--no-serve", "--seed", "7")
+    assert made.stdout.startswith("created ./okr-demo.db in ") and "60 key results" in made.stdout
+    assert not (work / "okr.db").exists()
+    process, http = start("--database", "okr-demo.db")
+    try:
+        cycles = http.get("/v1/cycles").json()["cycles"]
+        report = http.get(f"/v1/cycles/{cycles[0]['id']}/report").json()
+        assert len(cycles) == 2 and report["key_results_count"] == 30
+    finally:
+        stop(process)
+
