@@ -1,0 +1,125 @@
+"""okr export and okr import: all data as one JSON file (okr/transfer.py describes the format), a cycle as CSV."""
+import os
+import tempfile
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from .. import progress, transfer
+from ..db import connect, utc_now
+from .common import echo_json, existing_database, reports_errors, use_database
+from .database import folder_problem
+
+
+def write_new_file(path, write, **open_options):
+    """Calls write(file) on a private temporary file beside path, renamed to path once complete.
+
+    A missing folder is refused rather than made, and an existing file is never
+    replaced, as okr backup does: a mistyped path must not hide or lose data.
+    """
+    if os.path.exists(path):
+        raise click.ClickException(f"{path} exists; export to a new file")
+    folder = os.path.dirname(path) or "."
+    problem = folder_problem(folder)
+    if problem:
+        raise click.ClickException(f"cannot export to {path}: {problem}")
+    try:
+        handle, partial = tempfile.mkstemp(dir=folder, prefix=".okr-export-")
+    except OSError as error:
+        raise click.ClickException(f"cannot export to {path}: {error.strerror}") from None
+    try:
+        with open(handle, "w", **open_options) as f:
+            result = write(f)
+        try:
+            os.replace(partial, path)
+        except OSError as error:
+            raise click.ClickException(f"cannot export to {path}: {error.strerror}") from None
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    return result
+
+
+@click.command("export", short_help="Write all data to a JSON file, or a cycle's key results as CSV.")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--include-keys", is_flag=True, help="Also write the API keys, their secrets included.")
+@click.option("--format", "file_format", type=click.Choice(["json", "csv"]), default="json", show_default=True,
+              help="json: everything, for okr import; csv: one cycle's key results, for spreadsheets.")
+@click.option("--cycle", "cycle_id", metavar="ID", help="The cycle whose key results --format csv writes.")
+@with_appcontext
+@reports_errors
+def export_command(path, include_keys, file_format, cycle_id):
+    """Write every user, team, cycle, objective, key result and check-in to PATH.
+
+    The JSON file (format okr-export, version 1) is what okr import reads: every
+    field of every row, in creation order; API keys only with --include-keys
+    (they are secrets). With --format csv --cycle ID, PATH gets that cycle's key
+    results instead, one row each with its objective, progress and status, for
+    spreadsheets. The copy is one consistent snapshot, safe while serving.
+    PATH must be new, in a folder that exists.
+    """
+    if file_format == "csv" and not cycle_id:
+        raise click.ClickException("--format csv needs --cycle ID: a CSV file holds one cycle's key results")
+    if file_format == "json" and cycle_id:
+        raise click.ClickException("--cycle goes with --format csv; the JSON export holds every cycle")
+    if file_format == "csv" and include_keys:
+        raise click.ClickException("--include-keys goes with the JSON export; a CSV file holds no keys")
+    database = existing_database()
+    db = connect(database, current_app.config["BUSY_TIMEOUT_MS"])
+    try:
+        db.execute("BEGIN")  # one snapshot, however long the writing takes
+        if file_format == "csv":
+            if db.execute("SELECT 1 FROM cycles WHERE id = ?", (cycle_id,)).fetchone() is None:
+                raise click.ClickException(f"no cycle with id {cycle_id}")
+            now = progress.parse_timestamp(utc_now())  # the clock the API's reports use
+            # A byte-order mark: Excel takes a CSV without one for the local code page.
+            count = write_new_file(path, lambda f: transfer.export_csv(db, cycle_id, f, now),
+                                   encoding="utf-8-sig", newline="")
+            report = {"exported": os.path.abspath(path), "format": "csv", "cycle": cycle_id, "key_results": count}
+        else:
+            counts = write_new_file(path, lambda f: transfer.export_json(db, f, include_keys),
+                                    encoding="utf-8", newline="\n")
+            report = {"exported": os.path.abspath(path), "format": transfer.FORMAT, "version": transfer.VERSION,
+                      **counts}
+    finally:
+        db.close()
+    echo_json(report)
+
+
+@click.command("import", short_help="Load a JSON export into an empty database, or --merge it.")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--merge", is_flag=True, help="Add new rows and update existing ones by id, into any database.")
+@with_appcontext
+@reports_errors
+def import_command(path, merge):
+    """Load a file that okr export wrote into the database.
+
+    Without --merge the database must be empty (no users, teams, cycles,
+    objectives, key results or check-ins; okr init-db makes one), and every row
+    keeps its id, times and order. With --merge, rows are matched by id: new
+    ones are added, changed ones updated, and nothing is deleted. The whole
+    file is checked first, and written in one transaction: any problem is
+    named, and nothing is written.
+    """
+    use_database()
+    db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+    try:
+        db.execute("PRAGMA cache_size = -32768")  # random UUID keys: index pages are hit all over
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            counts = transfer.import_file(db, path, merge)
+        except transfer.Refusal as refusal:
+            raise click.ClickException(f"cannot import {path}: nothing imported: {refusal}") from None
+        db.execute("COMMIT")
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        db.close()
+    report = {"imported": os.path.abspath(path)}
+    if merge:
+        report.update(merged=True, **{name: outcome for name, outcome in counts.items()
+                                      if name != "api_keys" or any(outcome.values())})
+    else:
+        report.update({name: outcome["added"] for name, outcome in counts.items()
+                       if name != "api_keys" or outcome["added"]})
+    echo_json(report)

@@ -1,0 +1,742 @@
+"""okr export and okr import: the okr-export JSON file round trip, its refusals, --merge, and the CSV of a cycle."""
+import csv
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+import helpers
+import okr.transfer
+from okr import create_app, transfer
+from okr.cli.transfer import export_command, import_command
+from okr.db import init_db
+from okr.emails import email_key
+
+ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
+SECTIONS = ["users", "teams", "cycles", "objectives", "key_results", "checkins"]
+
+
+def with_commands(app):
+    """The app's CLI with export and import, however okr.cli registers them."""
+    app.cli.add_command(export_command)
+    app.cli.add_command(import_command)
+    return app
+
+
+@pytest.fixture
+def app(app):
+    return with_commands(app)
+
+
+def new_app(path):
+    app = create_app({"TESTING": True, "DATABASE": path})
+    with app.app_context():
+        init_db()
+    return with_commands(app)
+
+
+def invoke(app, *args):
+    return app.test_cli_runner().invoke(args=[str(arg) for arg in args])
+
+
+def ok(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def refused(result):
+    """The one line of a refusal (click's runner shows it as "Error: ..."; okr as "okr: ...")."""
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    return lines[0]
+
+
+def dump(path):
+    """Everything the database holds, as SQL text, with its schema version."""
+    with closing(sqlite3.connect(path)) as db:
+        return "\n".join(db.iterdump()) + f"\nuser_version {db.execute('PRAGMA user_version').fetchone()[0]}"
+
+
+def post(client, path, body):
+    response = client.post(path, json=body)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def seed(app, clock):
+    """A database with something of everything: unicode, all key-result types, a parent created after its
+    child, check-ins with authors and comments, updated rows (revisions), an inactive user, API keys."""
+    client, runner = app.test_client(), app.test_cli_runner()
+    ids = {}
+    for name, email in (("Ada Lovelace", "ada@example.com"), ("Émile Zola", "Émile@example.org"),
+                        ("李小龙", "lee@example.cn")):
+        result = runner.invoke(args=["users", "add", "--name", name, "--email", email])
+        assert result.exit_code == 0, result.output
+        ids[email] = json.loads(result.output)["id"]
+    assert runner.invoke(args=["users", "deactivate", "lee@example.cn"]).exit_code == 0
+    ada, emile = ids["ada@example.com"], ids["Émile@example.org"]
+    clock.now = "2026-01-05T09:00:00Z"
+    team = post(client, "/v1/teams", {"name": "Plattform ✓"})["id"]
+    other_team = post(client, "/v1/teams", {"name": "=cmd|' /C calc'!A0"})["id"]
+    cycle = post(client, "/v1/cycles", {"name": "2026 Q1"})["id"]
+    old_cycle = post(client, "/v1/cycles", {"name": ""})["id"]
+    post(client, f"/v1/cycles/{old_cycle}", {"name": "2025 Q4"})  # revision 1
+    clock.now = "2026-01-06T10:00:00Z"
+    child = post(client, "/v1/objectives", {"name": "-Faster support", "cycle_id": cycle, "is_company": False,
+                                            "is_personal": False, "team_id": team, "assignee_id": emile,
+                                            "description": "Ligne 1\nligne 2 «ok»"})["id"]
+    parent = post(client, "/v1/objectives", {"name": "Delight customers", "cycle_id": cycle, "is_company": True,
+                                             "is_personal": False})["id"]
+    clock.now = "2026-01-07T11:00:00Z"
+    response = client.patch(f"/v1/objectives/{child}", json={"parent_objective_id": parent})
+    assert response.status_code == 200
+    personal = post(client, "/v1/objectives", {"name": "@me learn", "cycle_id": old_cycle, "is_company": False,
+                                               "is_personal": True, "assignee_id": ada,
+                                               "team_id": other_team})["id"]
+    key_results = {}
+    for kind, body in (("positive", {"current_value": "120", "target_value_min": "500"}),
+                       ("negative", {"current_value": "40", "target_value_min": "-5"}),
+                       ("range", {"current_value": "3", "target_value_min": "1", "target_value_max": "4.5"}),
+                       ("milestone", {}), ("baseline", {"current_value": "17.125"})):
+        key_results[kind] = post(client, f"/v1/objectives/{child}/keyresults",
+                                 {"name": f"+{kind} ✓", "type": kind, "confidence": "0.7", **body})["id"]
+    key_results["personal"] = post(client, f"/v1/objectives/{personal}/keyresults",
+                                   {"name": "Read\tbooks", "type": "positive", "target_value_min": "12"})["id"]
+    clock.now = "2026-01-20T08:30:00Z"
+    post(client, f"/v1/keyresults/{key_results['positive']}/checkins",
+         {"value": "310", "confidence": "0.8", "comment": "new macros", "author_id": ada})
+    post(client, f"/v1/keyresults/{key_results['negative']}/checkins",
+         {"value": "-7.5", "confidence": "0.35", "comment": None, "author_id": emile})
+    post(client, f"/v1/keyresults/{key_results['milestone']}/checkins", {"value": "1", "comment": "=1+1"})
+    response = client.patch(f"/v1/keyresults/{key_results['range']}", json={"name": "Reply hours"})
+    assert response.status_code == 200
+    return {"cycle": cycle, "old_cycle": old_cycle, "team": team, "child": child, "parent": parent,
+            "personal": personal, "key_results": key_results, "ada": ada, "emile": emile}
+
+
+def add_keys(app):
+    """Three API keys: read-write, read-only, revoked. The API then wants signed requests."""
+    runner = app.test_cli_runner()
+    for args in (["keys", "create", "--name", "ci"], ["keys", "create", "--name", "reader", "--read-only"],
+                 ["keys", "create", "--name", "old"]):
+        assert runner.invoke(args=args).exit_code == 0
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        credential = db.execute("SELECT credential FROM api_keys WHERE name = 'old'").fetchone()[0]
+    assert runner.invoke(args=["keys", "revoke", credential]).exit_code == 0
+
+
+@pytest.fixture
+def seeded(app, clock):
+    return seed(app, clock)
+
+
+@pytest.fixture
+def keyed(app, seeded):
+    add_keys(app)
+    return seeded
+
+
+def export(app, path, *options):
+    return ok(invoke(app, "export", *options, path))
+
+
+# --- the round trip ------------------------------------------------------------------------------
+
+
+def test_export_then_import_into_an_empty_database_then_export_gives_the_same_bytes(app, seeded, tmp_path):
+    first = tmp_path / "first.json"
+    counts = export(app, first)
+    assert counts == {"exported": str(first), "format": "okr-export", "version": 1, "users": 3, "teams": 2,
+                      "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9}
+    target = new_app(tmp_path / "target.db")
+    imported = ok(invoke(target, "import", first))
+    assert imported == {"imported": str(first), "users": 3, "teams": 2, "cycles": 2, "objectives": 3,
+                        "key_results": 6, "checkins": 9}
+    second = tmp_path / "second.json"
+    export(target, second)
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_the_imported_database_answers_the_api_as_the_original(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "all.json"))
+    source, copy = app.test_client(), target.test_client()
+    for path in (f"/v1/cycles/{seeded['cycle']}/report", f"/v1/objectives?cycle_id={seeded['old_cycle']}",
+                 f"/v1/keyresults?cycle_id={seeded['cycle']}", "/v1/users", "/v1/teams", "/v1/cycles",
+                 f"/v1/keyresults/{seeded['key_results']['positive']}/checkins",
+                 f"/v1/objectives/{seeded['child']}"):
+        a, b = source.get(path), copy.get(path)
+        assert (a.status_code, a.get_json(), a.headers.get("ETag")) == (b.status_code, b.get_json(),
+                                                                         b.headers.get("ETag")), path
+
+
+def test_imported_rows_keep_the_schemas_rules(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "all.json"))
+    with closing(sqlite3.connect(target.config["DATABASE"])) as db:
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("SELECT count(*) FROM key_results k JOIN objectives o ON o.id = k.objective_id "
+                          "WHERE k.cycle_id IS NOT o.cycle_id").fetchone()[0] == 0
+        for email, key in db.execute("SELECT email, email_key FROM users"):
+            assert key == email_key(email)
+        revisions = dict(db.execute("SELECT id, revision FROM objectives"))
+    assert revisions[seeded["child"]] == 1 and revisions[seeded["parent"]] == 0
+
+
+def test_the_format_is_documented_and_ordered(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    text = (tmp_path / "all.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert list(data) == ["format", "version", *SECTIONS]
+    assert text.startswith('{"format": "okr-export", "version": 1,\n"users": [\n{"id": ')
+    assert "李小龙" in text and "\\u" not in text  # UTF-8, not escapes
+    for name in SECTIONS:
+        for record in data[name]:
+            assert list(record) == list(transfer.FIELDS[name]), name
+        assert f"    {name} " in transfer.__doc__  # the docstring lists each section's fields
+    # creation order: the child objective was created before its parent
+    assert [o["id"] for o in data["objectives"]] == [seeded["child"], seeded["parent"], seeded["personal"]]
+    negative = next(k for k in data["key_results"] if k["type"] == "negative")
+    assert negative["target_value_min"] == "-5.00" and negative["current_value"] == "-7.50"
+    checkin = next(c for c in data["checkins"] if c["comment"] == "new macros")
+    assert checkin["author_id"] == seeded["ada"] and checkin["key_result_id"] == seeded["key_results"]["positive"]
+    users = {u["email"]: u for u in data["users"]}
+    assert users["lee@example.cn"]["is_active"] is False and users["Émile@example.org"]["name"] == "Émile Zola"
+
+
+def test_an_other_layout_of_the_same_json_imports_the_same(app, seeded, tmp_path, monkeypatch):
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    (tmp_path / "pretty.json").write_text(json.dumps(data, indent=3), encoding="utf-8")
+    monkeypatch.setattr(okr.transfer, "CHUNK", 7)  # records cut anywhere between reads
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "pretty.json"))
+    export(target, tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "all.json").read_bytes()
+
+
+def test_rows_are_stored_in_file_order(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data["cycles"].reverse()
+    data["objectives"].reverse()
+    (tmp_path / "reordered.json").write_text(json.dumps(data), encoding="utf-8")
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "reordered.json"))
+    client = target.test_client()
+    assert [c["id"] for c in client.get("/v1/cycles").get_json()["cycles"]] == [c["id"] for c in data["cycles"]]
+    listed = client.get(f"/v1/objectives?cycle_id={seeded['cycle']}").get_json()["objectives"]
+    assert [o["id"] for o in listed] == [seeded["parent"], seeded["child"]]
+
+
+# --- API keys ------------------------------------------------------------------------------------
+
+
+def stored_keys(path):
+    with closing(sqlite3.connect(path)) as db:
+        return db.execute("SELECT credential, secret, name, read_only, created_at, revoked_at FROM api_keys "
+                          "ORDER BY seq").fetchall()
+
+
+def test_api_keys_stay_out_unless_asked_for(app, keyed, tmp_path):
+    keys = stored_keys(app.config["DATABASE"])
+    export(app, tmp_path / "plain.json")
+    text = (tmp_path / "plain.json").read_text(encoding="utf-8")
+    assert "api_keys" not in json.loads(text)
+    assert not any(secret in text or credential in text for credential, secret, *_ in keys)
+
+    counts = export(app, tmp_path / "keys.json", "--include-keys")
+    assert counts["api_keys"] == 3
+    data = json.loads((tmp_path / "keys.json").read_text(encoding="utf-8"))
+    assert list(data)[-1] == "api_keys"
+    assert [tuple(k.values()) for k in data["api_keys"]] == [
+        (c, s, n, bool(r), at, revoked) for c, s, n, r, at, revoked in keys]
+    assert [k["revoked_at"] is not None for k in data["api_keys"]] == [False, False, True]
+    assert [k["read_only"] for k in data["api_keys"]] == [False, True, False]
+
+
+def test_api_keys_come_back_with_the_import(app, keyed, tmp_path):
+    export(app, tmp_path / "keys.json", "--include-keys")
+    target = new_app(tmp_path / "target.db")
+    assert ok(invoke(target, "import", tmp_path / "keys.json"))["api_keys"] == 3
+    assert stored_keys(target.config["DATABASE"]) == stored_keys(app.config["DATABASE"])
+    export(target, tmp_path / "again.json", "--include-keys")
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "keys.json").read_bytes()
+    # the API now wants a signature, as the original does
+    assert target.test_client().get("/v1/cycles").status_code == 401
+
+
+def test_an_import_of_keys_into_a_database_with_the_same_key_is_refused(app, keyed, tmp_path):
+    export(app, tmp_path / "keys.json", "--include-keys")
+    target = new_app(tmp_path / "target.db")
+    with closing(sqlite3.connect(target.config["DATABASE"])) as db, db:
+        db.execute("INSERT INTO api_keys (credential, secret, name, created_at) "
+                   "SELECT credential, 'other', name, created_at FROM api_keys WHERE 0")
+        credential = stored_keys(app.config["DATABASE"])[1][0]
+        db.execute("INSERT INTO api_keys (credential, secret, name, created_at) VALUES (?, 'x', 'x', 'now')",
+                   (credential,))
+    before = dump(target.config["DATABASE"])
+    line = refused(invoke(target, "import", tmp_path / "keys.json"))
+    assert f"api_keys[1]: an API key with credential {credential} exists in the database" in line
+    assert dump(target.config["DATABASE"]) == before
+
+
+# --- refusals ------------------------------------------------------------------------------------
+
+NEW_CYCLE = {"id": "0f0f0f0f-0000-4000-8000-000000000001", "name": "added by the file",
+             "created_at": "2026-02-01T00:00:00Z", "revision": 0}
+MISSING = "deadbeef-0000-4000-8000-00000000dead"
+
+
+def key_result(data, kind):
+    return next(k for k in data["key_results"] if k["type"] == kind)
+
+
+def break_it(change):
+    """A change of the exported data, made after a valid new cycle is added (which must not be written)."""
+    def apply(data):
+        data["cycles"].append(dict(NEW_CYCLE))
+        change(data)
+    return apply
+
+
+def set_field(section, field, value, pick=-1):
+    return break_it(lambda data: data[section][pick].__setitem__(field, value))
+
+
+RECORD_REFUSALS = {
+    "objective to a missing cycle": (set_field("objectives", "cycle_id", MISSING, 1),
+                                     f"objectives[1]: cycle_id {MISSING} does not exist"),
+    "key result to a missing objective": (set_field("key_results", "objective_id", MISSING, 2),
+                                          f"key_results[2]: objective_id {MISSING} does not exist"),
+    "check-in to a missing key result": (set_field("checkins", "key_result_id", MISSING),
+                                         f"checkins[8]: key_result_id {MISSING} does not exist"),
+    "missing parent objective": (set_field("objectives", "parent_objective_id", MISSING, 0),
+                                 f"objectives[0]: parent_objective_id {MISSING} does not exist"),
+    "missing team": (set_field("objectives", "team_id", MISSING, 0), f"objectives[0]: team_id {MISSING}"),
+    "missing assignee": (set_field("objectives", "assignee_id", MISSING, 2), f"objectives[2]: assignee_id {MISSING}"),
+    "missing author": (set_field("checkins", "author_id", MISSING, 7), f"checkins[7]: author_id {MISSING}"),
+    "bad decimal": (set_field("key_results", "current_value", "12,5", 0),
+                    "key_results[0]: current_value: Not a valid decimal"),
+    "too many digits": (set_field("checkins", "value", "1.0000001", 8), "checkins[8]: value: Has more than 6"),
+    "confidence above 1": (set_field("key_results", "confidence", "1.01", 0),
+                           "key_results[0]: confidence: Must be between 0 and 1"),
+    "negative check-in confidence": (set_field("checkins", "confidence", "-0.1", 8),
+                                     "checkins[8]: confidence: Must be between 0 and 1"),
+    "unknown type": (set_field("key_results", "type", "percent", 0), "key_results[0]: type: Must be one of"),
+    "range with min over max": (break_it(lambda data: key_result(data, "range").update(target_value_min="9")),
+                                "key_results[2]: target_value_min: Must not be greater than target_value_max"),
+    "positive without target": (break_it(lambda data: key_result(data, "positive").update(target_value_min=None)),
+                                "key_results[0]: target_value_min: Required for a positive key result"),
+    "baseline with a target": (break_it(lambda data: key_result(data, "baseline").update(target_value_min="3")),
+                               "key_results[4]: target_value_min: Must be null for a baseline key result"),
+    "company and personal": (set_field("objectives", "is_company", True, 2),
+                             "objectives[2]: is_company: An objective cannot be both"),
+    "bool as a number": (set_field("users", "is_active", 1, 0), "users[0]: is_active: Not a valid boolean"),
+    "blank name": (set_field("objectives", "name", "  ", 1), "objectives[1]: name: Must not be empty"),
+    "team name too long": (set_field("teams", "name", "x" * 201, 0), "teams[0]: name: Longer than maximum length"),
+    "bad email": (set_field("users", "email", "not an email", 1), "users[1]: email: Not a valid email"),
+    "emails one under folding": (set_field("users", "email", "ADA@EXAMPLE.COM", 2),
+                                 "users[2]: email ADA@EXAMPLE.COM is the same as users[0]'s"),
+    "an id twice": (break_it(lambda data: data["key_results"][3].update(id=data["key_results"][1]["id"])),
+                    "key_results[3]: id "),
+    "an id that is no UUID": (set_field("teams", "id", "Platform", 0), "teams[0]: id: must be a lowercase UUID"),
+    "an upper-case id": (break_it(lambda data: data["cycles"][0].update(id=data["cycles"][0]["id"].upper())),
+                         "cycles[0]: id: must be a lowercase UUID"),
+    "a bad timestamp": (set_field("checkins", "created_at", "2026-02-30T00:00:00Z", 3),
+                        "checkins[3]: created_at: must be an RFC 3339 UTC time"),
+    "a negative revision": (set_field("objectives", "revision", -1, 0), "objectives[0]: revision: must be a whole"),
+    "a missing field": (break_it(lambda data: data["key_results"][1].pop("modified_at")),
+                        "key_results[1]: missing field modified_at"),
+    "an unknown field": (set_field("objectives", "colour", "red", 0), "objectives[0]: unknown field colour"),
+    "a record that is no object": (break_it(lambda data: data["teams"].append(["x"])), "teams[2]: not an object"),
+    "an alignment loop": (break_it(lambda data: data["objectives"][1].update(
+        parent_objective_id=data["objectives"][0]["id"])), "parent_objective_id makes the alignment a loop"),
+    "its own parent": (break_it(lambda data: data["objectives"][2].update(
+        parent_objective_id=data["objectives"][2]["id"])),
+        "objectives[2]: parent_objective_id makes the alignment a loop"),
+    "a section missing": (break_it(lambda data: data.pop("checkins")), 'it has no "checkins" section'),
+    "an unknown section": (break_it(lambda data: data.update(notes=[])), 'unknown section "notes"'),
+    "a newer version": (break_it(lambda data: data.update(version=2)),
+                        "it is format version 2, newer than this okr reads (1)"),
+    "another format": (break_it(lambda data: data.update(format="okr-backup")),
+                       'it is not an okr-export file: its format is "okr-backup"'),
+}
+
+
+def write_json(path, data):
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", RECORD_REFUSALS)
+def test_a_bad_file_is_refused_by_a_merge_with_the_database_unchanged(app, seeded, tmp_path, case):
+    change, problem = RECORD_REFUSALS[case]
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    change(data)
+    bad = write_json(tmp_path / "bad.json", data)
+    before = dump(app.config["DATABASE"])
+    line = refused(invoke(app, "import", "--merge", bad))
+    assert f"cannot import {bad}: nothing imported: " in line and problem in line, line
+    assert dump(app.config["DATABASE"]) == before
+
+
+@pytest.mark.parametrize("case", ["objective to a missing cycle", "check-in to a missing key result",
+                                  "a newer version", "bad decimal", "an alignment loop"])
+def test_a_bad_file_is_refused_by_an_empty_database_which_stays_empty(app, seeded, tmp_path, case):
+    change, problem = RECORD_REFUSALS[case]
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    change(data)
+    bad = write_json(tmp_path / "bad.json", data)
+    target = new_app(tmp_path / "target.db")
+    before = dump(target.config["DATABASE"])
+    assert problem in refused(invoke(target, "import", bad))
+    assert dump(target.config["DATABASE"]) == before
+
+
+def cut(path, fraction):
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * fraction)])
+    return path
+
+
+FILE_REFUSALS = {
+    "truncated in a record": (lambda path: cut(path, 0.6), "the file is truncated"),
+    "truncated between records": (lambda path: path.write_bytes(path.read_bytes().rsplit(b"\n]", 1)[0]),
+                                  "the file is truncated"),
+    "not JSON": (lambda path: path.write_text("name,email\nAda,ada@example.com\n"),
+                 "it is not an okr-export file: it does not begin with {"),
+    "broken JSON": (lambda path: path.write_bytes(path.read_bytes().replace(b'"revision": 0}', b'"revision": 0,}', 1)),
+                    "it is not valid JSON: "),
+    "empty": (lambda path: path.write_bytes(b""), "it is empty"),
+    "other JSON": (lambda path: path.write_text('{"cycles": []}'), 'it does not begin with "format": "okr-export"'),
+    "not UTF-8": (lambda path: path.write_bytes(path.read_bytes().replace("Émile".encode(), b"\xc9mile")),
+                  "it is not UTF-8 text"),
+    "NaN": (lambda path: path.write_bytes(path.read_bytes().replace(b'"revision": 0}', b'"revision": NaN}', 1)),
+            "NaN is not allowed"),
+    "a key twice": (lambda path: path.write_bytes(path.read_bytes().replace(b'"revision": 0}',
+                                                                             b'"revision": 0, "revision": 0}', 1)),
+                    "duplicate key"),
+}
+
+
+@pytest.mark.parametrize("case", FILE_REFUSALS)
+def test_a_file_that_is_no_export_is_refused_with_the_database_unchanged(app, seeded, tmp_path, case):
+    change, problem = FILE_REFUSALS[case]
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data["cycles"].append(dict(NEW_CYCLE))
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"format": "okr-export", "version": 1}, ensure_ascii=False)[:-1] + "".join(
+        f',\n"{name}": [' + ",\n".join(json.dumps(r, ensure_ascii=False) for r in data[name]) + "\n]"
+        for name in SECTIONS) + "\n}\n", encoding="utf-8")
+    change(path)
+    before = dump(app.config["DATABASE"])
+    line = refused(invoke(app, "import", "--merge", path))
+    assert problem in line, line
+    assert dump(app.config["DATABASE"]) == before
+
+
+def test_an_import_into_a_database_that_holds_data_is_refused_naming_what_it_holds(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    client = target.test_client()
+    cycle = post(client, "/v1/cycles", {"name": "mine"})["id"]
+    post(client, "/v1/objectives", {"name": "a", "cycle_id": cycle, "is_company": False, "is_personal": False})
+    before = dump(target.config["DATABASE"])
+    line = refused(invoke(target, "import", tmp_path / "all.json"))
+    assert "the database is not empty: it holds 1 cycle, 1 objective; " in line and "--merge" in line
+    assert dump(target.config["DATABASE"]) == before
+
+
+def test_api_keys_alone_leave_a_database_empty(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    assert invoke(target, "keys", "create", "--name", "admin").exit_code == 0
+    assert ok(invoke(target, "import", tmp_path / "all.json"))["objectives"] == 3
+
+
+def test_a_file_changed_between_the_check_and_the_writing_is_refused(app, seeded, tmp_path, monkeypatch):
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    real = okr.transfer.records
+    passes = []
+
+    def records(path, hashes):
+        passes.append(path)
+        if len(passes) == 2:  # between the passes, someone edits the file
+            Path(path).write_text(Path(path).read_text(encoding="utf-8").replace("2026 Q1", "2026 Q2"),
+                                  encoding="utf-8")
+        return real(path, hashes)
+
+    monkeypatch.setattr(okr.transfer, "records", records)
+    before = dump(target.config["DATABASE"])
+    assert "it changed while it was being imported" in refused(invoke(target, "import", tmp_path / "all.json"))
+    assert dump(target.config["DATABASE"]) == before
+
+
+# --- merge ---------------------------------------------------------------------------------------
+
+
+def test_merge_updates_what_changed_adds_what_is_new_and_leaves_the_rest(app, seeded, clock, tmp_path):
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    child = data["objectives"][0]
+    child.update(name="Faster support desk", modified_at="2026-03-01T00:00:00Z", created_at="2020-01-01T00:00:00Z")
+    positive = key_result(data, "positive")
+    positive.update(current_value="400", confidence="0.90", revision=7)
+    data["users"][2]["is_active"] = True
+    data["cycles"].append(dict(NEW_CYCLE))
+    new_objective = {"id": "0f0f0f0f-0000-4000-8000-000000000002", "name": "New", "description": None,
+                     "is_company": False, "is_personal": False, "cycle_id": NEW_CYCLE["id"], "team_id": None,
+                     "assignee_id": seeded["ada"], "parent_objective_id": child["id"],
+                     "created_at": "2026-02-01T00:00:00Z", "modified_at": "2026-02-01T00:00:00Z", "revision": 0}
+    data["objectives"].append(new_objective)
+    new_key_result = {"id": "0f0f0f0f-0000-4000-8000-000000000003", "objective_id": new_objective["id"],
+                      "name": "Ship it", "type": "milestone", "confidence": "0.5", "current_value": "0",
+                      "target_value_min": None, "target_value_max": None, "created_at": "2026-02-01T00:00:00Z",
+                      "modified_at": "2026-02-01T00:00:00Z", "revision": 0}
+    data["key_results"].append(new_key_result)
+    data["checkins"].append({"id": "0f0f0f0f-0000-4000-8000-000000000004", "key_result_id": new_key_result["id"],
+                             "value": "0", "confidence": "0.5", "comment": None, "author_id": None,
+                             "created_at": "2026-02-01T00:00:00Z"})
+    data["checkins"].append({"id": "0f0f0f0f-0000-4000-8000-000000000005", "key_result_id": positive["id"],
+                             "value": "400", "confidence": "0.9", "comment": "merged", "author_id": seeded["emile"],
+                             "created_at": "2026-03-01T00:00:00Z"})
+    data["checkins"][0]["comment"] = "edited"  # check-ins are never edited: left as stored
+    merged = write_json(tmp_path / "merged.json", data)
+
+    client = app.test_client()
+    etag = client.get(f"/v1/objectives/{seeded['child']}").headers["ETag"]
+    untouched = client.get(f"/v1/objectives/{seeded['parent']}").headers["ETag"]
+    result = ok(invoke(app, "import", "--merge", merged))
+    assert result["merged"] is True
+    assert result["objectives"] == {"added": 1, "updated": 1, "unchanged": 2}
+    assert result["key_results"] == {"added": 1, "updated": 1, "unchanged": 5}
+    assert result["checkins"] == {"added": 2, "updated": 0, "unchanged": 9}
+    assert result["cycles"] == {"added": 1, "updated": 0, "unchanged": 2}
+    assert result["users"] == {"added": 0, "updated": 1, "unchanged": 2}
+    assert "api_keys" not in result
+
+    response = client.get(f"/v1/objectives/{seeded['child']}")
+    body = response.get_json()
+    assert body["name"] == "Faster support desk" and body["modified_at"] == "2026-03-01T00:00:00Z"
+    assert body["created_at"] == "2026-01-06T10:00:00Z"  # created_at never changes
+    assert response.headers["ETag"] != etag
+    assert client.get(f"/v1/objectives/{seeded['parent']}").headers["ETag"] == untouched
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        revisions = dict(db.execute("SELECT id, revision FROM objectives"))
+        assert revisions[seeded["child"]] == 2 and revisions[seeded["parent"]] == 0
+        assert db.execute("SELECT revision, current_value FROM key_results WHERE id = ?",
+                          (positive["id"],)).fetchone() == (7, "400.00")
+        assert db.execute("SELECT cycle_id FROM key_results WHERE id = ?",
+                          (new_key_result["id"],)).fetchone()[0] == NEW_CYCLE["id"]
+        assert db.execute("SELECT count(*) FROM checkins WHERE comment = 'edited'").fetchone()[0] == 0
+    # new rows come after the old ones, in file order
+    cycles = client.get("/v1/cycles").get_json()["cycles"]
+    assert [c["id"] for c in cycles] == [seeded["cycle"], seeded["old_cycle"], NEW_CYCLE["id"]]
+    history = client.get(f"/v1/keyresults/{positive['id']}/checkins").get_json()["checkins"]
+    assert [c["comment"] for c in history] == [None, "new macros", "merged"]
+    assert client.get(f"/v1/keyresults/{new_key_result['id']}").get_json()["target_value_min"] == "1.00"
+
+    again = ok(invoke(app, "import", "--merge", merged))  # a second merge changes nothing
+    assert all(outcome["added"] == outcome["updated"] == 0 for outcome in again.values() if isinstance(outcome, dict))
+
+
+def test_merge_updates_keys_by_credential_and_a_revoked_key_stays_revoked(app, keyed, tmp_path):
+    export(app, tmp_path / "keys.json", "--include-keys")
+    data = json.loads((tmp_path / "keys.json").read_text(encoding="utf-8"))
+    data["api_keys"][2]["revoked_at"] = None
+    data["api_keys"][0]["name"] = "ci, renamed"
+    data["api_keys"].append({**data["api_keys"][1], "credential": "c" * 24, "name": "new"})
+    result = ok(invoke(app, "import", "--merge", write_json(tmp_path / "merged.json", data)))
+    assert result["api_keys"] == {"added": 1, "updated": 2, "unchanged": 1}
+    keys = stored_keys(app.config["DATABASE"])
+    assert [(name, revoked is not None) for _, _, name, _, _, revoked in keys] == [
+        ("ci, renamed", False), ("reader", False), ("old", True), ("new", False)]
+
+
+def test_merge_moves_an_objective_with_its_key_results(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data["objectives"][0]["cycle_id"] = seeded["old_cycle"]
+    data["key_results"] = []  # the key results the database has follow their objective
+    data["checkins"] = []
+    ok(invoke(app, "import", "--merge", write_json(tmp_path / "moved.json", data)))
+    listed = app.test_client().get(f"/v1/keyresults?cycle_id={seeded['old_cycle']}").get_json()["keyresults"]
+    assert len(listed) == 6
+
+
+def test_merge_refuses_an_email_another_user_has(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data["users"] = [{**data["users"][0], "id": "0f0f0f0f-0000-4000-8000-000000000009", "email": "Ada@Example.com"}]
+    before = dump(app.config["DATABASE"])
+    line = refused(invoke(app, "import", "--merge", write_json(tmp_path / "clash.json", data)))
+    assert f"users[0]: email Ada@Example.com belongs to another user in the database ({seeded['ada']})" in line
+    assert dump(app.config["DATABASE"]) == before
+
+
+# --- CSV -----------------------------------------------------------------------------------------
+
+CSV_HEADER = ["objective_id", "objective", "team_id", "team", "assignee_id", "assignee", "key_result_id",
+              "key_result", "type", "start_value", "current_value", "target_value_min", "target_value_max",
+              "progress", "confidence", "status", "stale", "last_checkin_at"]
+
+
+def read_csv(path):
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # a BOM, for Excel
+    return list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
+
+
+def test_csv_of_a_cycle_has_one_row_per_key_result_with_the_reports_figures(app, seeded, tmp_path):
+    path = tmp_path / "q1.csv"
+    result = export(app, path, "--format", "csv", "--cycle", seeded["cycle"])
+    assert result == {"exported": str(path), "format": "csv", "cycle": seeded["cycle"], "key_results": 5}
+    rows = read_csv(path)
+    assert rows[0] == CSV_HEADER
+    rows = [dict(zip(CSV_HEADER, row)) for row in rows[1:]]
+    report = app.test_client().get(f"/v1/cycles/{seeded['cycle']}/report").get_json()
+    nodes = {}
+
+    def walk(objectives):
+        for objective in objectives:
+            for node in objective["key_results"]:
+                nodes[node["id"]] = (objective, node)
+            walk(objective["children"])
+
+    walk(report["objectives"])
+    assert sorted(row["key_result_id"] for row in rows) == sorted(nodes)
+    for row in rows:
+        objective, node = nodes[row["key_result_id"]]
+        assert row["objective_id"] == objective["id"]
+        for column in ("type", "start_value", "current_value", "confidence", "status", "last_checkin_at"):
+            assert row[column] == node[column], column
+        for column in ("progress", "target_value_min", "target_value_max"):
+            assert row[column] == (node[column] or ""), column
+        assert row["stale"] == str(node["stale"]).lower()
+    by_type = {row["type"]: row for row in rows}
+    assert by_type["negative"]["target_value_min"] == "-5.00"  # a number, not escaped
+    assert by_type["negative"]["current_value"] == "-7.50"
+    assert by_type["baseline"]["progress"] == ""
+    assert by_type["positive"]["objective"] == "'-Faster support"  # escaped text
+    assert by_type["positive"]["key_result"] == "'+positive ✓"
+    assert by_type["positive"]["team"] == "Plattform ✓" and by_type["positive"]["assignee"] == "Émile Zola"
+    assert by_type["positive"]["progress"] == node_progress(nodes, by_type["positive"])
+
+
+def node_progress(nodes, row):
+    return nodes[row["key_result_id"]][1]["progress"]
+
+
+def test_csv_escapes_text_a_spreadsheet_would_take_for_a_formula(app, seeded, tmp_path):
+    path = tmp_path / "old.csv"
+    export(app, path, "--format", "csv", "--cycle", seeded["old_cycle"])
+    [header, row] = read_csv(path)
+    row = dict(zip(header, row))
+    assert row["objective"] == "'@me learn"
+    assert row["team"] == "'=cmd|' /C calc'!A0"
+    assert row["key_result"] == "Read\tbooks"  # a tab inside is harmless; only a leading one is escaped
+    assert row["assignee"] == "Ada Lovelace"
+    for text in ("=1+1", "+1", "-1", "@SUM(A1)", "\tx", "\rx"):
+        assert transfer.spreadsheet_text(text) == "'" + text
+    for text in ("Ship it", "1-2", "a=b", ""):
+        assert transfer.spreadsheet_text(text) == text
+
+
+def test_csv_lists_objectives_in_order_with_their_key_results(app, seeded, tmp_path, clock):
+    client = app.test_client()
+    cycle = post(client, "/v1/cycles", {"name": "order"})["id"]
+    first = post(client, "/v1/objectives", {"name": "first", "cycle_id": cycle, "is_company": False,
+                                            "is_personal": False})["id"]
+    second = post(client, "/v1/objectives", {"name": "second", "cycle_id": cycle, "is_company": False,
+                                             "is_personal": False})["id"]
+    for objective, name in ((second, "b1"), (first, "a1"), (second, "b2"), (first, "a2")):
+        post(client, f"/v1/objectives/{objective}/keyresults", {"name": name, "type": "baseline"})
+    export(app, tmp_path / "order.csv", "--format", "csv", "--cycle", cycle)
+    assert [row[7] for row in read_csv(tmp_path / "order.csv")[1:]] == ["a1", "a2", "b1", "b2"]
+
+
+def test_csv_of_an_empty_cycle_is_its_header(app, tmp_path):
+    cycle = post(app.test_client(), "/v1/cycles", {"name": "empty"})["id"]
+    export(app, tmp_path / "empty.csv", "--format", "csv", "--cycle", cycle)
+    assert read_csv(tmp_path / "empty.csv") == [CSV_HEADER]
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["--format", "csv"], "--format csv needs --cycle ID"),
+    (["--cycle", MISSING], "--cycle goes with --format csv"),
+    (["--format", "csv", "--cycle", MISSING], f"no cycle with id {MISSING}"),
+    (["--format", "csv", "--cycle", MISSING, "--include-keys"], "--include-keys goes with the JSON export"),
+])
+def test_csv_options_that_do_not_fit_are_refused(app, tmp_path, args, problem):
+    assert problem in refused(invoke(app, "export", *args, tmp_path / "out.csv"))
+    assert not (tmp_path / "out.csv").exists()
+
+
+# --- where the file goes -------------------------------------------------------------------------
+
+
+def test_an_export_to_a_missing_folder_is_refused(app, tmp_path):
+    target = tmp_path / "nowhere" / "all.json"
+    line = refused(invoke(app, "export", target))
+    assert line.endswith(f"cannot export to {target}: the folder {target.parent} does not exist")
+    assert not target.parent.exists()
+
+
+def test_an_export_never_replaces_a_file(app, tmp_path):
+    (tmp_path / "all.json").write_text("keep me")
+    assert "exists; export to a new file" in refused(invoke(app, "export", tmp_path / "all.json"))
+    assert (tmp_path / "all.json").read_text() == "keep me"
+    assert os.listdir(tmp_path) == [name for name in os.listdir(tmp_path) if not name.startswith(".okr-export")]
+
+
+def test_the_export_file_is_private(app, seeded, tmp_path):
+    export(app, tmp_path / "keys.json", "--include-keys")
+    assert (tmp_path / "keys.json").stat().st_mode & 0o077 == 0
+    assert [name for name in os.listdir(tmp_path) if name.startswith(".okr-export")] == []
+
+
+# --- the program ---------------------------------------------------------------------------------
+
+
+def okr_process(*args, cwd):
+    return subprocess.run([sys.executable, str(helpers.APP_PY), *map(str, args)], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_program_exports_and_imports_and_refuses_in_one_okr_line(app, seeded, tmp_path):
+    database = app.config["DATABASE"]
+    done = okr_process("--database", database, "export", "all.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["objectives"] == 3
+    assert okr_process("--database", "new.db", "init-db", cwd=tmp_path).returncode == 0
+    done = okr_process("--database", "new.db", "import", "all.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert okr_process("--database", "new.db", "export", "again.json", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "all.json").read_bytes()
+
+    done = okr_process("--database", "new.db", "import", "all.json", cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines()[-1].startswith("okr: cannot import all.json: nothing imported: the database "
+                                                   "is not empty: it holds 3 users, 2 teams, 2 cycles")
+    cut(tmp_path / "all.json", 0.5)
+    done = okr_process("--database", "new.db", "import", "--merge", "all.json", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith("okr: cannot import all.json: nothing imported: it ends early")
+    done = okr_process("--database", "new.db", "export", "missing/all.json", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == "okr: cannot export to missing/all.json: the folder missing does not exist"
