@@ -14,8 +14,6 @@ requests: GET, DELETE, PATCH and POST-replace of /v1/<resource>/<id>, never a cr
 DELETE retried after a dropped connection may answer 404 when the first one went through.)
 """
 import email.utils
-import hashlib
-import hmac
 import http.client
 import json
 import random
@@ -28,19 +26,13 @@ import urllib.parse
 from datetime import datetime, timezone
 from decimal import Decimal
 
+from .signing import authorization_header
+
 __all__ = ["ApiError", "Client", "Resource", "authorization_header"]
 
-SCHEME = "S1-HMAC-SHA256"
 RETRY_STATUSES = frozenset({429, 503})
 # POST to exactly /v1/<collection>/<id> replaces the object whole: repeating it changes nothing more.
 REPLACE_PATH = re.compile(r"/v1/[a-z]+/[^/]+")
-
-
-def authorization_header(credential, secret, timestamp=None):
-    """The S1-HMAC-SHA256 Authorization value for now (or an RFC 3339 UTC timestamp)."""
-    timestamp = timestamp or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    signature = hmac.new(secret.encode(), (credential + timestamp).encode(), hashlib.sha256).hexdigest()
-    return f"{SCHEME} Credential={credential}&Timestamp={timestamp}&Signature={signature}"
 
 
 class ApiError(Exception):

@@ -12,7 +12,7 @@ import pytest
 import helpers
 import okr.db
 from okr import create_app, schema_path
-from okr.api.auth import authorization_header
+from okr.signing import authorization_header
 from okr.db import SCHEMA_VERSION, SchemaTooNew, init_db, utc_now
 
 

@@ -1,10 +1,8 @@
-"""Simple OKR's request signing: Authorization: S1-HMAC-SHA256 Credential=..&Timestamp=..&Signature=..
+"""Checks Simple OKR's request signature (okr/signing.py) on the API's requests.
 
-The signature is the lowercase hex HMAC-SHA256 of credential + timestamp,
-keyed with the key's secret. Auth is on for every /v1 path as soon as any
-API key has been created, revoked ones included.
+Auth is on for every /v1 path as soon as any API key has been created, revoked
+ones included.
 """
-import hashlib
 import hmac
 import ipaddress
 import re
@@ -15,8 +13,8 @@ from flask import current_app, request
 from werkzeug.exceptions import Forbidden, Unauthorized
 
 from ..db import READ_METHODS, get_connection, get_db
+from ..signing import SCHEME, sign
 
-SCHEME = "S1-HMAC-SHA256"
 MAX_CLOCK_SKEW = timedelta(minutes=10)
 RFC3339 = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
@@ -30,17 +28,6 @@ OPEN_PATHS = frozenset({"/v1/openapi.json"})
 class Unauthenticated(Unauthorized):
     def get_headers(self, environ=None, scope=None):
         return [*super().get_headers(environ, scope), ("WWW-Authenticate", SCHEME)]
-
-
-def sign(credential, secret, timestamp):
-    """The lowercase hex HMAC-SHA256 of credential + timestamp, keyed with secret."""
-    message = (credential + timestamp).encode("utf-8")
-    return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).hexdigest()
-
-
-def authorization_header(credential, secret, timestamp):
-    signature = sign(credential, secret, timestamp)
-    return f"{SCHEME} Credential={credential}&Timestamp={timestamp}&Signature={signature}"
 
 
 def parse_authorization(header):

@@ -4,7 +4,7 @@ import secrets
 import click
 from flask.cli import AppGroup
 
-from ..api.auth import authorization_header
+from ..signing import authorization_header
 from ..db import transaction, utc_now
 from .common import echo_json, reports_errors, use_database
 

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from okr.api.auth import authorization_header
+from okr.signing import authorization_header
 
 from helpers import APP_PY, HttpClient, free_port, start_service
 
