@@ -7,7 +7,7 @@ from flask.cli import with_appcontext
 
 from .. import progress, transfer
 from ..db import connect, utc_now
-from .common import echo_json, existing_database, reports_errors, use_database
+from .common import echo_json, reports_errors, use_database
 from .database import folder_problem
 
 
@@ -64,8 +64,8 @@ def export_command(path, include_keys, file_format, cycle_id):
         raise click.ClickException("--cycle goes with --format csv; the JSON export holds every cycle")
     if file_format == "csv" and include_keys:
         raise click.ClickException("--include-keys goes with the JSON export; a CSV file holds no keys")
-    database = existing_database()
-    db = connect(database, current_app.config["BUSY_TIMEOUT_MS"])
+    use_database()  # an older database's schema is brought up to date first, as for every command
+    db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
     try:
         db.execute("BEGIN")  # one snapshot, however long the writing takes
         if file_format == "csv":
@@ -104,7 +104,7 @@ def import_command(path, merge):
     use_database()
     db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
     try:
-        db.execute("PRAGMA cache_size = -32768")  # random UUID keys: index pages are hit all over
+        db.execute("PRAGMA cache_size = -16384")  # 16 MB: random UUID keys hit index pages all over
         db.execute("BEGIN IMMEDIATE")
         try:
             counts = transfer.import_file(db, path, merge)

@@ -487,6 +487,25 @@ def test_a_file_changed_between_the_check_and_the_writing_is_refused(app, seeded
     assert dump(target.config["DATABASE"]) == before
 
 
+def test_a_file_broken_between_the_check_and_the_writing_is_refused(app, seeded, tmp_path, monkeypatch):
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    real = okr.transfer.records
+    passes = []
+
+    def records(path, hashes):
+        passes.append(path)
+        if len(passes) == 2:  # a field goes missing: the values are not checked twice
+            Path(path).write_text(Path(path).read_text(encoding="utf-8").replace('"revision": 0}', "}", 1),
+                                  encoding="utf-8")
+        return real(path, hashes)
+
+    monkeypatch.setattr(okr.transfer, "records", records)
+    before = dump(target.config["DATABASE"])
+    assert "it changed while it was being imported" in refused(invoke(target, "import", tmp_path / "all.json"))
+    assert dump(target.config["DATABASE"]) == before
+
+
 # --- merge ---------------------------------------------------------------------------------------
 
 
@@ -562,7 +581,7 @@ def test_merge_updates_keys_by_credential_and_a_revoked_key_stays_revoked(app, k
     data["api_keys"][0]["name"] = "ci, renamed"
     data["api_keys"].append({**data["api_keys"][1], "credential": "c" * 24, "name": "new"})
     result = ok(invoke(app, "import", "--merge", write_json(tmp_path / "merged.json", data)))
-    assert result["api_keys"] == {"added": 1, "updated": 2, "unchanged": 1}
+    assert result["api_keys"] == {"added": 1, "updated": 1, "unchanged": 2}
     keys = stored_keys(app.config["DATABASE"])
     assert [(name, revoked is not None) for _, _, name, _, _, revoked in keys] == [
         ("ci, renamed", False), ("reader", False), ("old", True), ("new", False)]
@@ -740,3 +759,21 @@ def test_the_program_exports_and_imports_and_refuses_in_one_okr_line(app, seeded
     done = okr_process("--database", "new.db", "export", "missing/all.json", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == "okr: cannot export to missing/all.json: the folder missing does not exist"
+
+
+def test_values_the_api_would_take_are_stored_as_the_api_stores_them(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    positive = key_result(data, "positive")
+    positive.update(confidence=positive["confidence"] + "00")
+    key_result(data, "milestone")["target_value_min"] = None  # a milestone's target is always 1.00
+    data["checkins"][0]["value"] = "1.2e2"
+    data["users"][1]["email"] = "E\u0301mile@example.org"  # decomposed: stored in NFC
+    # a number, as the API takes one
+    text = json.dumps(data, ensure_ascii=False).replace('"current_value": "310.00"', '"current_value": 310.0', 1)
+    assert text.count("310.0,") == 1
+    (tmp_path / "loose.json").write_text(text, encoding="utf-8")
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "loose.json"))
+    export(target, tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "all.json").read_bytes()
