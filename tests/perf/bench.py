@@ -36,6 +36,12 @@ printed both ways, in bytes, with the report's. The report is timed end to end
 too, the client reading the whole body and parsing the JSON, as it always was:
 the time the parsing takes is printed below the table.
 
+Export and import: `python app.py export` of a database of --objectives objectives
+with 4 key results each (and each key result's first check-in) to JSON, and of
+its cycle with --format csv, each timed to its end with the process's peak
+resident memory (the kernel's high-water mark), against a goal of 150 MB; then
+`python app.py import` of that JSON into a new database, timed the same way.
+
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
 and the hello ceiling is pinned to the first CPU. --pin also pins the service
@@ -538,6 +544,51 @@ def time_cycle_delete(folder, objectives, key_results_each, threads, rounds):
     return results
 
 
+def run_measured(args):
+    """Runs a command to its end; returns its time and peak resident memory (VmHWM, read every 20 ms)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while process.poll() is None:
+        try:
+            status = Path(f"/proc/{process.pid}/status").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        match = re.search(r"VmHWM:\s+(\d+) kB", status)  # the kernel's own high-water mark: no peak is missed
+        if match:
+            peak = max(peak, int(match.group(1)) * 1024)
+        time.sleep(0.02)
+    stderr = process.communicate()[1]
+    seconds = time.perf_counter() - started
+    if process.returncode:
+        raise RuntimeError(f"{' '.join(map(str, args))} failed: {stderr.decode(errors='replace')}")
+    return seconds, peak
+
+
+def time_export(folder, objectives, key_results_each):
+    """Times `python app.py export` (JSON, everything) and `export --format csv` of a cycle of `objectives`
+    objectives with key_results_each key results each (and their first check-ins), and `import` of the JSON
+    into a new database; each with its process's peak resident memory, and the files' sizes."""
+    database = os.path.join(folder, "export.db")
+    cycle = seed_objectives(database, objectives, key_results_each)[0]
+    app_py = [sys.executable, str(REPO / "app.py")]
+    results = {}
+    json_file, csv_file = os.path.join(folder, "export.json"), os.path.join(folder, "export.csv")
+    results["json"] = (*run_measured(app_py + ["--database", database, "export", json_file]),
+                       os.path.getsize(json_file))
+    results["csv"] = (*run_measured(app_py + ["--database", database, "export", "--format", "csv", "--cycle",
+                                              cycle, csv_file]), os.path.getsize(csv_file))
+    imported = os.path.join(folder, "imported.db")
+    run_measured(app_py + ["--database", imported, "init-db"])
+    results["import"] = (*run_measured(app_py + ["--database", imported, "import", json_file]),
+                         os.path.getsize(imported))
+    for path in (database, json_file, csv_file, imported):
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -645,6 +696,8 @@ def main():
     print(f"seeding {args.objectives} objectives and {3 * args.objectives} key results (and their first "
           "check-ins) to delete ...", flush=True)
     deletes = time_cycle_delete(folder, args.objectives, 3, args.threads, args.rounds)
+    print(f"seeding {args.objectives} objectives and {4 * args.objectives} key results to export ...", flush=True)
+    exports = time_export(folder, args.objectives, 4)
     shutil.rmtree(folder)
     delete_seconds, delete_checkpointed = (statistics.median(d[i] for d in deletes) for i in (0, 1))
     delete_peak_rss, delete_after_rss = max(d[2] for d in deletes), max(d[3] for d in deletes)
@@ -705,6 +758,14 @@ def main():
         ("  ... peak during the deletes", f"{delete_peak_rss / 2**20:.1f} MB",
          f"{delete_after_rss / 2**20:.1f} MB after", "< 80 MB"),
         ("start-up to first answer", f"{fresh.startup:.2f} s", f"(first start {okr_startup:.2f} s)", "< 1 s"),
+        (f"okr export of {args.objectives:,} objectives + {4 * args.objectives:,} key results + check-ins (JSON)",
+         f"{exports['json'][0]:.1f} s", f"{exports['json'][2] / 2**20:,.0f} MB file", ""),
+        ("  ... its peak resident memory", f"{exports['json'][1] / 2**20:.1f} MB", "", "< 150 MB"),
+        ("  ... the cycle's key results as CSV (okr export --format csv)", f"{exports['csv'][0]:.1f} s",
+         f"{exports['csv'][2] / 2**20:,.0f} MB file", ""),
+        ("  ... its peak resident memory", f"{exports['csv'][1] / 2**20:.1f} MB", "", "< 150 MB"),
+        ("okr import of that JSON into an empty database", f"{exports['import'][0]:.1f} s",
+         f"peak {exports['import'][1] / 2**20:,.0f} MB", ""),
     ]
     goals = [
         ratio["get"] >= 0.6,
@@ -723,6 +784,8 @@ def main():
         okr_rss < 80 * 2**20,
         delete_peak_rss < 80 * 2**20,
         fresh.startup < 1,
+        exports["json"][1] < 150 * 2**20,
+        exports["csv"][1] < 150 * 2**20,
     ]
     # goals holds the verdicts of the rows that have a goal, in their order; a missed one is marked,
     # since a ratio printed to two places may round up to its goal.
