@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tracemalloc
 from contextlib import closing
 from pathlib import Path
 
@@ -15,8 +16,9 @@ import helpers
 import okr.transfer
 from okr import create_app, transfer
 from okr.cli.transfer import export_command, import_command
-from okr.db import init_db
+from okr.db import connect, init_db, new_id
 from okr.emails import email_key
+from okr.progress import parse_timestamp
 
 ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
 SECTIONS = ["users", "teams", "cycles", "objectives", "key_results", "checkins"]
@@ -777,3 +779,37 @@ def test_values_the_api_would_take_are_stored_as_the_api_stores_them(app, seeded
     ok(invoke(target, "import", tmp_path / "loose.json"))
     export(target, tmp_path / "again.json")
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "all.json").read_bytes()
+
+
+# --- streaming -----------------------------------------------------------------------------------
+
+
+def test_exports_stream_rather_than_hold_the_database_in_memory(app, tmp_path):
+    """Python's own allocations while exporting stay far below the size of what is written (no timing)."""
+    db = connect(app.config["DATABASE"], 5000)
+    cycle, now = new_id(), "2026-01-01T00:00:00Z"
+    with db:
+        db.execute("BEGIN")
+        db.execute("INSERT INTO cycles (id, name, created_at) VALUES (?, 'big', ?)", (cycle, now))
+        objectives = [(new_id(), f"objective {i} " + "x" * 200, cycle, now, now) for i in range(3000)]
+        db.executemany("INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, "
+                       "modified_at) VALUES (?, ?, 0, 0, ?, ?, ?)", objectives)
+        db.executemany("INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value, "
+                       "target_value_min, created_at, modified_at) VALUES (?, ?, ?, 'kr', 'positive', '0.50', "
+                       "'0.00', '10.00', ?, ?)", ((new_id(), o[0], cycle, now, now) for o in objectives
+                                                  for _ in range(4)))
+        db.execute("INSERT INTO checkins (id, key_result_seq, value, confidence, created_at) "
+                   "SELECT id, seq, current_value, confidence, created_at FROM key_results")
+    moment = parse_timestamp(now)
+    for name, write in (("all.json", lambda f: transfer.export_json(db, f)),
+                        ("big.csv", lambda f: transfer.export_csv(db, cycle, f, moment))):
+        with open(os.devnull, "w", encoding="utf-8", newline="") as f:
+            write(f)  # once first: what the first call loads and caches is no part of the streaming
+        with open(tmp_path / name, "w", encoding="utf-8", newline="") as f:
+            tracemalloc.start()
+            write(f)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        size = (tmp_path / name).stat().st_size
+        assert size > 2_000_000 and peak < size / 10, (name, size, peak)
+    db.close()
