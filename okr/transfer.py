@@ -55,10 +55,17 @@ in one transaction: a problem anywhere leaves the database as it was. It
 refuses a file of another format, of a newer version, invalid or truncated
 JSON, a record with a missing or unknown field, a value the API would refuse
 (through the API's own schemas: names, types and targets, decimals, confidence
-from 0 to 1, the company/personal rule, text lengths), an id that is not a
-lowercase UUID or appears twice in its section, two users whose emails are one
-under Unicode case folding, a reference to a row that is neither in the file
-nor (with --merge) in the database, and an alignment loop. Into an empty
+from 0 to 1, the company/personal rule, text lengths), a time that is not one,
+an id that is not a lowercase UUID or appears twice in its section (check-ins
+aside: the database keeps their ids without a unique index too), two users
+whose emails are one under Unicode case folding, a reference to a row that is
+neither in the file nor (with --merge) in the database, and an alignment loop.
+The refusal names the first problem and its place, counted from 0:
+"objectives[3]: cycle_id … does not exist: no cycle in the file has that id".
+A value the API would take in another spelling (0.5, "0.500", a decomposed
+accent in an email) is stored as the API stores it. Any layout of the JSON
+will do, so long as "format" and "version" come first and the sections follow
+in the order above. Into an empty
 database (no users, teams, cycles, objectives, key results or check-ins; API
 keys do not count) rows keep their ids, timestamps and revisions and are
 stored in file order, so that exporting again gives the same bytes. With
@@ -66,7 +73,22 @@ stored in file order, so that exporting again gives the same bytes. With
 after the existing ones, a changed one is updated (its created_at kept, its
 revision moved past both), an identical one left alone; a check-in already
 recorded on its key result is left alone (check-ins are never edited), and a
-revoked key stays revoked.
+revoked key stays revoked. Nothing is deleted.
+
+The CSV of a cycle
+------------------
+
+okr export --format csv --cycle ID writes one row per key result of the cycle,
+objective by objective in creation order, each objective's key results in
+theirs, with the columns of CSV_COLUMNS below. It is UTF-8 with a byte-order
+mark (without one, Excel reads it in the local code page) and CRLF line ends.
+start_value, progress, status, stale and last_checkin_at are the cycle
+report's own (okr.reports, okr.progress); a baseline's progress is empty.
+Names are free text, which a spreadsheet would run as a formula when it begins
+with = + - @, a tab or a carriage return: such a name gets a leading single
+quote (OWASP's advice on CSV injection). Every other column holds an id, a
+fixed word, a time or a decimal the service wrote, so none is quoted:
+"-5.00" stays the number minus five.
 """
 import codecs
 import csv
