@@ -22,7 +22,7 @@ from marshmallow import ValidationError
 from schemathesis.config import SchemathesisConfig
 
 from helpers import make_user
-from okr.api.auth import authorization_header
+from okr.signing import authorization_header
 from okr.db import connect, utc_now
 from okr.api.fields import canonical_decimal
 from okr.api.paging import UUID_RE, encode_token

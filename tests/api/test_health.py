@@ -8,7 +8,7 @@ import pytest
 from werkzeug import Response
 
 from helpers import HttpResponse, assert_error, free_port, keep_file_permissions, make_cycle, start_service
-from okr.api.auth import authorization_header
+from okr.signing import authorization_header
 from okr.db import utc_now
 
 CYCLE_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"

@@ -22,7 +22,7 @@ from conftest import serve_until
 from helpers import HttpClient
 from html_tree import BROWSER, parse
 from okr import create_app
-from okr.api.auth import authorization_header
+from okr.signing import authorization_header
 from okr.db import init_db
 
 PREFIX = "/okr"

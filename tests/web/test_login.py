@@ -17,7 +17,7 @@ import pytest
 from helpers import assert_error, make_cycle, make_key_result, make_objective
 from html_tree import BROWSER
 from okr import create_app
-from okr.api.auth import authorization_header
+from okr.signing import authorization_header
 from okr.db import init_db
 
 COOKIE = "okr_session"
