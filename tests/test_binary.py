@@ -139,6 +139,13 @@ def test_the_executable_is_the_whole_program(okr):
     with closing(sqlite3.connect(work / "copy.db")) as copy:
         assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert copy.execute("SELECT name FROM cycles").fetchall() == [("Q3",)]
+    # Restore and export work from the file too: a change made after the backup is undone.
+    with closing(sqlite3.connect(work / "okr.db")) as db, db:
+        db.execute("UPDATE cycles SET name = 'changed'")
+    run("restore", "copy.db")
+    run("export", "all.json")
+    exported = json.loads((work / "all.json").read_text())
+    assert exported["format"] == "okr-export" and [c["name"] for c in exported["cycles"]] == ["Q3"]
 
 
 def test_the_executable_serves_a_new_database_in_the_current_folder(okr):
