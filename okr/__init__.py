@@ -50,6 +50,8 @@ def create_app(test_config=None):
     if test_config is not None:
         app.config.from_mapping(test_config)
     app.config["DATABASE"] = os.fspath(app.config["DATABASE"])
+    # For commands that need an app of their own on another file (okr demo builds its database so).
+    app.extensions["okr.create_app"] = create_app
     # Keep the spec's field order, and send Unicode as itself rather than \u escapes.
     app.json.sort_keys = False
     app.json.ensure_ascii = False

@@ -9,7 +9,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from .. import demo as demo_data
+from . import demo_company as demo_data
 from . import serving_lock
 from .common import as_configured, name_database, reports_errors
 from .database import folder_problem
@@ -104,9 +104,9 @@ def demo(no_serve, seed, fresh):
             with serving_lock.exclusive(path) as alone:
                 if not alone:
                     raise click.ClickException(f"cannot replace {shown}: a server is serving it; stop it first")
-                counts = demo_data.create_demo(path, seed, replace=True)
+                counts = demo_data.create_demo(current_app.extensions["okr.create_app"], path, seed, replace=True)
         else:
-            counts = demo_data.create_demo(path, seed)
+            counts = demo_data.create_demo(current_app.extensions["okr.create_app"], path, seed)
         seconds = time.perf_counter() - started
         click.echo(f"created {shown} in {seconds:.1f} s (seed {seed}): {summary(counts)}")
     if no_serve:

@@ -22,7 +22,7 @@ from okr.api.schemas import checkin_schema, group_update_schema, key_result_sche
 from okr.cli import serving_lock
 import okr.db
 from okr.db import init_db
-from okr.demo import DEMO_APPLICATION_ID, create_demo, not_a_demo_database
+from okr.cli.demo_company import DEMO_APPLICATION_ID, create_demo, not_a_demo_database
 
 ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
 CREATED = re.compile(r"created (\S+) in (\d+\.\d) s \(seed (\d+)\): 2 cycles, 4 teams, 12 users, 20 objectives, "
@@ -40,7 +40,7 @@ def clean_env(monkeypatch):
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("demo") / "okr-demo.db"
-    create_demo(str(path), seed=7)
+    create_demo(create_app, str(path), seed=7)
     return path
 
 
@@ -226,7 +226,7 @@ def dump(path):
 def test_the_same_seed_gives_the_same_data(tmp_path):
     now = datetime(2026, 3, 18, 10, 30, 15, tzinfo=timezone.utc)
     for name, seed in (("a.db", 11), ("b.db", 11), ("c.db", 12)):
-        create_demo(str(tmp_path / name), seed, now)
+        create_demo(create_app, str(tmp_path / name), seed, now)
     first, second, other = (dump(tmp_path / name) for name in ("a.db", "b.db", "c.db"))
     assert first == second
     assert [row[:6] for row in rows(tmp_path / "a.db", "SELECT * FROM checkins")] != [
@@ -343,7 +343,7 @@ def test_running_it_again_uses_the_demo_database_as_it_is_and_fresh_makes_it_ane
 
 def test_fresh_is_refused_while_a_server_serves_the_demo_database(tmp_path, capsys, never_serves):
     path = str(tmp_path / "okr-demo.db")
-    create_demo(path, seed=2)
+    create_demo(create_app, path, seed=2)
     before = (tmp_path / "okr-demo.db").read_bytes()
     descriptor = serving_lock.hold_shared(path)
     try:
@@ -434,6 +434,6 @@ def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
 
 
 def test_the_clock_is_the_real_one_again_once_the_demo_is_made(tmp_path):
-    create_demo(str(tmp_path / "demo.db"), 5, datetime(2026, 3, 18, tzinfo=timezone.utc))
+    create_demo(create_app, str(tmp_path / "demo.db"), 5, datetime(2026, 3, 18, tzinfo=timezone.utc))
     assert okr.db.stamped_time.get() is None
     assert okr.db.utc_now() > "2026-11-01"

@@ -20,8 +20,8 @@ from contextlib import closing, contextmanager
 from datetime import datetime, timedelta, timezone
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
-from . import create_app, db as okr_db
-from .cli.users import insert_user, validated_user
+from .. import db as okr_db
+from .users import insert_user, validated_user
 
 DEMO_DATABASE = "okr-demo.db"
 # "OKRD": PRAGMA application_id of every demo database, in its header's bytes 68-71.
@@ -526,8 +526,10 @@ def remove_companions(path):
             pass
 
 
-def create_demo(path, seed, now=None, replace=False):
+def create_demo(create_app, path, seed, now=None, replace=False):
     """Makes a demo database at path, which must not exist (or, with replace, be a demo database).
+
+    create_app is okr's app factory: the data goes in through an app of its own on a private file.
 
     The data is made from seed, dated relative to now (an aware datetime; the
     present by default): the same seed and now give the same data, ids aside.
