@@ -35,6 +35,25 @@ def folder_problem(folder):
         return f"{folder}: {error.strerror}"
 
 
+def new_file_beside(path, doing):
+    """(descriptor, path) of a private temporary file beside path, for a new file that is renamed to path once whole.
+
+    path must not exist and its folder must: a missing folder is refused, not
+    made, since a mistyped path would hide the copies. doing is the verb the
+    messages use ("back up", "export"); they name path, never the temporary file.
+    """
+    if os.path.exists(path):
+        raise click.ClickException(f"{path} exists; {doing} to a new file")
+    folder = os.path.dirname(path) or "."
+    problem = folder_problem(folder)
+    if problem:
+        raise click.ClickException(f"cannot {doing} to {path}: {problem}")
+    try:
+        return tempfile.mkstemp(dir=folder, prefix=f".okr-{doing.replace(' ', '')}-")
+    except OSError as error:
+        raise click.ClickException(f"cannot {doing} to {path}: {error.strerror}") from None
+
+
 @click.command("backup", short_help="Copy the database to PATH, safely while it is served.")
 @click.argument("path", type=click.Path(dir_okay=False, writable=True))
 @with_appcontext
@@ -42,19 +61,7 @@ def folder_problem(folder):
 def backup(path):
     """Copy the database to PATH through SQLite's online backup API, safe while serving."""
     source_path = existing_database()
-    if os.path.exists(path):
-        raise click.ClickException(f"{path} exists; back up to a new file")
-    # A missing folder is refused, not created: a mistyped path would hide the backups.
-    folder = os.path.dirname(path) or "."
-    problem = folder_problem(folder)
-    if problem:
-        raise click.ClickException(f"cannot back up to {path}: {problem}")
-    # A private temporary file beside the target, renamed only once complete. Its
-    # name is never shown: the messages speak of the path the user gave.
-    try:
-        handle, partial = tempfile.mkstemp(dir=folder, prefix=".okr-backup-")
-    except OSError as error:
-        raise click.ClickException(f"cannot back up to {path}: {error.strerror}") from None
+    handle, partial = new_file_beside(path, "back up")
     os.close(handle)
     try:
         source = connect(source_path, current_app.config["BUSY_TIMEOUT_MS"])

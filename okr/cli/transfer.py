@@ -1,6 +1,5 @@
 """okr export and okr import: all data as one JSON file (okr/transfer.py describes the format), a cycle as CSV."""
 import os
-import tempfile
 import click
 from flask import current_app
 from flask.cli import with_appcontext
@@ -8,7 +7,7 @@ from flask.cli import with_appcontext
 from .. import progress, transfer
 from ..db import connect, utc_now
 from .common import echo_json, reports_errors, use_database
-from .database import folder_problem
+from .database import new_file_beside
 
 
 def write_new_file(path, write, **open_options):
@@ -17,16 +16,7 @@ def write_new_file(path, write, **open_options):
     A missing folder is refused rather than made, and an existing file is never
     replaced, as okr backup does: a mistyped path must not hide or lose data.
     """
-    if os.path.exists(path):
-        raise click.ClickException(f"{path} exists; export to a new file")
-    folder = os.path.dirname(path) or "."
-    problem = folder_problem(folder)
-    if problem:
-        raise click.ClickException(f"cannot export to {path}: {problem}")
-    try:
-        handle, partial = tempfile.mkstemp(dir=folder, prefix=".okr-export-")
-    except OSError as error:
-        raise click.ClickException(f"cannot export to {path}: {error.strerror}") from None
+    handle, partial = new_file_beside(path, "export")
     try:
         with open(handle, "w", **open_options) as f:
             result = write(f)
