@@ -132,10 +132,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_service(port, *args, env=None, **popen):
-    """`python app.py --port PORT ARGS` as its own process, once /healthz answers."""
+def start_service(port, *args, env=None, program=None, **popen):
+    """`python app.py --port PORT ARGS` (or program's command line instead of python app.py) as its own
+    process, once /healthz answers."""
     process = subprocess.Popen(
-        [sys.executable, str(APP_PY), "--port", str(port), *args],
+        [*(program or [sys.executable, str(APP_PY)]), "--port", str(port), *args],
         env=os.environ if env is None else env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen,
     )
     http = HttpClient(f"127.0.0.1:{port}")

@@ -11,14 +11,13 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from helpers import REPO, HttpClient, free_port, keep_file_permissions
+from helpers import REPO, free_port, keep_file_permissions, start_service
 
 BUILD_TIMEOUT = 900
 
@@ -27,7 +26,7 @@ BUILD_TIMEOUT = 900
 def built(tmp_path_factory):
     """The executable, built once into a temporary folder; and the build's output."""
     try:
-        import PyInstaller  # noqa: F401
+        import PyInstaller  # noqa: F401 (only whether it is installed)
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("PyInstaller is not installed: pip install -e '.[test]' installs it")
@@ -65,19 +64,7 @@ def okr(built, tmp_path):
         return result
 
     def start(*args):
-        port = free_port()
-        process = subprocess.Popen([str(executable), "--port", str(port), *args], cwd=work, env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **popen)
-        http = HttpClient(f"127.0.0.1:{port}")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if http.get("/healthz").status == 200:
-                    return process, http
-            except OSError:
-                time.sleep(0.05)
-        process.kill()
-        pytest.fail(f"the executable did not start: {process.communicate()[0].decode()}")
+        return start_service(free_port(), *args, env=env, program=[str(executable)], cwd=work, **popen)
 
     yield run, start, work, home
     home.chmod(0o755)
