@@ -467,26 +467,37 @@ def problems_of(error):
 
 
 def checked(name, index, record):
-    """The record's values as they are stored, in FIELDS order; Refusal naming what is wrong."""
-    where = f"{name}[{index}]"
+    """The record's values as they are stored, in FIELDS order; Refusal naming where and what is wrong."""
+    try:
+        return checked_record(name, record)
+    except Refusal as refusal:
+        raise Refusal(f"{name}[{index}]: {refusal}") from None
+
+
+def checked_record(name, record):
+    """The record's values as they are stored, in FIELDS order; Refusal saying what is wrong (not where).
+
+    The one check of a row for every way in: okr import's records, and okr
+    import-simpleokr's (okr.simpleokr), which name their place their own way.
+    """
     fields = FIELDS[name]
     missing = [field for field in fields if field not in record]
     if missing:
-        raise Refusal(f"{where}: missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        raise Refusal(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     unknown = [field for field in record if field not in fields]
     if unknown:
-        raise Refusal(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+        raise Refusal(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
     for field in fields:
         value = record[field]
         if value is None and field in NULLABLE:
             continue
         if (field == "id" or field.endswith("_id")) and not (isinstance(value, str) and UUID_RE.fullmatch(value)):
-            raise Refusal(f"{where}: {field}: must be a lowercase UUID, not {json.dumps(value, default=str)}")
+            raise Refusal(f"{field}: must be a lowercase UUID, not {json.dumps(value, default=str)}")
         if field in TIMESTAMPS and not valid_timestamp(value):
-            raise Refusal(f"{where}: {field}: must be an RFC 3339 UTC time to the second, such as "
+            raise Refusal(f"{field}: must be an RFC 3339 UTC time to the second, such as "
                           f"2026-11-22T10:15:30Z, not {json.dumps(value, default=str)}")
         if field == "revision" and not (type(value) is int and value >= 0):
-            raise Refusal(f"{where}: revision: must be a whole number from 0, not {json.dumps(value, default=str)}")
+            raise Refusal(f"revision: must be a whole number from 0, not {json.dumps(value, default=str)}")
     schema, checks = SCHEMAS[name]
     try:
         loaded = schema.load({field: record[field] for field in checks})
@@ -496,7 +507,7 @@ def checked(name, index, record):
             except ValidationError as error:
                 raise ValidationError({"is_active": error.messages}) from None
     except ValidationError as error:
-        raise Refusal(f"{where}: {problems_of(error) or error}") from None
+        raise Refusal(problems_of(error) or str(error)) from None
     return tuple(loaded[field] if field in loaded else record[field] for field in fields)
 
 

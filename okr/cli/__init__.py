@@ -1,10 +1,11 @@
 """The admin commands, by topic: serve, users, keys, the database file (init-db, backup, restore), export and
-import, and demo."""
-from . import database, demo, keys, transfer, users
+import, import from a Simple OKR API, and demo."""
+from . import database, demo, keys, simpleokr, transfer, users
 
 # In the order `okr --help` lists them, after serve.
 COMMANDS = (database.init_db_command, users.users_cli, keys.keys_cli, keys.auth_header, database.backup,
-            database.restore, transfer.export_command, transfer.import_command, demo.demo)
+            database.restore, transfer.export_command, transfer.import_command,
+            simpleokr.import_simpleokr_command, demo.demo)
 # Each command's own help names the options only it takes.
 GLOBAL_OPTIONS_EPILOG = "Global options such as --database work here too: see okr --help."
 

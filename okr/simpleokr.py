@@ -1,0 +1,487 @@
+"""Importing from a Simple OKR API: users, teams, cycles, objectives and key results, by id, into a database.
+
+The core of `okr import-simpleokr` (okr/cli/simpleokr.py is its command line).
+It reads the source through okr.client (signed requests, retries) a page at a
+time, and writes to an open SQLite connection, never through Flask: every row
+is checked by okr.transfer's checked_record (the API's own marshmallow schemas,
+as okr import checks a file) and written by okr.transfer's upserts, so that the
+rules for a row live in one place.
+
+What a run does:
+
+- Users, teams and cycles, page by page; then every cycle's objectives, read
+  whole before any is written; then cycle by cycle its key results, page by
+  page. A page (of objectives, a batch of 500 or more) is written in one
+  transaction, taken once it has arrived, so no lock is held while waiting on
+  the network; each row in a savepoint: a bad row is rolled back alone and
+  reported, the others go in.
+- Rows are written in the source's list order, so the lists here come out in
+  the same order (a list is in creation order). A child objective may come
+  before its parent (in its cycle or an earlier one): foreign keys are then
+  checked at the batch's commit, and a batch only ends where no objective in
+  it still waits for its parent. So every commit leaves each objective with its
+  parent, each key result with its objective: what a failed run leaves is
+  consistent, and a rerun completes it.
+- A row is created when its id is new here, updated when any field differs from
+  the stored row (its created_at aside: it never changes; its revision, hence
+  its ETag, moves past the stored one), and left alone otherwise. A row here
+  that the source lacks is kept: nothing is deleted.
+- A row fails, with its id and the reason, when the API's schemas refuse it
+  (okr.transfer.checked_record), when the database refuses it (an email that
+  is another user's under Unicode case folding), when a row it refers to failed
+  or exists neither in the source nor here, or when its alignment is a loop.
+  A parent objective the source does not list is taken when it exists here.
+- A key result gets a check-in from its value, as the API records one: on
+  creation (its first, the start of its progress) and whenever an update moves
+  its current_value or confidence. It is dated the key result's modified_at,
+  when the source set that value.
+- A dry run does all of this on a private copy of the database, which it then
+  deletes: the counts are the real run's, and the database is not touched.
+
+Memory: the objectives of every cycle are held while they are planned (about
+a kilobyte each); users, teams, cycles and key results a page at a time.
+"""
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+import urllib.parse
+from contextlib import closing
+from datetime import datetime, timezone
+
+from .client import ApiError
+from .db import connect, migrate, new_id
+from .emails import email_key
+from .transfer import ADD_CHECKIN, FIELDS, NULLABLE, SINGULAR, WRITES, Refusal, checked_record, write_parameters
+
+RESOURCES = ("users", "teams", "cycles", "objectives", "key_results")
+OUTCOMES = ("created", "updated", "unchanged", "failed")
+# What the source lists each resource as: path and the key of the page's array.
+LISTS = {
+    "users": ("/v1/users", "users"),
+    "teams": ("/v1/teams", "teams"),
+    "cycles": ("/v1/cycles", "cycles"),
+    "objectives": ("/v1/objectives", "objectives"),
+    "key_results": ("/v1/keyresults", "keyresults"),
+}
+# An RFC 3339 time with any offset and fraction; stored in UTC to the second, as this service keeps times.
+RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+UUID_ANY_CASE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+FIRST_CHECKIN = ADD_CHECKIN.format(unless="")
+OBJECTIVES_BATCH = 500  # objectives to a transaction, at least
+MAX_PAGES = 10_000_000  # a source that never stops paging is cut off here, or sooner by a repeated token
+
+
+class SourceError(Exception):
+    """The source cannot be read (unreachable, refused, or not this API), in one line; `result` holds
+    what the run had done by then, all of it written whole."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+class Result:
+    """Per resource, how many rows were created, updated, unchanged and failed; the failures' ids and
+    reasons; and (for a dry run's report) the fields each update changes."""
+
+    def __init__(self, dry_run=False):
+        self.dry_run = dry_run
+        self.counts = {name: dict.fromkeys(OUTCOMES, 0) for name in RESOURCES}
+        self.failures = []  # (resource, id, reason), in the order they happened
+        self.updates = []  # (resource, id, [changed fields])
+        self.complete = False
+
+    def as_json(self):
+        return {
+            "dry_run": self.dry_run, "complete": self.complete,
+            **{name: dict(counts) for name, counts in self.counts.items()},
+            "failed": [{"resource": name, "id": row_id, "reason": reason} for name, row_id, reason in self.failures],
+            "updated": [{"resource": name, "id": row_id, "fields": fields} for name, row_id, fields in self.updates],
+        }
+
+
+def canonical_time(value):
+    """An RFC 3339 time as this service stores it (UTC, to the second); the value itself when it is not one."""
+    if not isinstance(value, str):
+        return value
+    match = RFC3339.fullmatch(value)
+    if not match:
+        return value
+    date, time, _fraction, offset = match.groups()
+    try:
+        moment = datetime.fromisoformat(f"{date}T{time}{'+00:00' if offset in 'Zz' else offset}")
+    except ValueError:
+        return value  # February 30th: checked_record names it
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def as_record(name, item):
+    """A source object as okr.transfer's record of the resource: its fields, revision 0 (moved on update).
+
+    A nullable field the source leaves out is null; other missing fields are
+    refused; fields this service does not keep (a key result's cycle_id) are
+    ignored. UUIDs are lowercased, times brought to UTC to the second.
+    """
+    fields = [field for field in FIELDS[name] if field != "revision"]
+    missing = [field for field in fields if field not in item and field not in NULLABLE]
+    if missing:
+        raise Refusal(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    record = {field: item.get(field) for field in fields}
+    for field, value in record.items():
+        if (field == "id" or field.endswith("_id")) and isinstance(value, str) and UUID_ANY_CASE.fullmatch(value):
+            record[field] = value.lower()
+        elif field in ("created_at", "modified_at"):
+            record[field] = canonical_time(value)
+    record["revision"] = 0
+    return record
+
+
+def item_id(item):
+    """A source object's id as reported (lowercased when it is a UUID), or a stand-in when it has none."""
+    value = item.get("id") if isinstance(item, dict) else None
+    if isinstance(value, str) and value:
+        return value.lower() if UUID_ANY_CASE.fullmatch(value) else value
+    return "(no id)"
+
+
+class Source:
+    """The source's lists, a page at a time, each answer's shape checked; SourceError for what stops a run."""
+
+    def __init__(self, client):
+        self.client = client
+        self.requests = 0
+
+    def pages(self, name, **params):
+        """Yields each page's list of objects."""
+        path, key = LISTS[name]
+        token, seen = None, set()
+        for _ in range(MAX_PAGES):
+            query = dict(params, page_token=token) if token else params
+            page = self.get(path, query)
+            if not isinstance(page, dict) or not isinstance(page.get(key), list):
+                raise SourceError(f"{self.where(path)} does not answer like a Simple OKR API: "
+                                  f"its answer has no {key!r} list")
+            yield page[key]
+            token = page.get("next_page_token")
+            if token is None or token == "":
+                return
+            if not isinstance(token, str) or token in seen:
+                raise SourceError(f"{self.where(path)} does not answer like a Simple OKR API: "
+                                  f"its next_page_token {token!r} is not a new page's")
+            seen.add(token)
+        raise SourceError(f"{self.where(path)} never stops paging")
+
+    def where(self, path):
+        return f"{self.client.base_url.rstrip('/')}{path}"
+
+    def get(self, path, params):
+        self.requests += 1
+        try:
+            return self.client.request("GET", path, params=params or None)
+        except ApiError as error:
+            raise SourceError(self.problem(path, error)) from None
+
+    def problem(self, path, error):
+        where = self.where(path)
+        if error.status is None:
+            return f"cannot read {where}: {error.message}"
+        if error.status == 401:
+            return (f"{where} refused the credentials (401: {error.message}); check --credential and --secret "
+                    "(or OKR_CREDENTIAL and OKR_SECRET)")
+        if error.status == 403:
+            return f"{where} refused access (403: {error.message})"
+        if error.status == 404 or 200 <= error.status < 300:
+            return f"{where} does not answer like a Simple OKR API ({error.status}: {error.message})"
+        return f"{where} failed: {error}"
+
+
+class RowRefused(Exception):
+    """A row the database refused while its batch was being written: the batch is written again without it."""
+
+    def __init__(self, name, row_id, reason):
+        super().__init__(reason)
+        self.name, self.row_id, self.reason = name, row_id, reason
+
+
+class Importer:
+    """One run into an open database (an autocommit connection: it takes its own transactions)."""
+
+    def __init__(self, db, source, result, progress=None, batch=OBJECTIVES_BATCH):
+        self.db, self.source, self.result, self.batch = db, source, result, batch
+        self.progress = progress or (lambda **event: None)
+        self.failed = {name: {} for name in RESOURCES}  # id -> reason, for rows failed in this run
+
+    # --- the run
+
+    def run(self):
+        cycles = []
+        for name in ("users", "teams", "cycles"):
+            self.progress(stage=name)
+            for page in self.source.pages(name):
+                self.write_page(name, page)
+                if name == "cycles":
+                    cycles += [item_id(item) for item in page if isinstance(item, dict)]
+        # Every cycle's objectives are read before any is written: a child may be listed before its
+        # parent, in another cycle too, and both are written in the source's order all the same.
+        self.progress(stage="objectives")
+        objectives = []
+        for cycle_id in cycles:
+            for page in self.source.pages("objectives", cycle_id=cycle_id):
+                objectives += [self.checked("objectives", item) for item in page]
+                self.progress(stage="page", resource="objectives", rows=len(page))
+        self.write_objectives(objectives)
+        del objectives
+        for position, cycle_id in enumerate(cycles, 1):
+            self.progress(stage="cycle", position=position, total=len(cycles))
+            for page in self.source.pages("key_results", cycle_id=cycle_id):
+                self.write_page("key_results", page)
+        self.result.complete = True
+
+    def checked(self, name, item):
+        """(id, the row's values as stored, None) for a source object the API's schemas take; (id, None, why)
+        for one they refuse."""
+        row_id = item_id(item)
+        try:
+            if not isinstance(item, dict):
+                raise Refusal("not a JSON object")
+            return row_id, checked_record(name, as_record(name, item)), None
+        except Refusal as refusal:
+            return row_id, None, str(refusal)
+
+    def write_page(self, name, page):
+        """Users, teams, cycles or key results: a page in one transaction, a row in one savepoint."""
+        outcomes = []
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for item in page:
+                row_id, values, reason = self.checked(name, item)
+                reason = reason or self.missing_reference(name, dict(zip(FIELDS[name], values)))
+                if not reason:
+                    try:
+                        outcomes.append((name, row_id, *self.saved(name, values)))
+                        continue
+                    except RowRefused as refused:
+                        reason = refused.reason
+                outcomes.append((name, row_id, "failed", reason))
+            self.db.execute("COMMIT")
+        finally:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+        self.count(outcomes)
+        self.progress(stage="page", resource=name, rows=len(page))
+
+    def count(self, outcomes):
+        """Counts what a committed transaction did."""
+        for name, row_id, outcome, detail in outcomes:
+            self.result.counts[name][outcome] += 1
+            if outcome == "failed":
+                self.failed[name][row_id] = detail
+                self.result.failures.append((name, row_id, detail))
+            elif outcome == "updated":
+                self.result.updates.append((name, row_id, detail))
+
+    # --- objectives: planned whole, then written in the source's order
+
+    def write_objectives(self, objectives):
+        """Fails what cannot be taken (refused, a reference that failed or is nowhere, a loop), then writes
+        the rest in order, a batch to a transaction: a batch ends only where no row in it waits for a
+        parent further down, so every commit leaves each objective with its parent."""
+        seen = set()  # a row the source lists twice is taken once, where it first came
+        objectives[:] = [entry for entry in objectives if not (entry[0] in seen or seen.add(entry[0]))]
+        where = {row_id: position for position, (row_id, values, _) in enumerate(objectives) if values is not None}
+        reasons = self.plan(objectives, where)
+        self.progress(stage="writing", resource="objectives", rows=len(objectives))
+        start = 0
+        while start < len(objectives):
+            end, reach = start, start
+            while end < len(objectives) and (end - start < self.batch or end <= reach):
+                row_id, values, _ = objectives[end]
+                parent = values[FIELDS["objectives"].index("parent_objective_id")] if values else None
+                if row_id not in reasons and parent in where:
+                    reach = max(reach, where[parent])
+                end += 1
+            self.write_objective_batch(objectives, start, end, where, reasons)
+            start = end
+
+    def plan(self, objectives, where):
+        """id -> why, for every objective that cannot be taken; follows parents up the source's own list."""
+        reasons, listed = {}, {row_id for row_id, _, _ in objectives}
+        for row_id, values, reason in objectives:
+            if reason:
+                reasons[row_id] = reason
+            else:
+                row = dict(zip(FIELDS["objectives"], values))
+                reason = self.missing_reference("objectives", row, source_parents=listed)
+                if reason:
+                    reasons[row_id] = reason
+        parent_index = FIELDS["objectives"].index("parent_objective_id")
+        parents = {row_id: values[parent_index] for row_id, values, _ in objectives if values is not None}
+        parents.update({row_id: None for row_id, values, _ in objectives if values is None})
+        settled = set()
+        for start in parents:
+            path, node = [], start
+            while node in parents and node not in settled and node not in path and node not in reasons:
+                path.append(node)
+                node = parents[node]
+            if node in path:  # a loop in the source's alignment
+                loop = path[path.index(node):]
+                for member in loop:
+                    reasons[member] = "parent_objective_id makes the alignment a loop"
+                path = path[:path.index(node)]
+                node = loop[0]
+            if node in reasons:  # everything below a failed objective fails with it
+                for child in reversed(path):
+                    reasons[child] = f"parent_objective_id {parents[child]}: that objective was not imported"
+            settled.update(path)
+        return reasons
+
+    def write_objective_batch(self, objectives, start, end, where, reasons):
+        while True:
+            outcomes = []
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute("PRAGMA defer_foreign_keys = ON")  # a parent may come later in the batch
+                for row_id, values, _ in objectives[start:end]:
+                    if row_id in reasons:
+                        outcomes.append(("objectives", row_id, "failed", reasons[row_id]))
+                    else:
+                        outcomes.append(("objectives", row_id, *self.saved("objectives", values)))
+                self.db.execute("COMMIT")
+            except RowRefused as refused:
+                # Its children in this batch may be written already: write the batch again without them.
+                self.db.execute("ROLLBACK")
+                reasons[refused.row_id] = refused.reason
+                self.fail_descendants(objectives, reasons)
+                continue
+            finally:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+            self.count(outcomes)
+            return
+
+    def fail_descendants(self, objectives, reasons):
+        parent_index = FIELDS["objectives"].index("parent_objective_id")
+        grew = True
+        while grew:
+            grew = False
+            for row_id, values, _ in objectives:
+                if values is not None and row_id not in reasons and values[parent_index] in reasons:
+                    reasons[row_id] = f"parent_objective_id {values[parent_index]}: that objective was not imported"
+                    grew = True
+
+    # --- one row
+
+    def saved(self, name, values):
+        """Writes one checked row in a savepoint: (outcome, the fields that differ); RowRefused if the
+        database refuses it."""
+        row = dict(zip(FIELDS[name], values))
+        self.db.execute("SAVEPOINT import_row")
+        try:
+            outcome = self.upsert(name, row, values)
+        except (Refusal, sqlite3.IntegrityError) as problem:
+            self.db.execute("ROLLBACK TO import_row")
+            self.db.execute("RELEASE import_row")
+            reason = str(problem) if isinstance(problem, Refusal) else f"the database refuses it: {problem}"
+            raise RowRefused(name, row["id"], reason) from None
+        self.db.execute("RELEASE import_row")
+        return outcome
+
+    def upsert(self, name, row, values):
+        """Creates or updates the row when it differs from the stored one; ("created" | "updated" |
+        "unchanged", the fields that differ)."""
+        fields = FIELDS[name]
+        stored = self.db.execute(f"SELECT {', '.join(fields)} FROM {name} WHERE id = ?", (row["id"],)).fetchone()
+        if name == "users":
+            holder = self.db.execute("SELECT id FROM users WHERE email_key = ? AND id <> ?",
+                                     (email_key(row["email"]), row["id"])).fetchone()
+            if holder:
+                raise Refusal(f"email {row['email']} is user {holder[0]}'s here: emails are one user "
+                              "regardless of case (Unicode case folding)")
+        if stored is None:
+            self.db.execute(WRITES[name], write_parameters(name, values)).fetchone()
+            if name == "key_results":
+                self.check_in(row)
+            return "created", []
+        # created_at never changes; revision is this database's own count.
+        changed = [field for field in fields if field not in ("id", "created_at", "revision")
+                   and stored[field] != row[field]]
+        if not changed:
+            return "unchanged", []
+        self.db.execute(WRITES[name], write_parameters(name, values)).fetchone()
+        if name == "key_results" and ("current_value" in changed or "confidence" in changed):
+            self.check_in(row)
+        return "updated", changed
+
+    def check_in(self, row):
+        """The check-in the API records when a key result is created or its value moves."""
+        self.db.execute(FIRST_CHECKIN, (new_id(), row["current_value"], row["confidence"], None, None,
+                                        row["modified_at"], row["id"])).fetchone()
+
+    def missing_reference(self, name, row, source_parents=()):
+        """Why a row cannot be taken for a row it refers to, or None. A parent objective the source lists
+        is planned with it (source_parents); any other must exist here, without making a loop."""
+        references = {
+            "objectives": (("cycle_id", "cycles"), ("team_id", "teams"), ("assignee_id", "users"),
+                           ("parent_objective_id", "objectives")),
+            "key_results": (("objective_id", "objectives"),),
+        }.get(name, ())
+        for field, target in references:
+            value = row[field]
+            if value is None or (field == "parent_objective_id" and value in source_parents):
+                continue
+            if value in self.failed[target]:
+                return f"{field} {value}: that {SINGULAR[target]} was not imported"
+            if self.db.execute(f"SELECT 1 FROM {target} WHERE id = ?", (value,)).fetchone() is None:
+                return (f"{field} {value} does not exist: neither the source nor this database has that "
+                        f"{SINGULAR[target]}")
+            if field == "parent_objective_id" and self.loops(row):
+                return "parent_objective_id makes the alignment a loop"
+        return None
+
+    def loops(self, row):
+        """True when the chain of parents above the row's parent, as stored here, comes back to the row."""
+        node, seen = row["parent_objective_id"], set()
+        while node is not None and node not in seen:
+            if node == row["id"]:
+                return True
+            seen.add(node)
+            parent = self.db.execute("SELECT parent_objective_id FROM objectives WHERE id = ?", (node,)).fetchone()
+            node = parent[0] if parent else None
+        return False
+
+
+def run(db, client, result, progress=None):
+    """Imports from the client's source into db; SourceError (with result) when the source stops it."""
+    importer = Importer(db, Source(client), result, progress)
+    try:
+        importer.run()
+    except SourceError as error:
+        error.result = result
+        raise
+    return result
+
+
+def import_simpleokr(database, client, *, dry_run=False, busy_timeout_ms=5000, schema=None, progress=None):
+    """Imports a Simple OKR API's data into the database file (which must exist, with this release's schema,
+    unless dry_run, which works on a migrated private copy and writes nothing). Returns a Result."""
+    result = Result(dry_run)
+    if not dry_run:
+        with closing(connect(database, busy_timeout_ms)) as db:
+            db.execute("PRAGMA cache_size = -16384")
+            return run(db, client, result, progress)
+    folder = tempfile.mkdtemp(prefix="okr-dry-run-")
+    try:
+        copy = os.path.join(folder, "copy.db")
+        # Read-write but only read: read-only would leave -wal and -shm files behind; this closes without a trace.
+        with closing(sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(database))}?mode=rw", uri=True,
+                                     timeout=busy_timeout_ms / 1000)) as original, \
+                closing(sqlite3.connect(copy)) as target:
+            original.backup(target)
+        with closing(connect(copy, busy_timeout_ms)) as db:
+            if schema is not None:
+                migrate(db, schema)
+            return run(db, client, result, progress)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
