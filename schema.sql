@@ -129,8 +129,10 @@ CREATE TABLE IF NOT EXISTS checkins (
     created_at     TEXT NOT NULL
 );
 
--- Listing, the first and last check-in of a key result, and the cascade.
-CREATE INDEX IF NOT EXISTS checkins_by_key_result ON checkins (key_result_seq, seq);
+-- Listing, the cascade, and what reports read of a key result's history: its
+-- first value, its last check-in's time and its latest values (the sparklines).
+-- The index holds those two columns, so reports never visit the table's rows.
+CREATE INDEX IF NOT EXISTS checkins_history ON checkins (key_result_seq, seq, value, created_at);
 CREATE INDEX IF NOT EXISTS checkins_with_author ON checkins (author_id) WHERE author_id IS NOT NULL;
 
 -- key_results.cycle_id is its objective's cycle_id, always. (A composite

@@ -289,7 +289,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def table_columns(db, table):
@@ -349,11 +349,17 @@ def record_first_checkins(db):
     )
 
 
+def drop_narrow_checkins_index(db):
+    """Version 4, before schema.sql: the check-ins' index on (key_result_seq, seq) gives way to
+    checkins_history, which also holds value and created_at (schema.sql makes it)."""
+    db.execute("DROP INDEX IF EXISTS checkins_by_key_result")
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
 # Version 3 added the web_secrets table, which schema.sql creates: no step of its own.
-MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions}
+MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index}
 FILLS = {2: record_first_checkins}
 
 

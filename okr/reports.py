@@ -8,7 +8,7 @@ from . import progress
 from .records import cycle_json, key_result_json, objective_json
 
 # Each key result with its start (the value of its first check-in) and its last
-# check-in's time: two probes of checkins_by_key_result per key result, whatever
+# check-in's time: two probes of checkins_history per key result, whatever
 # its history's length. Every key result has a first check-in; the fallbacks
 # only keep a row written behind the API's back from breaking a report.
 KEY_RESULTS_WITH_HISTORY = """
@@ -82,7 +82,7 @@ def key_result_report(db, key_result_id, now):
 def recent_values(db, cycle_id, count):
     """{key result id: the values of its last `count` check-ins, oldest first} for a cycle, in one query.
 
-    One walk of checkins_by_key_result in order, as plain tuples (sqlite3.Row
+    One walk of checkins_history in order, as plain tuples (sqlite3.Row
     objects cost more than the rest of the work); faster than a window function
     or a LIMIT subquery per key result, which both sort or probe 4,000 times.
     """

@@ -430,7 +430,28 @@ def test_a_version_2_database_gets_the_web_secrets_table_and_keeps_its_rows(tmp_
         db.commit()
     with app.app_context():
         init_db()
-    assert user_version(path) == SCHEMA_VERSION == 3
+    assert user_version(path) == SCHEMA_VERSION
     assert v1_rows(path) == before
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("SELECT count(*) FROM web_secrets").fetchone()[0] == 1  # made by the start, not by a request
+
+
+def test_a_version_3_database_gets_the_covering_checkins_index_and_keeps_its_rows(app, tmp_path):
+    """Version 4 replaces the check-ins' index on (key_result_seq, seq) by one that also holds value and created_at."""
+    app_v1, path, before = migrated_v1(tmp_path)
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("DROP INDEX checkins_history")
+        db.execute("CREATE INDEX checkins_by_key_result ON checkins (key_result_seq, seq)")
+        db.execute("PRAGMA user_version = 3")
+        checkins = db.execute("SELECT * FROM checkins ORDER BY seq").fetchall()
+        db.commit()
+    with app_v1.app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION == 4
+    assert structure(path) == structure(app.config["DATABASE"])
+    assert v1_rows(path) == before
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT * FROM checkins ORDER BY seq").fetchall() == checkins
+        columns = [row[2] for row in db.execute("PRAGMA index_info(checkins_history)")]
+        assert columns == ["key_result_seq", "seq", "value", "created_at"]
+

@@ -4,6 +4,8 @@ Progress per key-result type from its first check-in (the start) to its present 
 objective and cycle means, rounding at the final figure only, the alignment tree, the filters,
 status and staleness, and a fixed number of SQL statements per report whatever its size.
 """
+import sqlite3
+from contextlib import closing
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -18,6 +20,7 @@ from helpers import (
     make_team,
     make_user,
 )
+from okr.reports import recent_values
 
 UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
 KR_EXTRAS = ["start_value", "progress", "status", "stale", "last_checkin_at"]
@@ -772,6 +775,26 @@ def test_objective_report_runs_a_fixed_number_of_statements(app, client, small_a
     big = statements_of(app, client, f"/v1/objectives/{small_and_big['root']['id']}/report")
     assert sum(1 for _ in walk([objective_report(client, small_and_big["root"]["id"])])) == 35
     assert len(big) == len(small), (small, big)
+
+
+def checkin_steps(path, statements):
+    """The query-plan steps, over the database at path, in which the statements read check-ins."""
+    with closing(sqlite3.connect(path)) as db:
+        return [row[3] for sql in statements if "checkins" in sql
+                for row in db.execute("EXPLAIN QUERY PLAN " + sql) if row[3].startswith(("SEARCH c ", "SCAN c"))]
+
+
+def test_reports_and_sparklines_read_the_checkin_history_from_its_index_alone(app, client, small_and_big):
+    path, cycle = app.config["DATABASE"], small_and_big["big"]["id"]
+    steps = checkin_steps(path, statements_of(app, client, f"/v1/cycles/{cycle}/report"))
+    steps += checkin_steps(path, statements_of(app, client, f"/v1/objectives/{small_and_big['root']['id']}/report"))
+    with closing(sqlite3.connect(path)) as db:
+        sparklines = []
+        db.set_trace_callback(sparklines.append)
+        assert len(recent_values(db, cycle, 12)) == 90
+    steps += checkin_steps(path, sparklines)
+    assert len(steps) == 5, steps  # first value and last time in each report, and the sparklines' walk
+    assert all(step.startswith("SEARCH c USING COVERING INDEX checkins_history ") for step in steps), steps
 
 
 # --- over real HTTP -------------------------------------------------------------------------
