@@ -208,8 +208,9 @@ class RowRefused(Exception):
 class Importer:
     """One run into an open database (an autocommit connection: it takes its own transactions)."""
 
-    def __init__(self, db, source, result, progress=None, batch=OBJECTIVES_BATCH):
-        self.db, self.source, self.result, self.batch = db, source, result, batch
+    def __init__(self, db, source, result, progress=None, batch=None):
+        self.db, self.source, self.result = db, source, result
+        self.batch = batch or OBJECTIVES_BATCH
         self.progress = progress or (lambda **event: None)
         self.failed = {name: {} for name in RESOURCES}  # id -> reason, for rows failed in this run
 

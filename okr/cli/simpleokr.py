@@ -159,5 +159,5 @@ def import_simpleokr_command(base_url, credential, secret, dry_run, as_json):
                                               any(any(c.values()) for c in result.counts.values()) else ""))
     if result.failures:
         count = len(result.failures)
-        raise click.ClickException(f"{count} row{'s' if count > 1 else ''} could not be "
-                                   f"{'imported' if not dry_run else 'taken'} (listed above)")
+        raise click.ClickException(f"{count} row{'s' if count > 1 else ''} "
+                                   f"{'would not be' if dry_run else 'could not be'} imported (listed above)")

@@ -215,6 +215,22 @@ def test_import_makes_every_list_equal_then_again_changes_nothing_then_takes_exa
     consistent(app)
 
 
+def test_a_chain_of_children_each_listed_before_its_parent_goes_in_whole_in_order(
+        app, runner, source, target, monkeypatch):
+    monkeypatch.setattr(simpleokr, "OBJECTIVES_BATCH", 1)  # a transaction may end after any objective
+    q1, q2 = source.api.create_cycle("one"), source.api.create_cycle("two")
+    chain = [source.api.create_objective(f"level {n}", q1["id"]) for n in range(4)]
+    chain += [source.api.create_objective(f"level {n}", q2["id"]) for n in range(4, 6)]
+    alone = source.api.create_objective("alone", q2["id"])
+    for child, parent in zip(chain, chain[1:]):
+        source.api.patch_objective(child["id"], parent_objective_id=parent["id"])
+    source.api.patch_objective(alone["id"], parent_objective_id=chain[0]["id"])
+    done = report(run(runner, source, "--json"))
+    assert done["objectives"]["created"] == 7
+    assert lists(target) == lists(source.api)
+    consistent(app)
+
+
 def test_a_new_row_at_the_source_is_added_and_local_rows_are_kept(app, runner, source, target):
     named = fill(source)
     report(run(runner, source, "--json"))
