@@ -43,7 +43,7 @@ class Progress:
                 self.line(f"cycle {self.position} of {self.total} (read so far: {self.so_far()})")
         elif stage == "writing":
             if not self.terminal:
-                self.line(f"writing {event['rows']} {LABELS[event['resource']]}")
+                self.line(f"writing {LABELS[event['resource']]}: {event['rows']} read")
         elif not self.terminal:
             self.line(f"reading {LABELS[stage]} from {self.base_url}")
 
