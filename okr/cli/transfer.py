@@ -30,7 +30,7 @@ def write_new_file(path, write, **open_options):
     return result
 
 
-@click.command("export", short_help="Write all data to a JSON file, or a cycle's key results as CSV.")
+@click.command("export", short_help="Write all data to JSON, or a cycle's key results as CSV.")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--include-keys", is_flag=True, help="Also write the API keys, their secrets included.")
 @click.option("--format", "file_format", type=click.Choice(["json", "csv"]), default="json", show_default=True,
