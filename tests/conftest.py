@@ -1,8 +1,6 @@
 import sys
-import threading
 
 import pytest
-from waitress import create_server
 
 # Loaded here, so that the clock fixture finds every module that imported utc_now.
 import okr.api
@@ -12,7 +10,7 @@ import okr.web.views
 from okr import create_app
 from okr.db import init_db
 
-from helpers import HttpClient
+from helpers import HttpClient, served_in_thread
 
 
 @pytest.fixture
@@ -53,21 +51,8 @@ def clock(monkeypatch):
     return fake
 
 
-def serve_until(server, stopping):
-    """waitress's own loop, stepped so that this thread alone stops and closes it."""
-    while not stopping.is_set():
-        server.asyncore.loop(timeout=0.05, map=server._map, use_poll=True, count=1)
-    server.task_dispatcher.shutdown()
-    server.asyncore.close_all(server._map)
-
-
 @pytest.fixture
 def live_server(app):
     """The app on real waitress, on a free loopback port, in this process."""
-    server = create_server(app, host="127.0.0.1", port=0, threads=8)
-    stopping = threading.Event()
-    thread = threading.Thread(target=serve_until, args=(server, stopping), daemon=True)
-    thread.start()
-    yield HttpClient(f"127.0.0.1:{server.effective_port}")
-    stopping.set()
-    thread.join(timeout=10)
+    with served_in_thread(app, threads=8) as served:
+        yield HttpClient(f"127.0.0.1:{served.port}")

@@ -7,10 +7,14 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from waitress import create_server
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
@@ -157,3 +161,32 @@ def keep_file_permissions():
     for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
         if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def serve_until(server, stopping):
+    """waitress's own loop, stepped so that this thread alone stops and closes it."""
+    while not stopping.is_set():
+        server.asyncore.loop(timeout=0.05, map=server._map, use_poll=True, count=1)
+    server.task_dispatcher.shutdown()
+    server.asyncore.close_all(server._map)
+
+
+@contextmanager
+def served_in_thread(application, threads=4):
+    """application on real waitress on a free loopback port, in a thread of this process.
+
+    Yields its port, its base URL and stop(), which stops it early (a source that goes away).
+    """
+    server = create_server(application, host="127.0.0.1", port=0, threads=threads)
+    stopping = threading.Event()
+    thread = threading.Thread(target=serve_until, args=(server, stopping), daemon=True)
+    thread.start()
+
+    def stop():
+        stopping.set()
+        thread.join(timeout=10)
+
+    try:
+        yield SimpleNamespace(port=server.effective_port, url=f"http://127.0.0.1:{server.effective_port}", stop=stop)
+    finally:
+        stop()

@@ -4,18 +4,15 @@ import json
 import socket
 import threading
 import time
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from email.utils import format_datetime
 
 import pytest
 from flask import Flask
-from waitress import create_server
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-from conftest import serve_until
-from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, USER_FIELDS, free_port, make_user
+from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, USER_FIELDS, free_port, make_user, served_in_thread
 import okr.client as client_module
 from okr.client import ApiError, Client, Resource, authorization_header
 
@@ -50,20 +47,6 @@ class Sleeps(list):
 
     def __call__(self, seconds):
         self.append(seconds)
-
-
-@contextmanager
-def wsgi_server(application):
-    """application on real waitress on a free loopback port; yields its base URL."""
-    server = create_server(application, host="127.0.0.1", port=0, threads=2)
-    stopping = threading.Event()
-    thread = threading.Thread(target=serve_until, args=(server, stopping), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.effective_port}"
-    finally:
-        stopping.set()
-        thread.join(timeout=10)
 
 
 class RawServer:
@@ -355,7 +338,7 @@ def test_a_wrong_secret_is_a_401(live_server, key):
 def test_a_base_url_with_a_path_prefix(app, key):
     parent = Flask(__name__)
     parent.wsgi_app = DispatcherMiddleware(parent.wsgi_app, {"/okr": app})
-    with wsgi_server(parent) as url, Client(url + "/okr/", key["credential"], key["secret"]) as client:
+    with served_in_thread(parent, threads=2) as served, Client(served.url + "/okr/", key["credential"], key["secret"]) as client:
         cycle = client.create_cycle("Q1")
         assert client.cycle(cycle["id"]) == cycle
 
@@ -384,7 +367,7 @@ def test_a_non_json_error_body_still_gives_an_api_error():
         start_response("502 Bad Gateway", [("Content-Type", "text/plain")])
         return [b"upstream is down\n"]
 
-    with wsgi_server(proxy) as url, Client(url) as client:
+    with served_in_thread(proxy, threads=2) as served, Client(served.url) as client:
         with pytest.raises(ApiError) as caught:
             client.cycles()
     error = caught.value
@@ -397,7 +380,7 @@ def test_a_non_json_success_is_an_api_error():
         start_response("200 OK", [("Content-Type", "text/html")])
         return [b"<html>the dashboard</html>"]
 
-    with wsgi_server(page) as url, Client(url) as client:
+    with served_in_thread(page, threads=2) as served, Client(served.url) as client:
         with pytest.raises(ApiError, match="not JSON"):
             client.cycles()
 
@@ -423,7 +406,7 @@ class Flaky:
 @pytest.mark.parametrize("status", [503, 429])
 def test_a_busy_answer_is_retried_after_retry_after(status):
     app, sleeps = Flaky(failures=2, status=status), Sleeps()
-    with wsgi_server(app) as url, Client(url, "c", "s", retries=3) as client:
+    with served_in_thread(app, threads=2) as served, Client(served.url, "c", "s", retries=3) as client:
         client._sleep = sleeps
         assert client.cycle("c1")["name"] == "Q1"
         assert client.rename_cycle("c1", "Q1")["id"] == "c1"  # POST-replace is idempotent
@@ -432,7 +415,7 @@ def test_a_busy_answer_is_retried_after_retry_after(status):
 
 def test_retry_after_is_capped_and_read_as_a_date_too():
     app, sleeps = Flaky(failures=1, after="3600"), Sleeps()
-    with wsgi_server(app) as url, Client(url, max_wait=5) as client:
+    with served_in_thread(app, threads=2) as served, Client(served.url, max_wait=5) as client:
         client._sleep = sleeps
         client.cycle("c1")
         app.calls, app.after = 0, format_datetime(datetime.now(timezone.utc) + timedelta(seconds=3), usegmt=True)
@@ -444,7 +427,7 @@ def test_retry_after_is_capped_and_read_as_a_date_too():
 
 def test_retrying_a_503_stops_after_the_retries():
     app, sleeps = Flaky(failures=100), Sleeps()
-    with wsgi_server(app) as url, Client(url, retries=2) as client:
+    with served_in_thread(app, threads=2) as served, Client(served.url, retries=2) as client:
         client._sleep = sleeps
         with pytest.raises(ApiError) as caught:
             client.cycles()
@@ -461,7 +444,7 @@ def test_retrying_a_503_stops_after_the_retries():
 ])
 def test_a_create_answered_503_is_not_retried(create):
     app, sleeps = Flaky(failures=1), Sleeps()
-    with wsgi_server(app) as url, Client(url) as client:
+    with served_in_thread(app, threads=2) as served, Client(served.url) as client:
         client._sleep = sleeps
         with pytest.raises(ApiError) as caught:
             create(client)

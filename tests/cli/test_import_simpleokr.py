@@ -5,14 +5,12 @@ import io
 import json
 import sqlite3
 import threading
-from contextlib import closing, contextmanager
+from contextlib import closing
 
 import pytest
-from waitress import create_server
 
 import okr.__main__ as program
-from conftest import serve_until
-from helpers import free_port, make_user
+from helpers import free_port, make_user, served_in_thread
 from okr import create_app, simpleokr
 from okr.cli.simpleokr import Progress
 from okr.client import Client
@@ -39,19 +37,6 @@ class FailAfter:
         return self.app(environ, start_response)
 
 
-@contextmanager
-def serving(application):
-    server = create_server(application, host="127.0.0.1", port=0, threads=4)
-    stopping = threading.Event()
-    thread = threading.Thread(target=serve_until, args=(server, stopping), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.effective_port}", stopping, thread
-    finally:
-        stopping.set()
-        thread.join(timeout=10)
-
-
 class Source:
     def __init__(self, path):
         self.path = path
@@ -75,9 +60,9 @@ class Source:
 @pytest.fixture
 def source(tmp_path):
     source = Source(tmp_path / "source.db")
-    with serving(source.wrapper) as (url, stopping, thread):
-        source.url, source.stopping, source.thread = url, stopping, thread
-        with source.client(url) as api:
+    with served_in_thread(source.wrapper) as served:
+        source.url, source.stop = served.url, served.stop
+        with source.client(served.url) as api:
             source.api = api
             yield source
 
@@ -357,8 +342,7 @@ def test_a_source_that_goes_away_midway(app, runner, source, target, monkeypatch
 
     def get(self, path, params):
         if self.requests == 6:
-            source.stopping.set()
-            source.thread.join(timeout=10)
+            source.stop()
         return real_get(self, path, params)
 
     monkeypatch.setattr(simpleokr.Source, "get", get)
@@ -408,16 +392,16 @@ def test_errors_are_one_okr_line(app, source, capsys, tmp_path, monkeypatch):
         start_response("200 OK", [("Content-Type", "text/html")])
         return [b"<html>hello</html>"]
 
-    with serving(not_okr) as (url, _, _):
-        line = okr_line(capsys, tmp_path, "--base-url", url, *key)
+    with served_in_thread(not_okr) as served:
+        line = okr_line(capsys, tmp_path, "--base-url", served.url, *key)
     assert "does not answer like a Simple OKR API" in line
 
     def wrong_json(environ, start_response):
         start_response("200 OK", [("Content-Type", "application/json")])
         return [b'{"items": []}']
 
-    with serving(wrong_json) as (url, _, _):
-        line = okr_line(capsys, tmp_path, "--base-url", url + "/v1/", *key)
+    with served_in_thread(wrong_json) as served:
+        line = okr_line(capsys, tmp_path, "--base-url", served.url + "/v1/", *key)
     assert "does not answer like a Simple OKR API: its answer has no 'users' list" in line
 
 

@@ -6,7 +6,6 @@ the session cookie's Path is the prefix; `next` stays within it. The parent app'
 answer. Unmounted, every link is what it always was.
 """
 import json
-import threading
 import uuid
 from collections import deque
 from datetime import datetime, timezone
@@ -14,12 +13,10 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit, urlunsplit
 
 import pytest
 from flask import Flask
-from waitress import create_server
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.test import Client
 
-from conftest import serve_until
-from helpers import HttpClient
+from helpers import HttpClient, served_in_thread
 from html_tree import BROWSER, parse
 from okr import create_app
 from okr.signing import authorization_header
@@ -441,13 +438,8 @@ def test_unmounted_the_links_are_what_they_were(tmp_path):
 def served(tmp_path):
     """The parent app with okr at /okr on waitress, on a free loopback port."""
     app = okr_app(tmp_path / "okr.db")
-    server = create_server(host_app({PREFIX: app}), host="127.0.0.1", port=0, threads=2)
-    stopping = threading.Event()
-    thread = threading.Thread(target=serve_until, args=(server, stopping), daemon=True)
-    thread.start()
-    yield app, HttpClient(f"127.0.0.1:{server.effective_port}")
-    stopping.set()
-    thread.join(timeout=10)
+    with served_in_thread(host_app({PREFIX: app}), threads=2) as served:
+        yield app, HttpClient(f"127.0.0.1:{served.port}")
 
 
 def test_mounted_on_waitress(served):
