@@ -4,7 +4,7 @@ import sqlite3
 import stat
 import tempfile
 import urllib.parse
-from contextlib import closing
+from contextlib import closing, contextmanager
 
 import click
 from flask import current_app
@@ -35,8 +35,10 @@ def folder_problem(folder):
         return f"{folder}: {error.strerror}"
 
 
+@contextmanager
 def new_file_beside(path, doing):
-    """(descriptor, path) of a private temporary file beside path, for a new file that is renamed to path once whole.
+    """Yields (descriptor, path) of a private temporary file beside path, renamed to path when the block
+    ends without an error, and removed in any case.
 
     path must not exist and its folder must: a missing folder is refused, not
     made, since a mistyped path would hide the copies. doing is the verb the
@@ -49,9 +51,18 @@ def new_file_beside(path, doing):
     if problem:
         raise click.ClickException(f"cannot {doing} to {path}: {problem}")
     try:
-        return tempfile.mkstemp(dir=folder, prefix=f".okr-{doing.replace(' ', '')}-")
+        handle, partial = tempfile.mkstemp(dir=folder, prefix=f".okr-{doing.replace(' ', '')}-")
     except OSError as error:
         raise click.ClickException(f"cannot {doing} to {path}: {error.strerror}") from None
+    try:
+        yield handle, partial
+        try:
+            os.replace(partial, path)
+        except OSError as error:
+            raise click.ClickException(f"cannot {doing} to {path}: {error.strerror}") from None
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
 
 
 @click.command("backup", short_help="Copy the database to PATH, safely while it is served.")
@@ -61,9 +72,8 @@ def new_file_beside(path, doing):
 def backup(path):
     """Copy the database to PATH through SQLite's online backup API, safe while serving."""
     source_path = existing_database()
-    handle, partial = new_file_beside(path, "back up")
-    os.close(handle)
-    try:
+    with new_file_beside(path, "back up") as (handle, partial):
+        os.close(handle)
         source = connect(source_path, current_app.config["BUSY_TIMEOUT_MS"])
         target = sqlite3.connect(partial)
         try:
@@ -76,13 +86,6 @@ def backup(path):
             source.close()
         if integrity != "ok":
             raise click.ClickException(f"the copy failed its integrity check: {integrity}")
-        try:
-            os.replace(partial, path)
-        except OSError as error:
-            raise click.ClickException(f"cannot back up to {path}: {error.strerror}") from None
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
     echo_json({"backup": os.path.abspath(path), "bytes": os.path.getsize(path), "integrity_check": integrity})
 
 

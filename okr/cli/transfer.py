@@ -16,18 +16,9 @@ def write_new_file(path, write, **open_options):
     A missing folder is refused rather than made, and an existing file is never
     replaced, as okr backup does: a mistyped path must not hide or lose data.
     """
-    handle, partial = new_file_beside(path, "export")
-    try:
+    with new_file_beside(path, "export") as (handle, _):
         with open(handle, "w", **open_options) as f:
-            result = write(f)
-        try:
-            os.replace(partial, path)
-        except OSError as error:
-            raise click.ClickException(f"cannot export to {path}: {error.strerror}") from None
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
-    return result
+            return write(f)
 
 
 @click.command("export", short_help="Write all data to JSON, or a cycle's key results as CSV.")
