@@ -1,7 +1,6 @@
 """Check-ins: POST and GET /v1/keyresults/{id}/checkins, and the ones key-result writes record."""
 import base64
 import sqlite3
-import sys
 import uuid
 from contextlib import closing
 
