@@ -16,8 +16,8 @@ from flask.cli import ScriptInfo
 from okr import create_app, env_settings
 from okr.cli import COMMANDS
 from okr.cli.demo import SERVE
-from okr.cli.serve import run_server
 from okr.cli.demo_company import DEMO_DATABASE
+from okr.cli.serve import run_server
 
 HELP_FLAGS = ("-h", "--help")
 # Each line's default is the one create_app sets; tests/cli/test_help.py holds them to it.

@@ -1,5 +1,4 @@
 """okr demo: a demo database with a small company's OKRs, served for a look at the dashboard."""
-import errno
 import os
 import secrets
 import socket
@@ -13,6 +12,7 @@ from . import demo_company as demo_data
 from . import serving_lock
 from .common import as_configured, name_database, reports_errors
 from .database import folder_problem
+from .serve import cannot_listen, int_setting
 
 
 class Serve:
@@ -31,19 +31,18 @@ def summary(counts):
 def serving_port():
     """The port to serve on, checked before any data is made; a free one for --port 0."""
     config = current_app.config
-    value, host = str(config["PORT"]), config["HOST"]
-    if not value.isdigit() or not 0 <= int(value) <= 65535:
-        raise click.ClickException(f"port must be an integer from 0 to 65535, not {value!r}")
-    port = int(value)
+    host = config["HOST"]
+    try:
+        port = int_setting(config, "PORT", 0, 65535)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         # SO_REUSEADDR, as waitress: a port that only lingers after a server stopped is free.
         with socket.create_server((host, port), family=family) as probe:
             port = probe.getsockname()[1]
     except OSError as error:
-        if error.errno == errno.EADDRINUSE:
-            raise click.ClickException(f"port {port} is in use; pass --port") from None
-        raise click.ClickException(f"cannot listen on {host} port {port}: {error.strerror or error}") from None
+        raise click.ClickException(cannot_listen(error, host, port)) from None
     config["PORT"] = port
     return port
 

@@ -222,11 +222,19 @@ def place_on_cpus(setting):
     return f"on CPU {cpu}"
 
 
-def positive_int(app, key, low, high):
-    value = str(app.config[key])
+def int_setting(config, key, low, high):
+    """config[key] as an integer from low to high; a ValueError that names the setting otherwise."""
+    value = str(config[key])
     if not value.isdigit() or not low <= int(value) <= high:
-        sys.exit(f"okr: {key.lower()} must be an integer from {low} to {high}, not {value!r}")
+        raise ValueError(f"{key.lower()} must be an integer from {low} to {high}, not {value!r}")
     return int(value)
+
+
+def positive_int(app, key, low, high):
+    try:
+        return int_setting(app.config, key, low, high)
+    except ValueError as error:
+        sys.exit(f"okr: {error}")
 
 
 def stop_on_sigterm(signum, frame):
@@ -245,9 +253,10 @@ def api_key_exists(app):
 
 
 def cannot_listen(error, host, port):
+    """Why the server cannot listen, in plain words."""
     if error.errno == errno.EADDRINUSE:
-        return f"okr: port {port} is in use; pass --port"
-    return f"okr: cannot listen on {host} port {port}: {error.strerror or error}"
+        return f"port {port} is in use; pass --port"
+    return f"cannot listen on {host} port {port}: {error.strerror or error}"
 
 
 def run_server(app, args):
@@ -277,7 +286,7 @@ def run_server(app, args):
     try:
         server = make_server(app)
     except OSError as error:
-        sys.exit(cannot_listen(error, host, port))
+        sys.exit(f"okr: {cannot_listen(error, host, port)}")
     try:
         with app.app_context():
             init_db()
