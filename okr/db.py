@@ -279,6 +279,13 @@ def drop_connection(db):
     db.close()  # rolls back whatever is open
 
 
+def close_thread_connection():
+    """Closes the connection this thread keeps, if any: for code done with a database it will move or remove."""
+    db = getattr(current_app.extensions["okr_connections"], "db", None)
+    if db is not None:
+        drop_connection(db)
+
+
 def create_private_file(path):
     """Creates the database file readable by its owner only: it will hold API secrets."""
     try:

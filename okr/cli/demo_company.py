@@ -464,10 +464,6 @@ def clock():
         okr_db.stamped_time.reset(token)
 
 
-def utc_text(moment):
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def fill(app, events):
     """Writes the events through the service's own code: users as `okr users add` does, the rest through the API."""
     client = app.test_client()
@@ -502,11 +498,9 @@ def fill(app, events):
                 ids[data["key"]] = post(f"/v1/objectives/{ids[data['key'][:2]]}/keyresults", data["body"])
             else:
                 post(f"/v1/keyresults/{ids[data['key']]}/checkins", {**data["body"], "author_id": ids[data["owner"]]})
-    # The test client's requests ran on this thread, whose connection stays open until closed.
-    local = app.extensions["okr_connections"]
-    if getattr(local, "db", None) is not None:
-        local.db.close()
-        local.db = None
+    # The test client's requests ran on this thread, which keeps its connection open until closed.
+    with app.app_context():
+        okr_db.close_thread_connection()
 
 
 def count_rows(path):
