@@ -2,8 +2,9 @@
 
 A cycle of 1,000 objectives has 4,000 key results; as Jinja macros they took
 five times as long to render as the cycle's JSON report took to build. The
-markup is the template's, kept terse (unquoted attribute values where HTML
-allows them) so that such a page stays under 1.5 MB. Every text that came
+markup is kept terse: unquoted attribute values where HTML allows them, and
+nothing a browser infers or a key result's link already says (its id, the
+exact time a <time>'s datetime holds, a <progress>'s max of 1). Every text that came
 from a person is escaped; ids, decimals and timestamps are the service's own.
 """
 from markupsafe import Markup, escape
@@ -56,15 +57,17 @@ def key_result_html(k, spark_values, now, links="/keyresults/"):
     bar = f" {progress_bar(k['progress'])}" if k["progress"] is not None else ""
     stale = " <span class=stale>stale</span>" if k["stale"] else ""
     points = words.sparkline(spark_values)
-    spark = f'<svg class=spark viewBox="0 0 60 16" aria-hidden=true><polyline points="{points}"/></svg>' if points else ""
+    # Drawn in the stylesheet's 60 × 16 pixels, so it needs no viewBox.
+    spark = f'<svg aria-hidden=true><polyline points="{points}"/></svg>' if points else ""
     when = k["last_checkin_at"]
     return (
-        f'<li class="kr {k["status"]}" id="k-{k["id"]}"><a href="{links}{k["id"]}">{escape(k["name"])}</a>'
+        f'<li class={k["status"]}><a href="{links}{k["id"]}">{escape(k["name"])}</a>'
         f' <span class=type>{k["type"]}</span> {said}{bar}'
         f' <span class=status>{words.STATUS_WORDS[k["status"]]}</span> {words.percent(k["confidence"])} confidence{stale}'
-        f' <time datetime={when} title={when}>{words.time_ago(when, now)}</time>{spark}</li>'
+        f' <time datetime={when}>{words.time_ago(when, now)}</time>{spark}</li>'
     )
 
 
 def progress_bar(figure):
-    return f"<progress value={figure} max=1>{words.percent(figure)}</progress>"
+    # max is 1 when left out.
+    return f"<progress value={figure}>{words.percent(figure)}</progress>"

@@ -777,6 +777,23 @@ def test_objective_report_runs_a_fixed_number_of_statements(app, client, small_a
     assert len(big) == len(small), (small, big)
 
 
+def test_recent_values_are_each_key_results_last_values_in_check_in_order(app, client):
+    cycle = make_cycle(client)
+    objective = make_objective(client, cycle["id"])
+    first, second = (make_key_result(client, objective["id"], current_value="5") for _ in range(2))
+    other_cycle = make_objective(client, make_cycle(client, "Q2")["id"])
+    elsewhere = make_key_result(client, other_cycle["id"])
+    # Interleaved, and not in the order of their values: the order shown is the order recorded.
+    values = ["9.00", "-2.50", "70.00", "3.00", "12.25", "0.00"]
+    for value, mirrored in zip(values, reversed(values)):
+        checkin(client, first["id"], value)
+        checkin(client, second["id"], mirrored)
+        checkin(client, elsewhere["id"], "1")
+    with app.app_context(), closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        assert recent_values(db, cycle["id"], 4) == {first["id"]: values[-4:], second["id"]: values[::-1][-4:]}
+        assert recent_values(db, cycle["id"], 12)[first["id"]] == ["5.00", *values]
+
+
 def checkin_steps(path, statements):
     """The query-plan steps, over the database at path, in which the statements read check-ins."""
     with closing(sqlite3.connect(path)) as db:

@@ -297,6 +297,12 @@ def text_of(locator):
     return " ".join(locator.inner_text().split())
 
 
+def key_result_item(page, key_result_id):
+    """A cycle page's item of a key result: the one whose link leads to its page."""
+    link = page.locator(f'a[href="/keyresults/{key_result_id}"]')
+    return page.locator("ul.key-results > li", has=link)
+
+
 # --- the journey ------------------------------------------------------------------------------------
 
 
@@ -355,16 +361,18 @@ def test_log_in_open_the_cycle_and_filter_by_team(browser, service):
             "baseline": "now 17 (no target)",
         }
         for kind, expected in words.items():
-            item = text_of(page.locator(f"#k-{ids[kind]}"))
+            item = text_of(key_result_item(page, ids[kind]))
             assert expected in item, (kind, item)
-        positive = page.locator(f"#k-{ids['positive']}")
+        positive = key_result_item(page, ids["positive"])
         assert "80% confidence" in text_of(positive) and "on track" in text_of(positive)
         assert positive.locator("time").get_attribute("datetime").endswith("Z")
         assert "3 days ago" in text_of(positive.locator("time"))
-        assert positive.locator("svg.spark").count() == 1
-        assert "off track" in text_of(page.locator(f"#k-{ids['milestone']}"))
-        assert "stale" in text_of(page.locator(f"#k-{ids['baseline']}"))
-        assert page.locator(f"#k-{ids['baseline']} progress").count() == 0
+        sparkline = positive.locator("svg")
+        assert sparkline.count() == 1 and sparkline.get_attribute("aria-hidden") == "true"
+        assert sparkline.bounding_box()["width"] == 60 and sparkline.bounding_box()["height"] == 16
+        assert "off track" in text_of(key_result_item(page, ids["milestone"]))
+        assert "stale" in text_of(key_result_item(page, ids["baseline"]))
+        assert key_result_item(page, ids["baseline"]).locator("progress").count() == 0
 
         # Filter by team: the select and the Filter button; the link says which team.
         page.locator('form.filters select[name="team_id"]').select_option(label="Platform")
@@ -473,7 +481,7 @@ def test_check_in_shows_in_the_table_and_the_chart_and_a_bad_one_is_refused(logg
     page, ids = logged_in, service.ids
     page.goto(service.url(f"/cycles/{ids['cycle']}"))
     with page.expect_navigation():
-        page.locator(f"#k-{ids['positive']}").get_by_role("link").first.click()
+        key_result_item(page, ids["positive"]).get_by_role("link").first.click()
     assert urlsplit(page.url).path == f"/keyresults/{ids['positive']}"
     assert page.get_by_role("heading", level=1).inner_text().strip() == "Reach 500 paying customers"
     headers = [" ".join(t.split()) for t in page.locator("table.history th").all_inner_texts()]
