@@ -296,7 +296,8 @@ def test_list_returns_all_records_in_creation_order(client, resource):
 
 
 def test_list_shows_renamed_record_in_its_original_place(client, resource):
-    first, second = resource.make(client, "first"), resource.make(client, "second")
+    first = resource.make(client, "first")
+    resource.make(client, "second")
     client.post(resource.url(first["id"]), json={"name": "renamed"})
     names = [r["name"] for r in resource.listed(client)]
     assert names == ["renamed", "second"]

@@ -183,7 +183,7 @@ def test_keys_revoke_takes_effect_on_the_next_request(client, runner):
 
 
 def test_keys_revoke_unknown_credential_fails(app, runner):
-    key = create_key(runner)
+    create_key(runner)
     result = runner.invoke(args=["keys", "revoke", "no-such-credential"])
     assert result.exit_code != 0
     assert "no-such-credential" in result.output
