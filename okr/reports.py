@@ -43,12 +43,12 @@ def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
             conditions.append(f"{column} = ?")
             params.append(value)
     kept = " AND ".join(conditions)
-    objectives = db.execute(f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params).fetchall()
+    objectives = dict_rows(db, f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params)
     if len(conditions) == 1:
-        key_results = db.execute(KEY_RESULTS_WITH_HISTORY.format(where="k.cycle_id = ?"), params).fetchall()
+        key_results = dict_rows(db, KEY_RESULTS_WITH_HISTORY.format(where="k.cycle_id = ?"), params)
     else:
         where = f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
-        key_results = db.execute(KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle["id"], *params]).fetchall()
+        key_results = dict_rows(db, KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle["id"], *params])
     roots, exact_by_objective = alignment_tree(objectives, key_results, progress.stale_test(now))
     return {
         "cycle": cycle_json(cycle),
@@ -99,6 +99,16 @@ def recent_values(db, cycle_id, count):
     return {key_result_id: values.split(" ")[-count:] for key_result_id, values in cursor if values is not None}
 
 
+def dict_rows(db, sql, params):
+    """A query's rows as dicts: a report reads each row's columns by name a dozen times, which
+    costs a sqlite3.Row a search of its columns every time."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    cursor.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row)) for row in cursor]
+
+
 def alignment_tree(objectives, key_results, stale, root_id=None):
     """The objectives' nodes as a forest, and each objective's exact progress.
 
@@ -130,12 +140,11 @@ def key_result_node(row, stale):
     exact = progress.key_result_progress(
         row["type"], row["start_value"], row["current_value"], row["target_value_min"], row["target_value_max"]
     )
-    node = key_result_json(row)
-    node.update(
-        start_value=row["start_value"],
-        progress=progress.figure(exact),
-        status=progress.status(row["confidence"]),
-        stale=stale(row["last_checkin_at"]),
-        last_checkin_at=row["last_checkin_at"],
-    )
-    return node, exact
+    return {
+        **key_result_json(row),
+        "start_value": row["start_value"],
+        "progress": progress.figure(exact),
+        "status": progress.status(row["confidence"]),
+        "stale": stale(row["last_checkin_at"]),
+        "last_checkin_at": row["last_checkin_at"],
+    }, exact
