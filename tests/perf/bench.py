@@ -1,7 +1,7 @@
 """Benchmark: the real server under wrk on loopback, against a bare Flask "hello" ceiling.
 
     python tests/perf/bench.py [--rounds 5] [--seconds 5] [--objectives 100000]
-                               [--report-objectives 1000] [--report-repetitions 3] [--pin]
+                               [--report-objectives 1000] [--report-repetitions 5] [--pin]
 
 Needs wrk (apt-get install wrk). Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
@@ -21,7 +21,11 @@ of a cycle of --report-objectives objectives (4 key results and 40 check-ins
 each on average) is timed from a Python client over one keep-alive connection
 against listing the same cycle's objectives and key results at page_size=1000
 over that connection, and the report of a cycle ten times as big against it;
-each is the median of --report-repetitions in every round, taken in turn. The
+all timed in turn, --report-repetitions times in every round. A ratio is the
+median, over every repetition of every round, of the two timings taken back to
+back in that repetition: this machine's speed swings within a round, so that
+the medians of a round's three timings of each had the page both 0.95 and 2.0
+times the report in one run. The
 reports are served by a third service process on the same database, so that
 their memory does not count in the figure under the wrk load. The seeded data
 is made like real data (see seed_report_cycles), the same for every run.
@@ -597,8 +601,8 @@ def main():
     parser.add_argument("--report-objectives", type=int, default=1_000,
                         help="objectives of the reported cycle (4 key results, 40 check-ins each on average); "
                              "the big one has ten times as many")
-    parser.add_argument("--report-repetitions", type=int, default=3,
-                        help="timings of each report and of the listing per round; their median counts")
+    parser.add_argument("--report-repetitions", type=int, default=5,
+                        help="timings of the listing, each report and the page per round, back to back")
     parser.add_argument("--threads", type=int, help="the service's waitress threads (default: its own)")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
@@ -632,6 +636,7 @@ def main():
     names = ("hello", "get 1", "get", "get quiet", "get 32", "first", "deep", "post", "checkin", "hello again")
     runs = {name: [] for name in names}
     reports = {name: [] for name in ("listing", "report", "big report", "page", "page raw")}  # per round: median, s
+    repetitions = []  # {name: seconds}, one per repetition of every round, timed back to back
     sizes = {}  # the largest body of the smaller cycle's report and page, in bytes
     one = f"/v1/objectives/{ids[len(ids) // 2]}"
     # A keep-alive connection per round: the service closes one idle for its channel timeout (30 s).
@@ -678,8 +683,11 @@ def main():
             client.close()
             client = keep_alive(report_port)
             for repetition in range(args.report_repetitions):
+                timed = {}
                 for name in list(timers)[::1 if (round_number + repetition) % 2 else -1]:
-                    timings[name].append(timers[name](client)[0])
+                    timed[name] = timers[name](client)[0]
+                    timings[name].append(timed[name])
+                repetitions.append(timed)
             for name, seconds in timings.items():
                 reports[name].append(statistics.median(seconds))
         okr_startup, okr_rss, report_rss = okr.startup, okr.peak_rss, reporter.peak_rss
@@ -705,18 +713,18 @@ def main():
     median = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
                      sum(r[2] for r in rs)) for name, rs in runs.items()}
     hello_rate = statistics.median(r[0] for r in runs["hello"] + runs["hello again"])
-    # Ratios are taken within each round, then their median: the machine's speed
-    # drifts between rounds, but little within the half minute of one round.
+    # wrk's ratios are taken within each round, then their median: the machine's speed
+    # drifts between rounds. The reports' are taken within each repetition (above).
     ceilings = [(a[0] + b[0]) / 2 for a, b in zip(runs["hello"], runs["hello again"])]
     ratio = {
         "get": statistics.median(r[0] / h for r, h in zip(runs["get"], ceilings)),
         "get 32": statistics.median(r32[0] / r1[0] for r32, r1 in zip(runs["get 32"], runs["get 1"])),
         "post": statistics.median(r[0] / h for r, h in zip(runs["post"], ceilings)),
         "checkin": statistics.median(r[0] / h for r, h in zip(runs["checkin"], ceilings)),
-        "report": statistics.median(r / l for r, l in zip(reports["report"], reports["listing"])),
-        "big report": statistics.median(b / r for b, r in zip(reports["big report"], reports["report"])),
-        "page": statistics.median(p / r for p, r in zip(reports["page"], reports["report"])),
-        "page raw": statistics.median(p / r for p, r in zip(reports["page raw"], reports["report"])),
+        "report": statistics.median(t["report"] / t["listing"] for t in repetitions),
+        "big report": statistics.median(t["big report"] / t["report"] for t in repetitions),
+        "page": statistics.median(t["page"] / t["report"] for t in repetitions),
+        "page raw": statistics.median(t["page raw"] / t["report"] for t in repetitions),
         "deep": statistics.median(d[1] / f[1] for d, f in zip(runs["deep"], runs["first"])),
         "log": statistics.median(g[0] / q[0] for g, q in zip(runs["get"], runs["get quiet"])),
     }
@@ -803,6 +811,7 @@ def main():
     for name, seconds in reports.items():
         print(f"  {name:11} rounds: " + ", ".join(f"{s * 1000:,.0f} ms" for s in seconds)
               + f" (each the median of {args.report_repetitions})")
+    print(f"  report, big report and page ratios: medians over {len(repetitions)} repetitions, each timed back to back")
     print(f"  the client's json.loads of the {small:,}-objective report ({sizes['report']:,} B): "
           f"{report_parse * 1000:,.1f} ms, counted in its time")
     print("  delete      rounds: " + ", ".join(f"{d[0]:.2f} s (checkpointed {d[1]:.2f} s)" for d in deletes))
