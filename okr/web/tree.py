@@ -4,8 +4,9 @@ A cycle of 1,000 objectives has 4,000 key results; as Jinja macros they took
 five times as long to render as the cycle's JSON report took to build. The
 markup is kept terse: unquoted attribute values where HTML allows them, and
 nothing a browser infers or a key result's link already says (its id, the
-exact time a <time>'s datetime holds, a <progress>'s max of 1). Every text that came
-from a person is escaped; ids, decimals and timestamps are the service's own.
+exact time a <time>'s datetime holds, a <progress>'s max of 1). Every text
+that came from a person is escaped; ids, decimals and timestamps are the
+service's own.
 """
 from markupsafe import Markup, escape
 

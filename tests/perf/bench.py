@@ -490,7 +490,9 @@ def time_page(connection, cycle, sizes, encoding):
         raise RuntimeError(f"GET /cycles/{cycle} answered Content-Encoding {coding}, asked for {encoding}")
     sizes["page " + encoding] = max(sizes.get("page " + encoding, 0), len(body))
     sizes["page"] = max(sizes.get("page", 0), len(html))
-    return seconds, [len(re.findall(rb'id="?o-[0-9a-f-]{36}', html)), len(re.findall(rb'href="?[^"> ]*/keyresults/[0-9a-f-]{36}', html))]
+    objectives = re.findall(rb'id="?o-[0-9a-f-]{36}', html)
+    key_results = re.findall(rb'href="?[^"> ]*/keyresults/[0-9a-f-]{36}', html)
+    return seconds, [len(objectives), len(key_results)]
 
 
 def report_nodes(report):
