@@ -792,6 +792,9 @@ def test_recent_values_are_each_key_results_last_values_in_check_in_order(app, c
     with app.app_context(), closing(sqlite3.connect(app.config["DATABASE"])) as db:
         assert recent_values(db, cycle["id"], 4) == {first["id"]: values[-4:], second["id"]: values[::-1][-4:]}
         assert recent_values(db, cycle["id"], 12)[first["id"]] == ["5.00", *values]
+        # A history more than twice as long as what is asked: only its end.
+        assert recent_values(db, cycle["id"], 3)[first["id"]] == values[-3:]
+        assert recent_values(db, cycle["id"], 1) == {first["id"]: ["0.00"], second["id"]: ["9.00"]}
 
 
 def checkin_steps(path, statements):
