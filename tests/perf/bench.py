@@ -816,7 +816,7 @@ def main():
     for name, seconds in reports.items():
         print(f"  {name:11} rounds: " + ", ".join(f"{s * 1000:,.0f} ms" for s in seconds)
               + f" (each the median of {args.report_repetitions})")
-    print(f"  report, big report and page ratios: medians over {len(repetitions)} repetitions, each timed back to back")
+    print(f"  report, big report and page ratios: medians over {len(repetitions)} repetitions, the report timed beside the listing and the page")
     print(f"  the client's json.loads of the {small:,}-objective report ({sizes['report']:,} B): "
           f"{report_parse * 1000:,.1f} ms, counted in its time")
     print("  delete      rounds: " + ", ".join(f"{d[0]:.2f} s (checkpointed {d[1]:.2f} s)" for d in deletes))
