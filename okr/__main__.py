@@ -15,8 +15,7 @@ from flask.cli import ScriptInfo
 
 from okr import create_app, env_settings
 from okr.cli import COMMANDS
-from okr.cli.demo import SERVE
-from okr.cli.demo_company import DEMO_DATABASE
+from okr.cli.demo import DEMO_DATABASE, SERVE
 from okr.cli.serve import run_server
 
 HELP_FLAGS = ("-h", "--help")

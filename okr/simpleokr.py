@@ -68,6 +68,13 @@ LISTS = {
 # An RFC 3339 time with any offset and fraction; stored in UTC to the second, as this service keeps times.
 RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
 UUID_ANY_CASE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Where each objective row keeps its parent, and the rows each row refers to: (field, resource).
+PARENT = FIELDS["objectives"].index("parent_objective_id")
+REFERENCES = {
+    "objectives": (("cycle_id", "cycles"), ("team_id", "teams"), ("assignee_id", "users"),
+                   ("parent_objective_id", "objectives")),
+    "key_results": (("objective_id", "objectives"),),
+}
 FIRST_CHECKIN = ADD_CHECKIN.format(unless="")
 OBJECTIVES_BATCH = 500  # objectives to a transaction, at least
 MAX_PAGES = 10_000_000  # a source that never stops paging is cut off here, or sooner by a repeated token
@@ -130,8 +137,8 @@ def as_record(name, item):
         raise Refusal(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     record = {field: item.get(field) for field in fields}
     for field, value in record.items():
-        if (field == "id" or field.endswith("_id")) and isinstance(value, str) and UUID_ANY_CASE.fullmatch(value):
-            record[field] = value.lower()
+        if field == "id" or field.endswith("_id"):
+            record[field] = lower_uuid(value)
         elif field in ("created_at", "modified_at"):
             record[field] = canonical_time(value)
     record["revision"] = 0
@@ -142,8 +149,13 @@ def item_id(item):
     """A source object's id as reported (lowercased when it is a UUID), or a stand-in when it has none."""
     value = item.get("id") if isinstance(item, dict) else None
     if isinstance(value, str) and value:
-        return value.lower() if UUID_ANY_CASE.fullmatch(value) else value
+        return lower_uuid(value)
     return "(no id)"
+
+
+def lower_uuid(value):
+    """value lowercased when it is a UUID in any case, as this service writes ids; else as it is."""
+    return value.lower() if isinstance(value, str) and UUID_ANY_CASE.fullmatch(value) else value
 
 
 class Source:
@@ -299,7 +311,7 @@ class Importer:
             end, reach = start, start
             while end < len(objectives) and (end - start < self.batch or end <= reach):
                 row_id, values, _ = objectives[end]
-                parent = values[FIELDS["objectives"].index("parent_objective_id")] if values else None
+                parent = values[PARENT] if values else None
                 if row_id not in reasons and parent in where:
                     reach = max(reach, where[parent])
                 end += 1
@@ -317,8 +329,7 @@ class Importer:
                 reason = self.missing_reference("objectives", row, source_parents=listed)
                 if reason:
                     reasons[row_id] = reason
-        parent_index = FIELDS["objectives"].index("parent_objective_id")
-        parents = {row_id: values[parent_index] for row_id, values, _ in objectives if values is not None}
+        parents = {row_id: values[PARENT] for row_id, values, _ in objectives if values is not None}
         parents.update({row_id: None for row_id, values, _ in objectives if values is None})
         settled = set()
         for start in parents:
@@ -363,13 +374,12 @@ class Importer:
             return
 
     def fail_descendants(self, objectives, reasons):
-        parent_index = FIELDS["objectives"].index("parent_objective_id")
         grew = True
         while grew:
             grew = False
             for row_id, values, _ in objectives:
-                if values is not None and row_id not in reasons and values[parent_index] in reasons:
-                    reasons[row_id] = f"parent_objective_id {values[parent_index]}: that objective was not imported"
+                if values is not None and row_id not in reasons and values[PARENT] in reasons:
+                    reasons[row_id] = f"parent_objective_id {values[PARENT]}: that objective was not imported"
                     grew = True
 
     # --- one row
@@ -423,12 +433,7 @@ class Importer:
     def missing_reference(self, name, row, source_parents=()):
         """Why a row cannot be taken for a row it refers to, or None. A parent objective the source lists
         is planned with it (source_parents); any other must exist here, without making a loop."""
-        references = {
-            "objectives": (("cycle_id", "cycles"), ("team_id", "teams"), ("assignee_id", "users"),
-                           ("parent_objective_id", "objectives")),
-            "key_results": (("objective_id", "objectives"),),
-        }.get(name, ())
-        for field, target in references:
+        for field, target in REFERENCES.get(name, ()):
             value = row[field]
             if value is None or (field == "parent_objective_id" and value in source_parents):
                 continue

@@ -106,8 +106,8 @@ from . import progress, reports
 from .api.errors import flatten
 from .api.fields import StrictBool, Text
 from .api.paging import UUID_RE
-from .api.schemas import (BodySchema, checkin_schema, group_update_schema, key_result_schema, objective_schema,
-                          reject_constant, reject_duplicate_keys, user_schema)
+from .api.schemas import (BodySchema, UserSchema, checkin_schema, group_update_schema, key_result_schema,
+                          objective_schema, reject_constant, reject_duplicate_keys)
 from .emails import email_key
 
 FORMAT = "okr-export"
@@ -446,20 +446,25 @@ class ApiKeySchema(BodySchema):
 
 api_key_schema = ApiKeySchema()
 
-# Per section: its schema (from okr.api.schemas) and the fields it checks.
+
+
+class UserRowSchema(UserSchema):
+    """A user as the file holds it: as okr users add takes one, and whether it is active."""
+
+    is_active = StrictBool(required=True)
+
+
+# Per section, the schema that checks its rows: the API's own, but for what only the file holds.
 SCHEMAS = {
-    "users": (user_schema, ("name", "email")),
-    "teams": (group_update_schema, ("name",)),
-    "cycles": (group_update_schema, ("name",)),
-    "objectives": (objective_schema, ("name", "description", "is_company", "is_personal", "cycle_id", "team_id",
-                                      "assignee_id", "parent_objective_id")),
-    "key_results": (key_result_schema, ("name", "type", "confidence", "current_value", "target_value_min",
-                                        "target_value_max")),
-    "checkins": (checkin_schema, ("value", "confidence", "comment", "author_id")),
-    "api_keys": (api_key_schema, ("credential", "secret", "name", "read_only")),
+    "users": UserRowSchema(),
+    "teams": group_update_schema,
+    "cycles": group_update_schema,
+    "objectives": objective_schema,
+    "key_results": key_result_schema,
+    "checkins": checkin_schema,
+    "api_keys": api_key_schema,
 }
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
-strict_bool = StrictBool()
 
 
 def problems_of(error):
@@ -498,14 +503,8 @@ def checked_record(name, record):
                           f"2026-11-22T10:15:30Z, not {json.dumps(value, default=str)}")
         if field == "revision" and not (type(value) is int and value >= 0):
             raise Refusal(f"revision: must be a whole number from 0, not {json.dumps(value, default=str)}")
-    schema, checks = SCHEMAS[name]
     try:
-        loaded = schema.load({field: record[field] for field in checks})
-        if name == "users":
-            try:
-                loaded["is_active"] = strict_bool.deserialize(record["is_active"], "is_active")
-            except ValidationError as error:
-                raise ValidationError({"is_active": error.messages}) from None
+        loaded = SCHEMAS[name].load(record)  # the schemas leave out the fields they do not know
     except ValidationError as error:
         raise Refusal(problems_of(error) or str(error)) from None
     return tuple(loaded[field] if field in loaded else record[field] for field in fields)
@@ -526,8 +525,7 @@ def valid_timestamp(value):
 COUNT_ROWS = " UNION ALL ".join(f"SELECT '{name}', count(*) FROM {name}" for name in DATA_SECTIONS)
 
 
-PLURAL = {"users": "users", "teams": "teams", "cycles": "cycles", "objectives": "objectives",
-          "key_results": "key results", "checkins": "check-ins", "api_keys": "API keys"}
+PLURAL = {name: f"{word}s" for name, word in SINGULAR.items()}
 
 
 def contents(db):
@@ -664,14 +662,20 @@ class Check:
             clear |= path
 
 
-def upsert(table, conflict, fields, kept=("created_at",), revised=True):
-    """INSERT of a row, or UPDATE of the row with its conflict key when anything but `kept` differs."""
+def upsert(table, conflict, fields, kept=("created_at",), revised=True, values=None, updates=None):
+    """INSERT of a row, or UPDATE of the row with its conflict key when anything but `kept` differs.
+
+    values: {field: SQL} for a field whose VALUES entry is an expression of its parameter, not the
+    parameter itself; updates: {field: SQL} for a field whose new value is not simply excluded's.
+    """
+    values, updates = values or {}, updates or {}
     changing = [field for field in fields if field not in (conflict, "revision", *kept)]
-    sets = [f"{field} = excluded.{field}" for field in changing]
+    new = {field: updates.get(field, f"excluded.{field}") for field in changing}
+    sets = [f"{field} = {new[field]}" for field in changing]
     if revised:
         sets.append("revision = max(revision + 1, excluded.revision)")
-    differs = " OR ".join(f"{field} IS NOT excluded.{field}" for field in changing)
-    return (f"INSERT INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' for _ in fields)}) "
+    differs = " OR ".join(f"{field} IS NOT {new[field]}" for field in changing)
+    return (f"INSERT INTO {table} ({', '.join(fields)}) VALUES ({', '.join(values.get(f, '?') for f in fields)}) "
             f"ON CONFLICT ({conflict}) DO UPDATE SET {', '.join(sets)} WHERE {differs} RETURNING seq")
 
 
@@ -680,13 +684,12 @@ WRITES = {
     "teams": upsert("teams", "id", FIELDS["teams"]),
     "cycles": upsert("cycles", "id", FIELDS["cycles"]),
     "objectives": upsert("objectives", "id", FIELDS["objectives"]),
-    # A key result's cycle is its objective's; the INSERT's VALUES compute it.
-    "key_results": upsert("key_results", "id", FIELDS["key_results"] + ("cycle_id",)).replace(
-        "?) ON CONFLICT", "(SELECT cycle_id FROM objectives WHERE id = ?)) ON CONFLICT"),
+    # A key result's cycle is its objective's: its parameter is the objective's id.
+    "key_results": upsert("key_results", "id", FIELDS["key_results"] + ("cycle_id",),
+                          values={"cycle_id": "(SELECT cycle_id FROM objectives WHERE id = ?)"}),
     # A revoked key stays revoked, whatever the file says.
-    "api_keys": upsert("api_keys", "credential", FIELDS["api_keys"], revised=False).replace(
-        "revoked_at = excluded.revoked_at", "revoked_at = coalesce(revoked_at, excluded.revoked_at)").replace(
-        "revoked_at IS NOT excluded.revoked_at", "revoked_at IS NOT coalesce(revoked_at, excluded.revoked_at)"),
+    "api_keys": upsert("api_keys", "credential", FIELDS["api_keys"], revised=False,
+                       updates={"revoked_at": "coalesce(revoked_at, excluded.revoked_at)"}),
 }
 ADD_CHECKIN = """INSERT INTO checkins (id, key_result_seq, value, confidence, comment, author_id, created_at)
     SELECT ?, k.seq, ?, ?, ?, ?, ? FROM key_results k WHERE k.id = ? {unless} RETURNING seq"""

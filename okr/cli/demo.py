@@ -8,11 +8,14 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from . import demo_company as demo_data
 from . import serving_lock
 from .common import as_configured, name_database, reports_errors
 from .database import folder_problem
 from .serve import cannot_listen, int_setting
+
+
+# The demo's own database, by default: never ./okr.db.
+DEMO_DATABASE = "okr-demo.db"
 
 
 class Serve:
@@ -78,6 +81,8 @@ def demo(no_serve, seed, fresh):
     in it since; --fresh replaces it with new data. A file that okr demo did not
     make is never used, and left as it is.
     """
+    from . import demo_company as demo_data  # its data tables: built only when a demo is made
+
     path = current_app.config["DATABASE"]
     shown = as_configured(path)
     exists = os.path.lexists(path)
@@ -109,7 +114,7 @@ def demo(no_serve, seed, fresh):
         seconds = time.perf_counter() - started
         click.echo(f"created {shown} in {seconds:.1f} s (seed {seed}): {summary(counts)}")
     if no_serve:
-        again = "" if path == demo_data.DEMO_DATABASE else f" --database {shown}"
+        again = "" if path == DEMO_DATABASE else f" --database {shown}"
         click.echo(f"serve it with: okr demo{again}")
         return 0
     click.echo(f"dashboard: {address(current_app.config['HOST'], port)} (Ctrl-C stops the server)")

@@ -23,7 +23,6 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from .. import db as okr_db
 from .users import insert_user, validated_user
 
-DEMO_DATABASE = "okr-demo.db"
 # "OKRD": PRAGMA application_id of every demo database, in its header's bytes 68-71.
 DEMO_APPLICATION_ID = 0x4F4B5244
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -13,10 +13,9 @@ from flask.cli import with_appcontext
 
 from .. import simpleokr
 from ..client import Client
+from ..transfer import PLURAL
 from .common import existing_database, reports_errors, use_database
 
-LABELS = {"users": "users", "teams": "teams", "cycles": "cycles", "objectives": "objectives",
-          "key_results": "key results"}
 BAR = 24
 
 
@@ -43,12 +42,12 @@ class Progress:
                 self.line(f"cycle {self.position} of {self.total} (read so far: {self.so_far()})")
         elif stage == "writing":
             if not self.terminal:
-                self.line(f"writing {LABELS[event['resource']]}: {event['rows']} read")
+                self.line(f"writing {PLURAL[event['resource']]}: {event['rows']} read")
         elif not self.terminal:
-            self.line(f"reading {LABELS[stage]} from {self.base_url}")
+            self.line(f"reading {PLURAL[stage]} from {self.base_url}")
 
     def so_far(self):
-        return ", ".join(f"{count} {LABELS[name]}" for name, count in self.rows.items())
+        return ", ".join(f"{count} {PLURAL[name]}" for name, count in self.rows.items())
 
     def draw(self):
         if self.total:
@@ -75,7 +74,7 @@ def report_text(result):
     """The counts as a table, then each failed row's id and reason."""
     lines = [f"{'':12}{'created':>9}{'updated':>9}{'unchanged':>11}{'failed':>8}"]
     for name, counts in result.counts.items():
-        lines.append(f"{LABELS[name]:12}" + "".join(f"{counts[outcome]:>{width}}" for outcome, width in
+        lines.append(f"{PLURAL[name]:12}" + "".join(f"{counts[outcome]:>{width}}" for outcome, width in
                                                   zip(simpleokr.OUTCOMES, (9, 9, 11, 8))))
     if result.dry_run:
         for name, row_id, fields in result.updates:
@@ -151,12 +150,12 @@ def import_simpleokr_command(base_url, credential, secret, dry_run, as_json):
         result, problem = error.result, str(error)
     finally:
         progress.done()
-    if result is not None and (result.complete or any(any(c.values()) for c in result.counts.values())):
+    touched = result is not None and any(any(counts.values()) for counts in result.counts.values())
+    if result is not None and (result.complete or touched):
         click.echo(json.dumps(result.as_json(), ensure_ascii=False) if as_json else report_text(result))
     if problem:
         raise click.ClickException(problem + ("; what was read before is imported whole: run it again to finish"
-                                              if not dry_run and result is not None and
-                                              any(any(c.values()) for c in result.counts.values()) else ""))
+                                              if not dry_run and touched else ""))
     if result.failures:
         count = len(result.failures)
         raise click.ClickException(f"{count} row{'s' if count > 1 else ''} "

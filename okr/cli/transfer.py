@@ -1,11 +1,10 @@
 """okr export and okr import: all data as one JSON file (okr/transfer.py describes the format), a cycle as CSV."""
 import os
 import click
-from flask import current_app
 from flask.cli import with_appcontext
 
 from .. import progress, transfer
-from ..db import connect, utc_now
+from ..db import transaction, utc_now
 from .common import echo_json, reports_errors, use_database
 from .database import new_file_beside
 
@@ -46,9 +45,7 @@ def export_command(path, include_keys, file_format, cycle_id):
     if file_format == "csv" and include_keys:
         raise click.ClickException("--include-keys goes with the JSON export; a CSV file holds no keys")
     use_database()  # an older database's schema is brought up to date first, as for every command
-    db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
-    try:
-        db.execute("BEGIN")  # one snapshot, however long the writing takes
+    with transaction(write=False) as db:  # one snapshot, however long the writing takes
         if file_format == "csv":
             if db.execute("SELECT 1 FROM cycles WHERE id = ?", (cycle_id,)).fetchone() is None:
                 raise click.ClickException(f"no cycle with id {cycle_id}")
@@ -62,8 +59,6 @@ def export_command(path, include_keys, file_format, cycle_id):
                                     encoding="utf-8", newline="\n")
             report = {"exported": os.path.abspath(path), "format": transfer.FORMAT, "version": transfer.VERSION,
                       **counts}
-    finally:
-        db.close()
     echo_json(report)
 
 
@@ -83,19 +78,12 @@ def import_command(path, merge):
     named, and nothing is written.
     """
     use_database()
-    db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
-    try:
+    with transaction() as db:
         db.execute("PRAGMA cache_size = -16384")  # 16 MB: random UUID keys hit index pages all over
-        db.execute("BEGIN IMMEDIATE")
         try:
             counts = transfer.import_file(db, path, merge)
         except transfer.Refusal as refusal:
             raise click.ClickException(f"cannot import {path}: nothing imported: {refusal}") from None
-        db.execute("COMMIT")
-    finally:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        db.close()
     report = {"imported": os.path.abspath(path)}
     if merge:
         report.update(merged=True, **{name: outcome for name, outcome in counts.items()

@@ -18,7 +18,7 @@ from .. import reports
 from ..api import index
 from ..api.checkins import check_in
 from ..api.errors import flatten
-from ..api.paging import UUID_RE
+from ..api.paging import MAX_ROW_ID, UUID_RE
 from ..api.schemas import checkin_schema
 from ..db import get_db, utc_now
 from ..progress import parse_timestamp
@@ -28,7 +28,6 @@ from .tree import tree_html
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
 
 CYCLES_PER_PAGE = 20
-MAX_SEQ = 2**63 - 1
 SPARK_POINTS = 12
 HISTORY_ROWS = 100
 STATIC = Path(__file__).parent / "static"
@@ -95,7 +94,7 @@ def show_cycles():
         raise PageError(400, "Bad page link", "The link's 'before' is not a cycle position.")
     cycles = db.execute(
         "SELECT * FROM cycles WHERE seq < ? ORDER BY seq DESC LIMIT ?",
-        (min(int(before), MAX_SEQ) if before else MAX_SEQ, CYCLES_PER_PAGE + 1),
+        (min(int(before), MAX_ROW_ID) if before else MAX_ROW_ID, CYCLES_PER_PAGE + 1),
     ).fetchall()
     older = cycles[CYCLES_PER_PAGE]["seq"] + 1 if len(cycles) > CYCLES_PER_PAGE else None
     moment = now()
