@@ -16,6 +16,8 @@ from types import SimpleNamespace
 import pytest
 from waitress import create_server
 
+from okr.signing import authorization_header
+
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 OBJECTIVE_FIELDS = {
@@ -72,6 +74,18 @@ def make_key_result(client, objective_id, name="Reach 100 customers", **fields):
     response = client.post(f"/v1/objectives/{objective_id}/keyresults", json=body)
     assert response.status_code == 200, response.get_json()
     return response.get_json()
+
+
+def create_key(runner, name="test", read_only=False):
+    """An API key, as `okr keys create --json` prints it (credential, secret, name...)."""
+    result = runner.invoke(args=["keys", "create", "--name", name, "--json", *(["--read-only"] if read_only else [])])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def signed(key):
+    """Headers that sign a request with an API key, now."""
+    return {"Authorization": authorization_header(key["credential"], key["secret"])}
 
 
 def make_user(runner, name="Ada Lovelace", email="ada@example.com"):

@@ -12,18 +12,14 @@ import pytest
 from flask import Flask
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, USER_FIELDS, free_port, make_user, served_in_thread
+from helpers import (KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, USER_FIELDS, create_key, free_port, make_user,
+                     served_in_thread)
 import okr.client as client_module
 from okr.client import ApiError, Client, Resource, authorization_header
 
 VECTOR_HEADER = ("S1-HMAC-SHA256 Credential=mycredential&Timestamp=2019-02-03T01:55:37Z"
                  "&Signature=ab9b15c8321dd0e00bbbcc8e33629adcb273b1dfeedb54387cb305fca6c409fa")
 
-
-def create_key(runner):
-    result = runner.invoke(args=["keys", "create", "--name", "client", "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
 
 
 @pytest.fixture

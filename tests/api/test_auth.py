@@ -19,7 +19,7 @@ from werkzeug.wrappers import Response
 import okr.__main__ as app_module
 import okr.cli.serve
 import okr.api.auth
-from helpers import assert_error, free_port, start_service
+from helpers import assert_error, create_key, free_port, start_service
 from okr import create_app
 from okr.api.auth import is_loopback
 from okr.signing import sign
@@ -50,11 +50,6 @@ def header(credential, secret, timestamp=None):
 def signed(key, timestamp=None):
     return {"Authorization": header(key["credential"], key["secret"], timestamp)}
 
-
-def create_key(runner, name="test"):
-    result = runner.invoke(args=["keys", "create", "--name", name, "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
 
 
 def revoke(runner, credential):

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import pytest
 
 import helpers
-from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error
+from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error, create_key
 from okr import create_app
 
 APP_PY = str(helpers.APP_PY)
@@ -40,11 +40,6 @@ def umask_022():
 def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
-
-def create_key(runner, name="test"):
-    result = runner.invoke(args=["keys", "create", "--name", name, "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
 
 
 def stored_keys(app):

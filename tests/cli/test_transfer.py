@@ -60,6 +60,14 @@ def refused(result):
     return lines[0]
 
 
+def refused_unchanged(app, *args):
+    """The one line of the command's refusal, once it is checked that the app's database did not change."""
+    before = dump(app.config["DATABASE"])
+    line = refused(invoke(app, *args))
+    assert dump(app.config["DATABASE"]) == before
+    return line
+
+
 def dump(path):
     """Everything the database holds, as SQL text, with its schema version."""
     with closing(sqlite3.connect(path)) as db:
@@ -149,6 +157,12 @@ def export(app, path, *options):
     return ok(invoke(app, "export", *options, path))
 
 
+def exported(app, tmp_path):
+    """The app's whole export, written to tmp_path/all.json, as parsed JSON."""
+    export(app, tmp_path / "all.json")
+    return json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+
+
 # --- the round trip ------------------------------------------------------------------------------
 
 
@@ -217,8 +231,7 @@ def test_the_format_is_documented_and_ordered(app, seeded, tmp_path):
 
 
 def test_an_other_layout_of_the_same_json_imports_the_same(app, seeded, tmp_path, monkeypatch):
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data = exported(app, tmp_path)
     (tmp_path / "pretty.json").write_text(json.dumps(data, indent=3), encoding="utf-8")
     monkeypatch.setattr(okr.transfer, "CHUNK", 7)  # records cut anywhere between reads
     target = new_app(tmp_path / "target.db")
@@ -228,8 +241,7 @@ def test_an_other_layout_of_the_same_json_imports_the_same(app, seeded, tmp_path
 
 
 def test_rows_are_stored_in_file_order(app, seeded, tmp_path):
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data = exported(app, tmp_path)
     data["cycles"].reverse()
     data["objectives"].reverse()
     (tmp_path / "reordered.json").write_text(json.dumps(data), encoding="utf-8")
@@ -287,10 +299,8 @@ def test_an_import_of_keys_into_a_database_with_the_same_key_is_refused(app, key
         credential = stored_keys(app.config["DATABASE"])[1][0]
         db.execute("INSERT INTO api_keys (credential, secret, name, created_at) VALUES (?, 'x', 'x', 'now')",
                    (credential,))
-    before = dump(target.config["DATABASE"])
-    line = refused(invoke(target, "import", tmp_path / "keys.json"))
+    line = refused_unchanged(target, "import", tmp_path / "keys.json")
     assert f"api_keys[1]: an API key with credential {credential} exists in the database" in line
-    assert dump(target.config["DATABASE"]) == before
 
 
 # --- refusals ------------------------------------------------------------------------------------
@@ -381,31 +391,27 @@ def write_json(path, data):
     return path
 
 
+def bad_file(app, tmp_path, case):
+    """The app's export with one of RECORD_REFUSALS' changes, as tmp_path/bad.json; and the problem it makes."""
+    change, problem = RECORD_REFUSALS[case]
+    data = exported(app, tmp_path)
+    change(data)
+    return write_json(tmp_path / "bad.json", data), problem
+
+
 @pytest.mark.parametrize("case", RECORD_REFUSALS)
 def test_a_bad_file_is_refused_by_a_merge_with_the_database_unchanged(app, seeded, tmp_path, case):
-    change, problem = RECORD_REFUSALS[case]
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
-    change(data)
-    bad = write_json(tmp_path / "bad.json", data)
-    before = dump(app.config["DATABASE"])
-    line = refused(invoke(app, "import", "--merge", bad))
+    bad, problem = bad_file(app, tmp_path, case)
+    line = refused_unchanged(app, "import", "--merge", bad)
     assert f"cannot import {bad}: nothing imported: " in line and problem in line, line
-    assert dump(app.config["DATABASE"]) == before
 
 
 @pytest.mark.parametrize("case", ["objective to a missing cycle", "check-in to a missing key result",
                                   "a newer version", "bad decimal", "an alignment loop"])
 def test_a_bad_file_is_refused_by_an_empty_database_which_stays_empty(app, seeded, tmp_path, case):
-    change, problem = RECORD_REFUSALS[case]
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
-    change(data)
-    bad = write_json(tmp_path / "bad.json", data)
+    bad, problem = bad_file(app, tmp_path, case)
     target = new_app(tmp_path / "target.db")
-    before = dump(target.config["DATABASE"])
-    assert problem in refused(invoke(target, "import", bad))
-    assert dump(target.config["DATABASE"]) == before
+    assert problem in refused_unchanged(target, "import", bad)
 
 
 def cut(path, fraction):
@@ -437,18 +443,15 @@ FILE_REFUSALS = {
 @pytest.mark.parametrize("case", FILE_REFUSALS)
 def test_a_file_that_is_no_export_is_refused_with_the_database_unchanged(app, seeded, tmp_path, case):
     change, problem = FILE_REFUSALS[case]
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data = exported(app, tmp_path)
     data["cycles"].append(dict(NEW_CYCLE))
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"format": "okr-export", "version": 1}, ensure_ascii=False)[:-1] + "".join(
         f',\n"{name}": [' + ",\n".join(json.dumps(r, ensure_ascii=False) for r in data[name]) + "\n]"
         for name in SECTIONS) + "\n}\n", encoding="utf-8")
     change(path)
-    before = dump(app.config["DATABASE"])
-    line = refused(invoke(app, "import", "--merge", path))
+    line = refused_unchanged(app, "import", "--merge", path)
     assert problem in line, line
-    assert dump(app.config["DATABASE"]) == before
 
 
 def test_an_import_into_a_database_that_holds_data_is_refused_naming_what_it_holds(app, seeded, tmp_path):
@@ -457,10 +460,8 @@ def test_an_import_into_a_database_that_holds_data_is_refused_naming_what_it_hol
     client = target.test_client()
     cycle = post(client, "/v1/cycles", {"name": "mine"})["id"]
     post(client, "/v1/objectives", {"name": "a", "cycle_id": cycle, "is_company": False, "is_personal": False})
-    before = dump(target.config["DATABASE"])
-    line = refused(invoke(target, "import", tmp_path / "all.json"))
+    line = refused_unchanged(target, "import", tmp_path / "all.json")
     assert "the database is not empty: it holds 1 cycle, 1 objective; " in line and "--merge" in line
-    assert dump(target.config["DATABASE"]) == before
 
 
 def test_api_keys_alone_leave_a_database_empty(app, seeded, tmp_path):
@@ -487,17 +488,14 @@ def test_a_file_changed_between_the_check_and_the_writing_is_refused(app, seeded
         return real(path, hashes)
 
     monkeypatch.setattr(okr.transfer, "records", records)
-    before = dump(target.config["DATABASE"])
-    assert "it changed while it was being imported" in refused(invoke(target, "import", tmp_path / "all.json"))
-    assert dump(target.config["DATABASE"]) == before
+    assert "it changed while it was being imported" in refused_unchanged(target, "import", tmp_path / "all.json")
 
 
 # --- merge ---------------------------------------------------------------------------------------
 
 
 def test_merge_updates_what_changed_adds_what_is_new_and_leaves_the_rest(app, seeded, clock, tmp_path):
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data = exported(app, tmp_path)
     child = data["objectives"][0]
     child.update(name="Faster support desk", modified_at="2026-03-01T00:00:00Z", created_at="2020-01-01T00:00:00Z")
     positive = key_result(data, "positive")
@@ -574,8 +572,7 @@ def test_merge_updates_keys_by_credential_and_a_revoked_key_stays_revoked(app, k
 
 
 def test_merge_moves_an_objective_with_its_key_results(app, seeded, tmp_path):
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data = exported(app, tmp_path)
     data["objectives"][0]["cycle_id"] = seeded["old_cycle"]
     data["key_results"] = []  # the key results the database has follow their objective
     data["checkins"] = []
@@ -585,13 +582,10 @@ def test_merge_moves_an_objective_with_its_key_results(app, seeded, tmp_path):
 
 
 def test_merge_refuses_an_email_another_user_has(app, seeded, tmp_path):
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data = exported(app, tmp_path)
     data["users"] = [{**data["users"][0], "id": "0f0f0f0f-0000-4000-8000-000000000009", "email": "Ada@Example.com"}]
-    before = dump(app.config["DATABASE"])
-    line = refused(invoke(app, "import", "--merge", write_json(tmp_path / "clash.json", data)))
+    line = refused_unchanged(app, "import", "--merge", write_json(tmp_path / "clash.json", data))
     assert f"users[0]: email Ada@Example.com belongs to another user in the database ({seeded['ada']})" in line
-    assert dump(app.config["DATABASE"]) == before
 
 
 # --- CSV -----------------------------------------------------------------------------------------
@@ -748,8 +742,7 @@ def test_the_program_exports_and_imports_and_refuses_in_one_okr_line(app, seeded
 
 
 def test_values_the_api_would_take_are_stored_as_the_api_stores_them(app, seeded, tmp_path):
-    export(app, tmp_path / "all.json")
-    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data = exported(app, tmp_path)
     positive = key_result(data, "positive")
     positive.update(confidence=positive["confidence"] + "00")
     key_result(data, "milestone")["target_value_min"] = None  # a milestone's target is always 1.00

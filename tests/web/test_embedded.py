@@ -8,7 +8,6 @@ answer. Unmounted, every link is what it always was.
 import json
 import uuid
 from collections import deque
-from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit, urlunsplit
 
 import pytest
@@ -16,10 +15,9 @@ from flask import Flask
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.test import Client
 
-from helpers import HttpClient, served_in_thread
+from helpers import HttpClient, create_key, served_in_thread, signed
 from html_tree import BROWSER, parse
 from okr import create_app
-from okr.signing import authorization_header
 from okr.db import init_db
 
 PREFIX = "/okr"
@@ -46,15 +44,6 @@ def host_app(mounts):
     return parent
 
 
-def create_key(app, name="dashboard"):
-    result = app.test_cli_runner().invoke(args=["keys", "create", "--name", name, "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
-
-
-def signed(key):
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"Authorization": authorization_header(key["credential"], key["secret"], stamp)}
 
 
 class Api:
@@ -79,7 +68,7 @@ def okr(tmp_path):
 
 @pytest.fixture
 def key(okr):
-    return create_key(okr)
+    return create_key(okr.test_cli_runner())
 
 
 @pytest.fixture
@@ -383,7 +372,7 @@ def test_login_never_sends_anyone_out_of_the_prefix(browser, key, target):
 
 def test_two_apps_on_one_host_keep_their_own_sessions(tmp_path):
     first, second = okr_app(tmp_path / "first.db"), okr_app(tmp_path / "second.db")
-    first_key, second_key = create_key(first), create_key(second)
+    first_key, second_key = create_key(first.test_cli_runner()), create_key(second.test_cli_runner())
     browser = Client(host_app({"/first": first, "/second": second}))
     response = log_in(browser, first_key, prefix="/first")
     assert location(response) == "/first/" and cookie_paths(response) == ["/first"]
@@ -399,7 +388,7 @@ def test_two_apps_on_one_host_keep_their_own_sessions(tmp_path):
 def test_a_session_cookie_path_set_by_the_host_wins(tmp_path):
     app = okr_app(tmp_path / "okr.db", SESSION_COOKIE_PATH="/")
     browser = Client(host_app({PREFIX: app}))
-    assert cookie_paths(log_in(browser, create_key(app))) == ["/"]
+    assert cookie_paths(log_in(browser, create_key(app.test_cli_runner()))) == ["/"]
 
 
 # --- unmounted, nothing changes --------------------------------------------------------------------
@@ -424,7 +413,7 @@ def test_unmounted_the_links_are_what_they_were(tmp_path):
     assert client.get("/", headers={"Accept": "application/json"}).get_json()["links"] == {
         "openapi": "/v1/openapi.json", "healthz": "/healthz"}
     assert "servers" not in client.get("/v1/openapi.json").get_json()
-    key = create_key(app)
+    key = create_key(app.test_cli_runner())
     response = client.get("/", headers=BROWSER)
     assert urlsplit(location(response)).path == "/login"
     response = log_in(client, key, next_path="/", prefix="")
@@ -444,7 +433,7 @@ def served(tmp_path):
 
 def test_mounted_on_waitress(served):
     app, http = served
-    key = create_key(app)
+    key = create_key(app.test_cli_runner())
     cycle = http.post(f"{PREFIX}/v1/cycles", {"name": "Q1"}, headers={**signed(key),
                                                                       "Content-Type": "application/json"}).ok()
     assert http.get(f"{PREFIX}/v1/cycles/{cycle['id']}", headers=signed(key)).ok() == cycle

@@ -3,7 +3,6 @@ key's credential and secret (cookie okr_session: signed with a key kept in the d
 SameSite=Lax, Secure on request, 12 hours from login). Revoked and read-only keys, CSRF on login and
 logout, local-only `next`, and a cookie that never opens /v1.
 """
-import json
 import time
 import types
 import uuid
@@ -14,10 +13,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from helpers import assert_error, make_cycle, make_key_result, make_objective
+from helpers import assert_error, create_key, make_cycle, make_key_result, make_objective, signed
 from html_tree import BROWSER
 from okr import create_app
-from okr.signing import authorization_header
 from okr.db import init_db
 
 COOKIE = "okr_session"
@@ -97,20 +95,11 @@ def data(client):
     return {"cycle": cycle, "objective": objective, "key_result": key_result}
 
 
-def create_key(runner, name="dashboard", read_only=False):
-    result = runner.invoke(args=["keys", "create", "--name", name, "--json", *(["--read-only"] if read_only else [])])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
-
 
 @pytest.fixture
 def key(runner, data):
     return create_key(runner)
 
-
-def signed(key):
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"Authorization": authorization_header(key["credential"], key["secret"], stamp)}
 
 
 def checkin_count(app, key, key_result_id):
