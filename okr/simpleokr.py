@@ -50,6 +50,7 @@ import urllib.parse
 from contextlib import closing
 from datetime import datetime, timezone
 
+from .api.paging import UUID_PATTERN
 from .client import ApiError
 from .db import connect, migrate, new_id
 from .emails import email_key
@@ -67,7 +68,7 @@ LISTS = {
 }
 # An RFC 3339 time with any offset and fraction; stored in UTC to the second, as this service keeps times.
 RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
-UUID_ANY_CASE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+UUID_ANY_CASE = re.compile(UUID_PATTERN, re.IGNORECASE)
 # Where each objective row keeps its parent, and the rows each row refers to: (field, resource).
 PARENT = FIELDS["objectives"].index("parent_objective_id")
 REFERENCES = {
