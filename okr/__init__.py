@@ -2,8 +2,7 @@
 import os
 import sys
 
-from flask import Flask, request
-from werkzeug.exceptions import NotFound, RequestEntityTooLarge
+from flask import Flask
 
 def schema_path():
     """schema.sql beside the package in a checkout, or where a plain pip install puts it."""
@@ -56,39 +55,11 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.json.ensure_ascii = False
 
-    from . import api, cli, db, web
+    from . import api, cli, db, pipeline, web
 
     db.init_app(app)
+    pipeline.init_app(app)
     api.init_app(app)
     web.init_app(app)
     cli.init_app(app)
-
-    @app.before_request
-    def refuse_large_bodies():
-        """413 for any declared body over the limit, whether or not the view reads it."""
-        # The environ test first: most requests carry no body, and request.content_length
-        # goes through the headers object.
-        if not request.environ.get("CONTENT_LENGTH"):
-            return
-        if (request.content_length or 0) > app.config["MAX_CONTENT_LENGTH"]:
-            raise RequestEntityTooLarge()
-
-    @app.before_request
-    def refuse_encoded_slashes():
-        """404 for a path that spells a slash as %2F: the server decodes it, the route would not match."""
-        # After auth: an unknown /v1 path is a 401 before it is a 404.
-        raw = request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or ""
-        if "%2f" in raw.partition("?")[0].lower():
-            raise NotFound()
-
-    @app.after_request
-    def answer_options_without_content(response):
-        """OPTIONS answers 204 with its Allow header, and no body to label."""
-        if request.method == "OPTIONS" and response.status_code == 200:
-            response.status_code = 204
-            response.set_data(b"")
-            del response.headers["Content-Type"]
-            del response.headers["Content-Length"]
-        return response
-
     return app

@@ -130,6 +130,25 @@ def forget_connection_after(error):
         g.drop_connection = True
 
 
+def database_trouble(error):
+    """(status, message, retry) for a sqlite3 error that a client may wait out or an operator fix, once
+    logged; None for any other. The API and the pages each word it their way."""
+    forget_connection_after(error)
+    code = primary_error_code(error)
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        # The busy timeout ran out: the client may simply retry.
+        current_app.logger.warning("database busy: %s", error)
+        return 503, "database busy, retry shortly", True
+    if code == sqlite3.SQLITE_FULL:
+        current_app.logger.exception("the disk is full")
+        return 507, "the disk is full", False
+    if code == sqlite3.SQLITE_READONLY:
+        # Retrying helps once an operator fixes the file: the connection is reopened.
+        current_app.logger.exception("the database file is not writable")
+        return 503, "the database file is not writable", True
+    return None
+
+
 def file_identity(path):
     try:
         status = os.stat(path)

@@ -50,7 +50,7 @@ import urllib.parse
 from contextlib import closing
 from datetime import datetime, timezone
 
-from .api.paging import UUID_PATTERN
+from .rules.ids import UUID_PATTERN
 from .client import ApiError
 from .db import connect, migrate, new_id
 from .emails import email_key

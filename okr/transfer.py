@@ -3,7 +3,7 @@
 The core of the two commands (okr/cli/transfer.py is their command line). It
 works on an open SQLite connection and on files, never on Flask's app or
 request: rows are checked with the API's own marshmallow schemas
-(okr.api.schemas) and CSV figures come from the report's query and
+(okr.rules.schemas) and CSV figures come from the report's query and
 okr.progress, so that a rule lives in one place.
 
 The okr-export format, version 1
@@ -103,11 +103,12 @@ from decimal import Decimal, InvalidOperation
 from marshmallow import ValidationError
 
 from . import progress, reports
-from .api.errors import flatten
-from .api.fields import StrictBool, Text
-from .api.paging import UUID_RE
-from .api.schemas import (BodySchema, UserSchema, checkin_schema, group_update_schema, key_result_schema,
-                          objective_schema, reject_constant, reject_duplicate_keys)
+from .rules.fields import StrictBool, Text
+from .rules.ids import UUID_RE
+from .rules.messages import flatten
+from .rules.schemas import (BodySchema, UserSchema, checkin_schema, group_update_schema, key_result_schema,
+                            objective_schema)
+from .rules.strict_json import reject_constant, reject_duplicate_keys
 from .emails import email_key
 
 FORMAT = "okr-export"

@@ -1,9 +1,11 @@
-"""The HTTP API: one blueprint per resource, with auth, errors, paging, schemas and the OpenAPI document."""
-from . import auth, checkins, cycles, errors, health, key_results, objectives, openapi, reports, teams, users
+"""The HTTP API: one blueprint per resource, with the signature check, errors, paging and the OpenAPI document.
+
+HTTP only: the rules live in okr.rules, the writes in okr.store; okr.pipeline runs the signature
+check and answers failures through errors.answer.
+"""
+from . import checkins, cycles, health, key_results, objectives, openapi, reports, teams, users
 
 
 def init_app(app):
-    errors.init_app(app)
-    auth.init_app(app)
     for module in (objectives, key_results, checkins, reports, cycles, teams, users, openapi, health):
         app.register_blueprint(module.bp)

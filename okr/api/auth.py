@@ -1,26 +1,22 @@
 """Checks Simple OKR's request signature (okr/signing.py) on the API's requests.
 
-Auth is on for every /v1 path as soon as any API key has been created, revoked
-ones included.
+Whether auth is on, and what a key may do, is okr.access's to say.
 """
 import hmac
-import ipaddress
 import re
-import secrets
 from datetime import datetime, timedelta, timezone
 
-from flask import current_app, request
+from flask import request
 from werkzeug.exceptions import Forbidden, Unauthorized
 
-from ..db import READ_METHODS, get_connection, get_db
+from .. import access
+from ..db import get_connection, get_db
 from ..signing import SCHEME, sign
 
 MAX_CLOCK_SKEW = timedelta(minutes=10)
 RFC3339 = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
 )
-# Compared against when the credential is unknown, so timing does not tell.
-UNKNOWN_KEY_SECRET = secrets.token_hex(32)
 # The API's description is public, so that clients can be generated before a key is issued.
 OPEN_PATHS = frozenset({"/v1/openapi.json"})
 
@@ -59,47 +55,26 @@ def check_timestamp(timestamp, now):
         raise Unauthenticated("Timestamp is more than 10 minutes from the server's time")
 
 
-def auth_enabled(db):
-    """True once any key was ever created; that never reverts, so it is remembered."""
-    if current_app.extensions.get("okr_auth_on"):
-        return True
-    on = db.execute("SELECT EXISTS (SELECT 1 FROM api_keys)").fetchone()[0] == 1
-    if on:
-        current_app.extensions["okr_auth_on"] = True
-    return on
+def is_api_path(path):
+    return path == "/v1" or path.startswith("/v1/")
 
 
 def authenticate():
     """Rejects a /v1 request without a valid signature, or a write signed with a read-only key,
     before routing reads anything and before a write takes the write lock."""
-    if not request.path.startswith("/v1/") and request.path != "/v1" or request.path in OPEN_PATHS:
+    if not is_api_path(request.path) or request.path in OPEN_PATHS:
         return
     # A read checks the key inside its own snapshot (one snapshot, not two: the
     # dearer part of a small read); a write checks before it takes the write lock.
-    db = get_db() if request.method in READ_METHODS else get_connection()
-    if not auth_enabled(db):
+    db = get_db() if request.method in access.READ_METHODS else get_connection()
+    if not access.auth_enabled(db):
         return
     credential, timestamp, signature = parse_authorization(request.headers.get("Authorization"))
     check_timestamp(timestamp, datetime.now(timezone.utc))
-    key = db.execute(
-        "SELECT secret, read_only FROM api_keys WHERE credential = ? AND revoked_at IS NULL", (credential,)
-    ).fetchone()
-    expected = sign(credential, key["secret"] if key else UNKNOWN_KEY_SECRET, timestamp)
+    key = access.live_key(db, credential)
+    expected = sign(credential, access.secret_to_compare(key), timestamp)
     # Bytes, because compare_digest refuses non-ASCII str.
     if not hmac.compare_digest(expected.encode(), signature.lower().encode("utf-8")) or key is None:
         raise Unauthenticated("unknown or revoked credential, or wrong signature")
-    if key["read_only"] and request.method not in READ_METHODS:
+    if not access.may_write(key, request.method):
         raise Forbidden("this API key is read-only")
-
-
-def init_app(app):
-    app.before_request(authenticate)
-
-
-def is_loopback(host):
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

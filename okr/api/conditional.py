@@ -37,3 +37,9 @@ def check_if_match(data, revision):
     """412 unless If-Match, when given, names the resource's present ETag (or is *)."""
     if "If-Match" in request.headers and not request.if_match.contains(current_tag(data, revision)):
         raise PreconditionFailed("the resource has changed since that ETag: fetch it again (If-Match)")
+
+
+def current(row, to_json):
+    """The stored row about to be changed, once any If-Match names its present ETag."""
+    check_if_match(to_json(row), row["revision"])
+    return row

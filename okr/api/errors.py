@@ -1,4 +1,4 @@
-"""Turns every failure into the contract's {code, message, details} JSON body."""
+"""Turns every failure on /v1 and /healthz into the contract's {code, message, details} JSON body."""
 import sqlite3
 
 from flask import current_app, jsonify
@@ -6,6 +6,8 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from .. import db
+from ..errors import Conflict, Invalid, NotFound
+from ..rules.messages import flatten
 
 # Short, stable summaries; werkzeug's default descriptions talk about browsers.
 MESSAGES = {
@@ -14,23 +16,6 @@ MESSAGES = {
     404: "not found",
     405: "method not allowed",
 }
-
-
-def flatten(messages, prefix=""):
-    """Turns marshmallow's nested message lists into {field: "text"}."""
-    if isinstance(messages, (list, tuple)):
-        if all(isinstance(m, str) for m in messages):
-            return {prefix or "_body": " ".join(messages)}
-        out = {}
-        for index, item in enumerate(messages):
-            out.update(flatten(item, f"{prefix}.{index}" if prefix else str(index)))
-        return out
-    if isinstance(messages, dict):
-        out = {}
-        for key, value in messages.items():
-            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix or "_body": str(messages)}
 
 
 def error_response(code, message, details=None, headers=None):
@@ -45,7 +30,24 @@ def error_response(code, message, details=None, headers=None):
     return response
 
 
-def handle_http_exception(error):
+def answer(error):
+    """The JSON error response for any exception a request raised."""
+    if isinstance(error, HTTPException):
+        return http_error(error)
+    if isinstance(error, ValidationError):
+        return error_response(400, "validation failed", flatten(error.messages))
+    if isinstance(error, Invalid):
+        return error_response(400, "validation failed", error.fields)
+    if isinstance(error, NotFound):
+        return error_response(404, str(error))
+    if isinstance(error, Conflict):
+        return error_response(409, str(error))
+    if isinstance(error, db.DatabaseUnusable):
+        return error_response(503, "the database is unusable", {"database": str(error)})
+    return unexpected(error)
+
+
+def http_error(error):
     # abort(404, "objective not found") carries its own message; werkzeug's
     # class-level default descriptions are replaced by ours.
     if error.description and error.description != type(error).description:
@@ -57,35 +59,11 @@ def handle_http_exception(error):
     return error_response(error.code, message, headers=error.get_headers())
 
 
-def handle_validation_error(error):
-    return error_response(400, "validation failed", flatten(error.messages))
-
-
-def handle_database_unusable(error):
-    return error_response(503, "the database is unusable", {"database": str(error)})
-
-
-def handle_unexpected(error):
+def unexpected(error):
     if isinstance(error, sqlite3.Error):
-        db.forget_connection_after(error)
-        code = db.primary_error_code(error)
-        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            # The busy timeout ran out: the client may simply retry.
-            current_app.logger.warning("database busy: %s", error)
-            return error_response(503, "database busy, retry shortly", headers=[("Retry-After", "1")])
-        if code == sqlite3.SQLITE_FULL:
-            current_app.logger.exception("the disk is full")
-            return error_response(507, "the disk is full")
-        if code == sqlite3.SQLITE_READONLY:
-            # Retrying helps once an operator fixes the file: the connection is reopened.
-            current_app.logger.exception("the database file is not writable")
-            return error_response(503, "the database file is not writable", headers=[("Retry-After", "1")])
+        trouble = db.database_trouble(error)
+        if trouble is not None:
+            status, message, retry = trouble
+            return error_response(status, message, headers=[("Retry-After", "1")] if retry else None)
     current_app.logger.exception("unhandled error")
     return error_response(500, "internal error")
-
-
-def init_app(app):
-    app.register_error_handler(HTTPException, handle_http_exception)
-    app.register_error_handler(ValidationError, handle_validation_error)
-    app.register_error_handler(db.DatabaseUnusable, handle_database_unusable)
-    app.register_error_handler(Exception, handle_unexpected)

@@ -16,10 +16,11 @@ from flask import Blueprint, current_app
 from flask import request as incoming  # build_document has a `request` of its own
 from marshmallow import Schema, fields
 
-from . import schemas
+from ..rules import schemas
 from .auth import SCHEME
-from .fields import DECIMAL_TEXT, DecimalString, StrictBool, Text, WHITESPACE
-from .paging import BOOLEANS, UUID_PATTERN
+from ..rules.fields import DECIMAL_TEXT, DecimalString, StrictBool, Text, WHITESPACE
+from ..rules.ids import UUID_PATTERN
+from .paging import BOOLEANS
 
 bp = Blueprint("openapi", __name__)
 

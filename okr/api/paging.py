@@ -1,18 +1,13 @@
 """Keyset pagination on the row sequence, shared by every list."""
 import base64
 import binascii
-import re
 
 from flask import current_app, request
 from marshmallow import ValidationError
 
 from ..db import get_db
+from ..rules.ids import MAX_ROW_ID, UUID_RE
 
-MAX_ROW_ID = 2**63 - 1
-
-# A lowercase UUID, as the service writes ids; the OpenAPI document uses the same pattern.
-UUID_PATTERN = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-UUID_RE = re.compile(UUID_PATTERN)
 BOOLEANS = ("true", "false")
 
 

@@ -1,9 +1,10 @@
 """Reports: /v1/cycles/<id>/report and /v1/objectives/<id>/report, built by okr.reports."""
-from flask import Blueprint, abort
+from flask import Blueprint
 
 from .. import progress, reports
+from ..errors import NotFound
 from ..db import get_db, utc_now
-from .cycles import get_cycle_or_404
+from ..store import cycles
 from .paging import uuid_arg
 
 bp = Blueprint("reports", __name__, url_prefix="/v1")
@@ -13,7 +14,7 @@ bp = Blueprint("reports", __name__, url_prefix="/v1")
 def report_cycle(cycle_id):
     """Reports a cycle's alignment tree with progress, maybe for one team or assignee."""
     team_id, assignee_id = uuid_arg("team_id"), uuid_arg("assignee_id")
-    cycle = get_cycle_or_404(cycle_id)
+    cycle = cycles.get(get_db(), cycle_id)
     now = progress.parse_timestamp(utc_now())
     return reports.cycle_report(get_db(), cycle, now, team_id=team_id, assignee_id=assignee_id)
 
@@ -23,5 +24,5 @@ def report_objective(objective_id):
     """Reports an objective and its aligned descendants, with progress."""
     report = reports.objective_report(get_db(), objective_id, progress.parse_timestamp(utc_now()))
     if report is None:
-        abort(404, "objective not found")
+        raise NotFound("objective")
     return report

@@ -21,7 +21,8 @@ from datetime import datetime, timedelta, timezone
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 from .. import db as okr_db
-from .users import insert_user, validated_user
+from ..store import users
+from .users import validated_user
 
 # "OKRD": PRAGMA application_id of every demo database, in its header's bytes 68-71.
 DEMO_APPLICATION_ID = 0x4F4B5244
@@ -479,7 +480,8 @@ def fill(app, events):
         set_time(when)
         with app.app_context(), okr_db.transaction() as db:
             for name, _ in USERS:
-                ids[name] = insert_user(db, validated_user(name, email_of(name)))["id"]
+                user = validated_user(name, email_of(name))
+                ids[name] = users.create(db, user["name"], user["email"])["id"]
         for when, _, kind, data in events:
             set_time(when)
             if kind == "team":

@@ -1,11 +1,11 @@
 """okr keys and okr auth-header: API keys and signed request headers."""
-import secrets
-
 import click
 from flask.cli import AppGroup
 
 from ..signing import authorization_header
 from ..db import transaction, utc_now
+from ..errors import NotFound
+from ..store import keys
 from .common import echo_json, reports_errors, use_database
 
 
@@ -21,13 +21,9 @@ def create_key(name, as_json, read_only):
     """Create an API key; its secret is printed now and never again."""
     if not name.strip():
         raise click.ClickException("--name must not be blank")
-    credential, secret = secrets.token_hex(12), secrets.token_urlsafe(32)
     use_database()
     with transaction() as db:
-        db.execute(
-            "INSERT INTO api_keys (credential, secret, name, created_at, read_only) VALUES (?, ?, ?, ?, ?)",
-            (credential, secret, name, utc_now(), int(read_only)),
-        )
+        credential, secret = keys.create(db, name, read_only)
     if as_json:
         echo_json({"credential": credential, "secret": secret})
     else:
@@ -63,15 +59,12 @@ def list_keys(as_json):
 def revoke_key(credential):
     """Revoke an API key; the next request signed with it is refused."""
     use_database()
-    with transaction() as db:
-        row = db.execute(
-            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE credential = ? "
-            "RETURNING revoked_at",
-            (utc_now(), credential),
-        ).fetchone()
-    if row is None:
-        raise click.ClickException(f"no API key with credential {credential}")
-    click.echo(f"revoked {credential} at {row['revoked_at']}")
+    try:
+        with transaction() as db:
+            revoked_at = keys.revoke(db, credential)
+    except NotFound:
+        raise click.ClickException(f"no API key with credential {credential}") from None
+    click.echo(f"revoked {credential} at {revoked_at}")
 
 
 @click.command("auth-header")

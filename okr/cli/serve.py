@@ -17,7 +17,7 @@ from contextlib import closing
 
 from waitress import create_server
 
-from ..api.auth import auth_enabled, is_loopback
+from ..access import auth_enabled, is_loopback
 from ..db import connect, init_db, table_columns
 from ..switches import switch
 from .serving_lock import hold_shared

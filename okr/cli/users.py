@@ -3,18 +3,20 @@
 Users can only be created and changed here, not over HTTP.
 """
 import csv
-import sqlite3
 import unicodedata
+from contextlib import contextmanager
 
 import click
 from flask.cli import AppGroup
 from marshmallow import ValidationError
 
-from ..api.errors import flatten
-from ..api.schemas import user_schema
-from ..records import user_json
-from ..db import new_id, transaction, utc_now
+from ..rules.messages import flatten
+from ..rules.schemas import user_schema
+from ..db import transaction
 from ..emails import email_key
+from ..errors import Conflict, NotFound
+from ..records import user_json
+from ..store import users
 from .common import echo_json, reports_errors, use_database
 
 
@@ -31,14 +33,6 @@ def validated_user(name, email, partial=False):
         raise click.ClickException(problems) from None
 
 
-def insert_user(db, user):
-    return db.execute(
-        "INSERT INTO users (id, name, email, email_key, is_active, created_at) VALUES (?, ?, ?, ?, 1, ?)"
-        " RETURNING *",
-        (new_id(), user["name"], user["email"], email_key(user["email"]), utc_now()),
-    ).fetchone()
-
-
 @users_cli.command("add")
 @click.option("--name", required=True, help="Full name.")
 @click.option("--email", required=True, help="Email address; unique under Unicode case folding.")
@@ -47,11 +41,8 @@ def add_user(name, email):
     """Create a user and print it as JSON."""
     user = validated_user(name, email)
     use_database()
-    with transaction() as db:
-        try:
-            row = insert_user(db, user)
-        except sqlite3.IntegrityError:
-            raise click.ClickException(f"a user with email {email} already exists") from None
+    with transaction() as db, refusals():
+        row = users.create(db, user["name"], user["email"])
     echo_json(user_json(row))
 
 
@@ -83,14 +74,6 @@ def columns(text):
     return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
-def find_user(db, email):
-    """The user with this email under folding; or, given exactly, one that an upgrade left without an email key."""
-    # Such a user lost a clash of emails that were the same under folding (okr.db says
-    # more); its exact email is the only way to reach it, and update the way to fix it.
-    return (db.execute("SELECT * FROM users WHERE email_key IS NULL AND email = ?", (email,)).fetchone()
-            or db.execute("SELECT * FROM users WHERE email_key = ?", (email_key(email),)).fetchone())
-
-
 @users_cli.command("update")
 @click.argument("email")
 @click.option("--name", help="New full name.")
@@ -107,31 +90,29 @@ def update_user(email, name, new_email):
     # Only what is given is checked: an email stored under older rules may stay as it is.
     changes = validated_user(name, new_email, partial=True)
     use_database()
-    with transaction() as db:
-        row = find_user(db, email)
+    with transaction() as db, refusals(email):
+        row = users.find_by_email(db, email)
         if row is None:
-            raise click.ClickException(f"no user with email {email}")
-        name, new_email = changes.get("name", row["name"]), changes.get("email", row["email"])
-        try:
-            row = db.execute(
-                """UPDATE users SET name = ?, email = ?, email_key = ?, revision = revision + 1
-                   WHERE seq = ? RETURNING *""",
-                (name, new_email, email_key(new_email), row["seq"]),
-            ).fetchone()
-        except sqlite3.IntegrityError:
-            raise click.ClickException(f"a user with email {new_email} already exists") from None
+            raise NotFound("user")
+        row = users.update(db, row, changes.get("name", row["name"]), changes.get("email", row["email"]))
     echo_json(user_json(row))
+
+
+@contextmanager
+def refusals(email=None):
+    """The store's refusals as one `okr:` line: a taken email, or no user with the email asked for."""
+    try:
+        yield
+    except Conflict as error:
+        raise click.ClickException(str(error)) from None
+    except NotFound:
+        raise click.ClickException(f"no user with email {email}") from None
 
 
 def set_active(email, active):
     use_database()
-    with transaction() as db:
-        row = db.execute(
-            "UPDATE users SET is_active = ?, revision = revision + 1 WHERE email_key = ? RETURNING *",
-            (active, email_key(email)),
-        ).fetchone()
-    if row is None:
-        raise click.ClickException(f"no user with email {email}")
+    with transaction() as db, refusals(email):
+        row = users.set_active(db, email, active)
     echo_json(user_json(row))
 
 
@@ -226,6 +207,6 @@ def import_users(csv_file):
             if exists:
                 skipped += 1
             else:
-                insert_user(db, user)
+                users.create(db, user["name"], user["email"])
                 imported += 1
     echo_json({"imported": imported, "skipped_existing": skipped})

@@ -1,4 +1,4 @@
-"""The web dashboard: server-rendered pages over the same reports, progress and check-ins as the API."""
+"""The web dashboard: server-rendered pages over the same reports, progress and store as the API."""
 from . import sessions, views
 
 

@@ -1,10 +1,10 @@
-"""Who may use the dashboard: logins with an API key's credential and secret, session cookies, CSRF tokens.
+"""Who is signed in to the dashboard: sessions opened with an API key's credential and secret, CSRF tokens,
+and the two guards every page passes (okr.pipeline runs them).
 
-Once any API key exists, the pages need a session, opened at /login with a key's
-credential and secret (compared as a signed request's would be). The session is
-Flask's signed cookie, keyed with a secret generated once and kept in the
-database, so that sessions survive a restart and every server on one database
-honours them. It never opens /v1: the API keeps to signed requests.
+Once sign-in is needed (okr.access: any API key exists), the pages need a session,
+opened at /login. The session is Flask's signed cookie, keyed with a secret generated
+once and kept in the database, so that sessions survive a restart and every server
+on one database honours them. It never opens /v1: the API keeps to signed requests.
 """
 import hmac
 import secrets
@@ -12,16 +12,28 @@ import sqlite3
 import time
 from datetime import timedelta
 
-from flask import g, request, session
+from flask import g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import URLSafeTimedSerializer
 
-from ..api.auth import UNKNOWN_KEY_SECRET, auth_enabled
-from ..db import DatabaseMissing, get_connection, transaction
+from .. import access
+from ..db import READ_METHODS, DatabaseMissing, get_connection, transaction
+from ..store import web_secrets
 from ..switches import switch
+from .errors import FORM_REFUSED, PageError, SessionUnavailable, wants_page
 
 SESSION_HOURS = 12
 SESSION_SECONDS = SESSION_HOURS * 3600
+# Paths that are not pages: no session is opened for them (the API keeps to signatures, /healthz must
+# answer without a database, and static files need none).
+NOT_PAGES = ("/v1/", "/static/")
+NOT_PAGE_PATHS = frozenset({"/v1", "/healthz"})
+# Pages anyone may open: signing in, signing out, and the stylesheet and script.
+OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.static"})
+
+
+def is_page_path(path):
+    return path not in NOT_PAGE_PATHS and not path.startswith(NOT_PAGES)
 
 
 class DashboardSessions(SecureCookieSessionInterface):
@@ -32,9 +44,7 @@ class DashboardSessions(SecureCookieSessionInterface):
     """
 
     def open_session(self, app, request):
-        # A null session elsewhere: the API never reads or sets the cookie, and
-        # /healthz must answer even without a database.
-        if not request.path.startswith(PAGE_PREFIXES) and request.path != "/":
+        if not is_page_path(request.path):
             return None
         try:
             g.session_secret = signing_key()
@@ -61,45 +71,23 @@ class DashboardSessions(SecureCookieSessionInterface):
         )
 
 
-PAGE_PREFIXES = ("/cycles/", "/keyresults/", "/login", "/logout")
-
-
 def signing_key():
     """The session-signing secret in the database (made by init_db; made here if a restore lost it)."""
-    row = get_connection().execute("SELECT value FROM web_secrets WHERE name = 'session'").fetchone()
-    if row is not None:
-        return row[0]
+    secret = web_secrets.read(get_connection(), web_secrets.SESSION)
+    if secret is not None:
+        return secret
     with transaction() as db:  # the file exists: get_connection found it
-        db.execute(
-            "INSERT OR IGNORE INTO web_secrets (name, value) VALUES ('session', ?)", (secrets.token_hex(32),)
-        )
-        return db.execute("SELECT value FROM web_secrets WHERE name = 'session'").fetchone()[0]
-
-
-class SessionUnavailable(Exception):
-    """The session could not be opened because the database did not answer (busy, missing, unreadable)."""
+        return web_secrets.make(db, web_secrets.SESSION)
 
 
 def login_required():
     """True when API keys exist, so the pages need a session."""
-    return auth_enabled(get_connection())
-
-
-def find_key(credential):
-    """The live (not revoked) API key with this credential, or None."""
-    return get_connection().execute(
-        "SELECT credential, secret, read_only FROM api_keys WHERE credential = ? AND revoked_at IS NULL",
-        (credential,),
-    ).fetchone()
+    return access.auth_enabled(get_connection())
 
 
 def check_login(credential, secret):
-    """The key whose credential and secret these are, or None; the comparison takes constant time."""
-    key = find_key(credential)
-    expected = key["secret"] if key is not None else UNKNOWN_KEY_SECRET
-    if hmac.compare_digest(expected.encode("utf-8"), secret.encode("utf-8")) and key is not None:
-        return key
-    return None
+    """The key whose credential and secret these are, or None."""
+    return access.key_for_secret(get_connection(), credential, secret)
 
 
 def log_in(key):
@@ -134,7 +122,7 @@ def live_key():
         return None
     if time.time() - login_at > SESSION_SECONDS:
         return None
-    return find_key(credential)
+    return access.live_key(get_connection(), credential)
 
 
 def csrf_token():
@@ -151,6 +139,35 @@ def csrf_ok():
     """Whether the form posted this session's CSRF token."""
     sent, kept = request.form.get("csrf_token", ""), session.get("csrf")
     return isinstance(kept, str) and hmac.compare_digest(sent.encode("utf-8"), kept.encode("utf-8"))
+
+
+def is_guarded_page():
+    """Whether this request is for a dashboard view that needs the guards (not an unknown path: that is a 404)."""
+    return request.blueprint == "web" and request.endpoint not in OPEN_ENDPOINTS
+
+
+def require_session():
+    """Guard: a page needs a live session once sign-in is needed, and a read-only key's session only reads."""
+    if not is_guarded_page():
+        return None
+    if request.endpoint == "web.show_dashboard" and not wants_page():
+        return None  # the JSON index at /, for API clients, is open like /healthz
+    if not login_required():
+        return None
+    key = current_key()
+    if key is None:
+        log_out()
+        return redirect(url_for("web.show_login", next=request.full_path.rstrip("?")), 303)
+    if not access.may_write(key, request.method):
+        raise PageError(403, "Not allowed",
+                        "You are signed in with a read-only API key, which may look but not change anything.")
+    return None
+
+
+def require_csrf():
+    """Guard: every form a page posts carries this session's CSRF token (signing in and out included)."""
+    if request.blueprint == "web" and request.method not in READ_METHODS and not csrf_ok():
+        raise FORM_REFUSED
 
 
 def init_app(app):

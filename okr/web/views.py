@@ -6,23 +6,23 @@ request.script_root, never a bare "/".
 """
 import gzip
 import hashlib
-from functools import wraps
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, make_response, redirect, render_template, request, url_for
 from marshmallow import ValidationError
-from werkzeug.exceptions import HTTPException
 
 from .. import reports
-from ..api import index
-from ..api.checkins import check_in
-from ..api.errors import flatten
-from ..api.paging import MAX_ROW_ID, UUID_RE
-from ..api.schemas import checkin_schema
+from .. import index
 from ..db import get_db, utc_now
+from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
-from . import sessions, words
+from ..rules.ids import MAX_ROW_ID, UUID_RE
+from ..rules.messages import flatten
+from ..rules.schemas import checkin_schema
+from ..store import checkins, cycles, objectives
+from . import forms, sessions, words
+from .errors import PageError, wants_page
 from .tree import tree_html
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
@@ -33,35 +33,7 @@ HISTORY_ROWS = 100
 STATIC = Path(__file__).parent / "static"
 # Changes with the static files, so that their long cache life never serves an old one.
 STYLE_VERSION = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(STATIC.glob("*.*")))).hexdigest()[:12]
-
-
-class PageError(HTTPException):
-    """An error shown as a page: its status, a heading and a sentence."""
-
-    def __init__(self, code, title, message):
-        super().__init__(message)
-        self.code, self.title = code, title
-
-
-def page_error(error):
-    return render_template("message.html", title=error.title, message=error.description), error.code
-
-
-def wants_page():
-    """Whether the client asked for HTML before JSON (a browser does; curl and API clients do not)."""
-    best = request.accept_mimetypes.best_match(["application/json", "text/html"])
-    return best == "text/html" and request.accept_mimetypes["text/html"] > request.accept_mimetypes["application/json"]
-
-
-def page(view):
-    """A page: needs a live session once API keys exist, and shows errors as pages."""
-    @wraps(view)
-    def wrapper(*args, **kwargs):
-        if sessions.login_required() and sessions.current_key() is None:
-            sessions.log_out()
-            return redirect(url_for("web.show_login", next=request.full_path.rstrip("?")), 303)
-        return view(*args, **kwargs)
-    return wrapper
+CHECKIN_FIELDS = ("value", "confidence", "comment")
 
 
 @bp.app_context_processor
@@ -86,7 +58,6 @@ def show_dashboard():
     return response
 
 
-@page
 def show_cycles():
     db = get_db()
     before = request.args.get("before", "")
@@ -116,13 +87,10 @@ def summary(report):
 
 
 @bp.get("/cycles/<cycle_id>")
-@page
 def show_cycle(cycle_id):
     """Shows a cycle's alignment tree, maybe for one team or assignee."""
     db = get_db()
-    cycle = db.execute("SELECT * FROM cycles WHERE id = ?", (cycle_id,)).fetchone()
-    if cycle is None:
-        raise PageError(404, "No such cycle", "This cycle does not exist; it may have been deleted.")
+    cycle = cycles.get(db, cycle_id)
     chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id")}
     moment = now()
     report = reports.cycle_report(db, cycle, moment, **chosen)
@@ -150,37 +118,43 @@ def filter_arg(name):
 
 
 @bp.get("/keyresults/<key_result_id>")
-@page
 def show_key_result(key_result_id):
     """Shows a key result's history as a table and a chart, with a check-in form."""
     return render_key_result(key_result_id)
 
 
 @bp.post("/keyresults/<key_result_id>")
-@page
 def check_in_key_result(key_result_id):
-    """Records a check-in from the form, through the API's own check-in code."""
-    # Refusals first: they need no write lock.
-    if not sessions.csrf_ok():
-        raise PageError(400, "Check-in not recorded",
-                        "This form has expired or did not come from this page. Go back, reload the page "
-                        "and submit the check-in again.")
-    key = sessions.current_key()
-    if key is not None and key["read_only"]:
-        raise PageError(403, "Check-in not recorded",
-                        "You are logged in with a read-only API key, which may look but not record check-ins.")
-    db = get_db()
-    if db.execute("SELECT 1 FROM key_results WHERE id = ?", (key_result_id,)).fetchone() is None:
-        raise PageError(404, "No such key result", "This key result does not exist; it may have been deleted.")
-    form = {name: request.form.get(name, "") for name in ("value", "confidence", "comment")}
-    body = {"value": form["value"].strip(), "comment": form["comment"] or None}
-    if form["confidence"].strip():
-        body["confidence"] = form["confidence"].strip()
+    """Records a check-in from the form, through the store's own check-in."""
+    form = {name: request.form.get(name, "") for name in CHECKIN_FIELDS}
     try:
-        check_in(key_result_id, checkin_schema.load(body))
-    except ValidationError as error:
-        return render_key_result(key_result_id, form=form, errors=flatten(error.messages)), 400
+        body = checkin_body(form)
+        checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"])
+    except forms.FieldError as error:
+        return render_key_result(key_result_id, form=form, errors=error.args[0]), 400
+    except Invalid as error:
+        return render_key_result(key_result_id, form=form, errors=error.fields), 400
     return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
+
+
+def checkin_body(form):
+    """The check-in form's fields as the rules' values; FieldError carrying {field: sentence} for people."""
+    errors, body = {}, {"value": form["value"].strip(), "comment": form["comment"] or None}
+    try:
+        body["confidence"] = forms.confidence(form["confidence"])
+    except forms.FieldError as error:
+        errors["confidence"] = str(error)
+    if body.get("confidence") is None:
+        body.pop("confidence", None)
+    try:
+        loaded = checkin_schema.load(body)
+    except ValidationError as error:
+        loaded = None
+        for field, text in flatten(error.messages).items():
+            errors.setdefault(field, forms.for_people(field, text, numbers=("value",)))
+    if errors:
+        raise forms.FieldError(errors)
+    return loaded
 
 
 def render_key_result(key_result_id, form=None, errors=None):
@@ -188,8 +162,8 @@ def render_key_result(key_result_id, form=None, errors=None):
     moment = now()
     node = reports.key_result_report(db, key_result_id, moment)
     if node is None:
-        raise PageError(404, "No such key result", "This key result does not exist; it may have been deleted.")
-    objective = db.execute("SELECT * FROM objectives WHERE id = ?", (node["objective_id"],)).fetchone()
+        raise NotFound("key result")
+    objective = objectives.get(db, node["objective_id"])
     history = db.execute(
         """SELECT c.*, u.name AS author_name FROM checkins c
            JOIN key_results k ON k.seq = c.key_result_seq
@@ -202,7 +176,7 @@ def render_key_result(key_result_id, form=None, errors=None):
     # A key result always has a first check-in, unless rows were deleted behind the API's back.
     chart = words.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets) if shown else None
     if form is None:
-        form = {"value": "", "confidence": node["confidence"], "comment": ""}
+        form = {"value": "", "confidence": words.percent(node["confidence"]), "comment": ""}
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
         chart=chart, form=form, errors=errors or {}, moment=moment,
@@ -218,9 +192,6 @@ def show_login():
         return redirect(request.script_root + next_path, 303)
     if request.method == "GET":
         return render_template("login.html", next=next_path, credential="", error=None)
-    if not sessions.csrf_ok():
-        return render_template("login.html", next=next_path, credential=request.form.get("credential", ""),
-                               error="This form has expired; please log in again."), 400
     credential = request.form.get("credential", "").strip()
     key = sessions.check_login(credential, request.form.get("secret", "").strip())
     if key is None:
@@ -233,8 +204,7 @@ def show_login():
 @bp.post("/logout")
 def log_out():
     """Ends the session."""
-    if sessions.csrf_ok():
-        sessions.log_out()
+    sessions.log_out()
     return redirect(url_for("web.show_login" if sessions.login_required() else "web.show_dashboard"), 303)
 
 
@@ -273,16 +243,3 @@ def compress_pages(response):
 
 # zlib's level 1 compresses a cycle page to about a tenth in a few milliseconds; higher levels gain little more.
 GZIP_LEVEL = 1
-
-
-@bp.app_errorhandler(PageError)
-def show_page_error(error):
-    return page_error(error)
-
-
-@bp.app_errorhandler(sessions.SessionUnavailable)
-def show_session_unavailable(error):
-    response = make_response(page_error(PageError(
-        503, "Try again in a moment", "The database did not answer, so this page cannot be shown just now.")))
-    response.headers["Retry-After"] = "1"
-    return response

@@ -238,9 +238,9 @@ def test_a_failed_checkin_leaves_no_row_behind(app, client, key_result, clock):
 def test_a_checkin_failing_after_its_writes_is_rolled_back(app, client, key_result, clock, monkeypatch):
     """One request is one transaction: a failure after the check-in and the key result were written
     leaves neither."""
-    import okr.api.checkins
+    import okr.store.checkins
     before = all_checkins(client, key_result["id"])
-    real_record = okr.api.checkins.record_checkin
+    real_record = okr.store.checkins.record
     failed = []
 
     def record_then_fail(*args, **kwargs):
@@ -252,10 +252,10 @@ def test_a_checkin_failing_after_its_writes_is_rolled_back(app, client, key_resu
         failed.append(True)
         raise RuntimeError("injected failure after the writes")
 
-    monkeypatch.setattr(okr.api.checkins, "record_checkin", record_then_fail)
+    monkeypatch.setattr(okr.store.checkins, "record", record_then_fail)
     clock.now = "2026-05-05T00:00:00Z"
     assert_error(post_checkin(client, key_result["id"], value="99", confidence="0.1"), 500)
-    assert failed, "the view never recorded the check-in through record_checkin"
+    assert failed, "the view never recorded the check-in through the store"
     monkeypatch.undo()
     assert_nothing_changed(client, key_result, before)
     assert stored_checkin_count(app) == 1

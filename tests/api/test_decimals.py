@@ -1,4 +1,4 @@
-"""Decimals: exact, canonical, bounded; through the key result API and okr.api.fields directly."""
+"""Decimals: exact, canonical, bounded; through the key result API and okr.rules.fields directly."""
 import json
 from decimal import Decimal
 
@@ -6,7 +6,7 @@ import pytest
 from marshmallow import ValidationError
 
 from helpers import assert_error, make_cycle, make_objective
-from okr.api.fields import canonical_decimal
+from okr.rules.fields import canonical_decimal
 
 DECIMAL_FIELDS = ("confidence", "current_value", "target_value_min", "target_value_max")
 VALUE_FIELDS = ("current_value", "target_value_min", "target_value_max")
@@ -212,7 +212,7 @@ def test_values_other_than_confidence_may_be_negative_or_above_one(client, objec
         "-3.00", "-2.00", "5000.00")
 
 
-# --- okr.api.fields.canonical_decimal -----------------------------------------------------------
+# --- okr.rules.fields.canonical_decimal -----------------------------------------------------------
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -24,8 +24,9 @@ from schemathesis.config import SchemathesisConfig
 from helpers import make_user
 from okr.signing import authorization_header
 from okr.db import connect, utc_now
-from okr.api.fields import canonical_decimal
-from okr.api.paging import UUID_RE, encode_token
+from okr.rules.fields import canonical_decimal
+from okr.api.paging import encode_token
+from okr.rules.ids import UUID_RE
 
 # Hypothesis seeds the global random module afresh for every example, so random.random() would give
 # every case the same answer (and never point a path at a record that exists): draw from our own.

@@ -8,9 +8,10 @@ import pytest
 from marshmallow import ValidationError
 
 from helpers import assert_error, make_user
-from okr.api import schemas
-from okr.api.fields import NOT_BLANK
-from okr.api.paging import UUID_PATTERN, decode_token, encode_token
+from okr.rules import schemas
+from okr.rules.fields import NOT_BLANK
+from okr.api.paging import decode_token, encode_token
+from okr.rules.ids import UUID_PATTERN
 
 UUID = f"^{UUID_PATTERN}$"
 

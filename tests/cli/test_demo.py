@@ -18,7 +18,7 @@ import helpers
 import okr.__main__ as program
 from helpers import TIMESTAMP
 from okr import create_app
-from okr.api.schemas import checkin_schema, group_update_schema, key_result_schema, objective_schema, user_schema
+from okr.rules.schemas import checkin_schema, group_update_schema, key_result_schema, objective_schema, user_schema
 from okr.cli import serving_lock
 import okr.db
 from okr.db import init_db

@@ -93,7 +93,8 @@ def test_check_in_is_recorded_and_redirects_back_to_the_page(client, key_result,
     first = history_rows(doc)[0]
     assert plain(first.find_all("td")[1].text) == "120" and "A good week" in first.text
     assert "120 of 500" in plain(doc.text)
-    assert float(doc.one("form", cls="checkin").one("input", name="confidence").attrs["value"]) == 0.9
+    # The field shows the confidence as the page says it, and takes it back so.
+    assert doc.one("form", cls="checkin").one("input", name="confidence").attrs["value"] == "90%"
 
 
 def test_check_in_without_confidence_keeps_the_present_one(client, key_result):
@@ -204,3 +205,31 @@ def test_check_in_on_an_unknown_key_result_is_a_404_page(client, key_result, key
     token = csrf_token(client, key_result["id"])
     html_of(post(client, key_result_id, token, value="150", confidence="0.7"), 404)
     assert len(checkins(client, key_result["id"])) == 1
+
+
+# --- what people type, and what they read back --------------------------------------------------------
+
+
+@pytest.mark.parametrize("typed", ["80 %", "80%", "0.8", " .8 ", "80.0 %"])
+def test_confidence_is_taken_as_the_page_shows_it_or_as_a_fraction(client, key_result, typed):
+    token = csrf_token(client, key_result["id"])
+    assert post(client, key_result["id"], token, value="150", confidence=typed).status_code == 303
+    assert checkins(client, key_result["id"])[-1]["confidence"] == "0.80"
+
+
+@pytest.mark.parametrize("field, fields, words", [
+    ("value", {"value": "lots", "confidence": "0.7"}, "Enter a number such as 42 or 3.5."),
+    ("value", {"value": "", "confidence": "0.7"}, "Enter a number such as 42 or 3.5."),
+    ("value", {"value": "1.1234567", "confidence": "0.7"}, "Use at most 6 digits after the decimal point."),
+    ("confidence", {"value": "150", "confidence": "high"}, "Enter a number such as 0.8 or 80 %."),
+    ("confidence", {"value": "150", "confidence": "80"}, "Enter a number such as 0.8 or 80 %."),
+    ("confidence", {"value": "150", "confidence": "120 %"}, "Enter a number such as 0.8 or 80 %."),
+    ("comment", {"value": "150", "confidence": "0.7", "comment": "x" * 10_001},
+     "Shorten this to at most 10,000 characters."),
+], ids=["word", "empty", "seven decimals", "confidence word", "80 without %", "over 100 %", "long comment"])
+def test_a_refusal_is_worded_for_people_not_in_the_apis_words(client, key_result, field, fields, words):
+    token = csrf_token(client, key_result["id"])
+    doc = html_of(post(client, key_result["id"], token, **{"comment": "", **fields}), 400)
+    said = doc.one("p", cls="error", id=f"{field}-error").text.strip()
+    assert said == words
+    assert "Not a valid" not in doc.text and "send a string" not in doc.text

@@ -461,7 +461,7 @@ def test_key_result_form_is_prefilled_with_the_present_confidence(client, histor
     form = page(client, f"/keyresults/{history['id']}").one("form", cls="checkin")
     assert form.attrs.get("method", "").lower() == "post"
     assert form.one("input", name="value").attrs.get("value", "") == ""
-    assert float(form.one("input", name="confidence").attrs["value"]) == 0.85
+    assert form.one("input", name="confidence").attrs["value"] == "85%"
     assert form.one("textarea", name="comment").text == ""
     token = form.one("input", name="csrf_token")
     assert token.attrs.get("type") == "hidden" and token.attrs.get("value")

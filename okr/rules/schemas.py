@@ -1,16 +1,12 @@
-"""The marshmallow schema of every request body, and the one way bodies are read."""
+"""The marshmallow schema of every request body: what the API, the pages, the commands and the importers accept."""
 import copy
-import json
 import unicodedata
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
-from flask import request
 from marshmallow import EXCLUDE, Schema, ValidationError, missing, post_load, pre_load, validate, validates_schema
-from werkzeug.exceptions import BadRequest
 
 from .fields import DecimalString, StrictBool, Text
 
-MAX_JSON_DEPTH = 32
 KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
 NAME_MAX = 500
 GROUP_NAME_MAX = 200
@@ -130,75 +126,6 @@ class GroupUpdateSchema(BodySchema):
     """Renames a cycle or a team; "" is a valid name."""
 
     name = Text(required=True, max_length=GROUP_NAME_MAX)
-
-
-def reject_constant(name):
-    raise ValueError(f"{name} is not allowed")
-
-
-def reject_duplicate_keys(pairs):
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise ValueError("duplicate key in object")
-    return obj
-
-
-def json_depth(value):
-    """The nesting depth of parsed JSON, without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, depth)
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
-
-
-def read_json_body():
-    """The request body as a JSON object, whatever the Content-Type; an empty body is {}.
-
-    Only a body of no bytes at all: whitespace alone is not a JSON text.
-    """
-    raw = request.get_data(cache=False)
-    if not raw:
-        return {}
-    try:
-        data = json.loads(
-            raw.decode("utf-8"),
-            parse_float=Decimal,
-            parse_int=Decimal,
-            parse_constant=reject_constant,
-            object_pairs_hook=reject_duplicate_keys,
-        )
-    except UnicodeDecodeError:
-        raise BadRequest("request body is not valid UTF-8") from None
-    except RecursionError:
-        raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    except InvalidOperation:
-        raise BadRequest("request body holds a number whose exponent is out of range") from None
-    except ValueError as error:
-        raise BadRequest(f"request body is not valid JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise BadRequest("request body must be a JSON object")
-    if json_depth(data) > MAX_JSON_DEPTH:
-        raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    return data
-
-
-def load_body(schema):
-    """Validates the request body with a schema; raises ValidationError on bad input."""
-    return schema.load(read_json_body())
-
-
-def load_merge_patch(schema, stored):
-    """Validates a JSON Merge Patch (RFC 7396) over a stored resource, as schema validates a full update.
-
-    The resources are flat, so the merge is shallow: each member sent replaces the stored one. A null
-    is kept rather than removed, so that the schema clears a nullable field and refuses null for any
-    other (removing the member would give it the full update's zero value instead).
-    """
-    return schema.load({**stored, **read_json_body()})
 
 
 objective_schema = ObjectiveSchema()

@@ -1,0 +1,85 @@
+"""Objectives: created, replaced and deleted, with their references and alignment checked against what is stored."""
+import sqlite3
+from functools import partial
+
+from ..db import new_id, utc_now
+from ..errors import Invalid
+from .common import deleted_or_missing, fetch
+
+get = partial(fetch, "objectives", "objective")
+
+# Each reference an objective may carry: what it names, and how to find it.
+REFERENCES = {
+    "cycle_id": ("cycle", "SELECT 1 FROM cycles WHERE id = ?"),
+    "team_id": ("team", "SELECT 1 FROM teams WHERE id = ?"),
+    "assignee_id": ("user", "SELECT 1 FROM users WHERE id = ?"),
+    "parent_objective_id": ("objective", "SELECT 1 FROM objectives WHERE id = ?"),
+}
+
+# Walks up the alignment chain from a would-be parent; UNION stops on repeats.
+ANCESTORS_SQL = """
+WITH RECURSIVE ancestors(id) AS (
+    SELECT ?
+    UNION
+    SELECT o.parent_objective_id FROM objectives o JOIN ancestors a ON o.id = a.id
+    WHERE o.parent_objective_id IS NOT NULL
+)
+SELECT 1 FROM ancestors WHERE id = ?
+"""
+
+
+def check_references(db, values, objective_id=None):
+    """Invalid naming each referenced row that does not exist, or a parent that makes a loop."""
+    errors = {
+        field: f"No {kind} with this id exists."
+        for field, (kind, sql) in REFERENCES.items()
+        if values[field] is not None and db.execute(sql, (values[field],)).fetchone() is None
+    }
+    parent = values["parent_objective_id"]
+    if objective_id and parent and "parent_objective_id" not in errors:
+        if db.execute(ANCESTORS_SQL, (parent, objective_id)).fetchone():
+            errors["parent_objective_id"] = "This parent would make the alignment a loop."
+    if errors:
+        raise Invalid(errors)
+
+
+def create(db, values):
+    """A new objective from an ObjectiveSchema's values; Invalid when a reference names no row."""
+    now = utc_now()
+    row = {**values, "id": new_id(), "created_at": now, "modified_at": now}
+    try:
+        # No RETURNING: the row is what we wrote, and reading it back would be one
+        # more SQLite call, which releases the GIL.
+        db.execute(
+            """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id,
+                   team_id, assignee_id, parent_objective_id, created_at, modified_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (row["id"], row["name"], row["description"], row["is_company"], row["is_personal"],
+             row["cycle_id"], row["team_id"], row["assignee_id"], row["parent_objective_id"], now, now),
+        )
+    except sqlite3.IntegrityError:
+        # The foreign keys check the references; only when they refuse one do we
+        # look up which. (A new objective cannot close a loop.)
+        check_references(db, values)
+        raise
+    return row
+
+
+def replace(db, objective_id, values):
+    """The objective with an ObjectiveUpdateSchema's values, once its references check out; its revision moves on."""
+    check_references(db, values, objective_id)
+    row = db.execute(
+        """UPDATE objectives SET name = ?, description = ?, is_company = ?, is_personal = ?,
+               cycle_id = ?, team_id = ?, assignee_id = ?, parent_objective_id = ?, modified_at = ?,
+               revision = revision + 1
+           WHERE id = ? RETURNING *""",
+        (values["name"], values["description"], values["is_company"], values["is_personal"],
+         values["cycle_id"], values["team_id"], values["assignee_id"], values["parent_objective_id"],
+         utc_now(), objective_id),
+    ).fetchone()
+    return row or get(db, objective_id)
+
+
+def delete(db, objective_id):
+    """Deletes an objective and its key results; its children lose their parent."""
+    deleted_or_missing("objective", db.execute("DELETE FROM objectives WHERE id = ? RETURNING id", (objective_id,)))

@@ -1,0 +1,13 @@
+"""Teams."""
+from functools import partial
+
+from .common import create_group, deleted_or_missing, fetch, rename_group
+
+get = partial(fetch, "teams", "team")
+create = partial(create_group, "teams")
+rename = partial(rename_group, "teams", "team")
+
+
+def delete(db, team_id):
+    """Deletes a team; its objectives stay, with team_id null."""
+    deleted_or_missing("team", db.execute("DELETE FROM teams WHERE id = ? RETURNING id", (team_id,)))

@@ -1,0 +1,96 @@
+"""Every failure outside /v1 and /healthz as a page in the dashboard's layout, with a way back."""
+import sqlite3
+
+from flask import current_app, make_response, render_template, request
+from marshmallow import ValidationError
+from werkzeug.exceptions import HTTPException
+
+from .. import db
+from ..errors import Conflict, Invalid, NotFound
+from ..rules.messages import flatten
+
+
+class PageError(HTTPException):
+    """An error shown as a page: its status, a heading and a sentence."""
+
+    def __init__(self, code, title, message):
+        super().__init__(message)
+        self.code, self.title = code, title
+
+
+class SessionUnavailable(Exception):
+    """The session could not be opened because the database did not answer (busy, missing, unreadable)."""
+
+
+FORM_REFUSED = PageError(400, "Form not accepted", "This form has expired or did not come from this page. Go back, "
+                                                   "reload the page and submit it again.")
+
+# Werkzeug's own errors, said for people: a heading and a sentence per status.
+HTTP_PAGES = {
+    400: ("Bad request", "The server could not understand this request."),
+    401: ("Sign-in needed", "This page needs you to sign in."),
+    403: ("Not allowed", "You may not do this."),
+    404: ("Page not found", "There is no page at this address. The link may be mistyped, or what it showed was "
+                            "deleted."),
+    405: ("Not possible here", "This address does not take that kind of request."),
+    413: ("Too much sent", "What the form sent is larger than the server accepts."),
+    429: ("Too many tries", "Wait a little, then try again."),
+}
+
+
+def wants_page():
+    """Whether the client asked for HTML before JSON (a browser does; curl and API clients do not)."""
+    best = request.accept_mimetypes.best_match(["application/json", "text/html"])
+    return best == "text/html" and request.accept_mimetypes["text/html"] > request.accept_mimetypes["application/json"]
+
+
+def page(code, title, message, headers=()):
+    try:
+        html = render_template("message.html", title=title, message=message)
+    except Exception:  # the layout asks the database who is signed in, and the database may be what failed
+        current_app.logger.exception("the error page could not be drawn in the layout")
+        html = render_template("bare-message.html", title=title, message=message)
+    response = make_response(html, code)
+    for name, value in headers:
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
+
+
+def answer(error):
+    """The error page for any exception a page's request raised."""
+    if isinstance(error, PageError):
+        return page(error.code, error.title, error.description)
+    if isinstance(error, HTTPException):
+        title, message = HTTP_PAGES.get(error.code, (error.name, "The server could not answer this request."))
+        if error.description and error.description != type(error).description:
+            message = error.description
+        return page(error.code, title, message, error.get_headers())
+    if isinstance(error, NotFound):
+        return page(404, f"No such {error.resource}", f"This {error.resource} does not exist; it may have been "
+                                                      "deleted.")
+    if isinstance(error, (Invalid, ValidationError)):
+        fields = error.fields if isinstance(error, Invalid) else flatten(error.messages)
+        return page(400, "Not saved", " ".join(f"{field}: {text}" for field, text in fields.items()))
+    if isinstance(error, Conflict):
+        return page(409, "Not saved", str(error))
+    if isinstance(error, SessionUnavailable):
+        return unavailable()
+    if isinstance(error, db.DatabaseUnusable):
+        return page(503, "Try again in a moment", "The database cannot be used just now; the server's log says why.",
+                    [("Retry-After", "1")])
+    if isinstance(error, sqlite3.Error):
+        trouble = db.database_trouble(error)
+        if trouble is not None:
+            status, _message, retry = trouble
+            if retry:
+                return unavailable()
+            return page(status, "Not saved", "The server's disk is full: nothing was changed. Tell whoever runs it.")
+    current_app.logger.exception("unhandled error")
+    return page(500, "Something went wrong", "The server could not show this page; nothing was changed. Try again "
+                                             "in a moment; if it keeps happening, the server's log says why.")
+
+
+def unavailable():
+    return page(503, "Try again in a moment", "The database did not answer, so this page cannot be shown just now.",
+                [("Retry-After", "1")])

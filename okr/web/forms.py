@@ -1,0 +1,69 @@
+"""Form fields as people type them, and refusals as people read them.
+
+A form sends text; the rules (okr.rules.schemas) take the API's values. In between,
+a page reads "80 %" as the confidence 0.80, and a rule's refusal ("Not a valid
+decimal: send a string ...") becomes a sentence for the person at the form
+("Enter a number such as 42 or 3.5.").
+"""
+import re
+from decimal import Decimal, InvalidOperation
+
+from ..rules.fields import DECIMAL_TEXT
+
+ENTER_A_NUMBER = "Enter a number such as 42 or 3.5."
+ENTER_A_CONFIDENCE = "Enter a number such as 0.8 or 80 %."
+PERCENT = re.compile(r"(.*?)\s*%")
+MAX_LENGTH = re.compile(r"Longer than maximum length (\d+)\.")
+
+# What the rules say, and what a person at a form reads instead.
+PEOPLE_WORDS = {
+    "Missing data for required field.": "Fill this in.",
+    "Must not be empty or only whitespace.": "Fill this in.",
+    "Has more than 6 fractional digits.": "Use at most 6 digits after the decimal point.",
+    "Absolute value must be less than 10^15.": "Enter a number below 1,000,000,000,000,000.",
+    "Must not contain NUL characters.": "Remove the invisible control characters.",
+    "Must be valid Unicode (no lone surrogates).": "Remove the characters that are not text.",
+}
+
+
+class FieldError(ValueError):
+    """A field a person filled in wrongly, with the sentence to show beside it."""
+
+
+def confidence(text):
+    """A confidence as typed: "80 %", "80%" or "0.8" as the rules' "0.8"; "" as None (keep the present one)."""
+    text = text.strip()
+    if not text:
+        return None
+    match = PERCENT.fullmatch(text)
+    number = decimal(match.group(1) if match else text, ENTER_A_CONFIDENCE)
+    if match:
+        number /= 100
+    if not 0 <= number <= 1:
+        raise FieldError(ENTER_A_CONFIDENCE)
+    return format(number.normalize(), "f")
+
+
+def decimal(text, message=ENTER_A_NUMBER):
+    """A number as typed, as a Decimal; FieldError with message unless it is one."""
+    text = text.strip()
+    if not DECIMAL_TEXT.fullmatch(text):
+        raise FieldError(message)
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise FieldError(message) from None
+
+
+def for_people(field, message, numbers=()):
+    """A rule's refusal of field as a sentence for the form; numbers names the fields that hold numbers."""
+    if message in PEOPLE_WORDS:
+        return PEOPLE_WORDS[message]
+    longest = MAX_LENGTH.fullmatch(message)
+    if longest:
+        return f"Shorten this to at most {int(longest.group(1)):,} characters."
+    if field == "confidence":
+        return ENTER_A_CONFIDENCE
+    if field in numbers:
+        return ENTER_A_NUMBER
+    return message
