@@ -3,8 +3,8 @@
 The core of `okr import-simpleokr` (okr/cli/simpleokr.py is its command line).
 It reads the source through okr.client (signed requests, retries) a page at a
 time, and writes to an open SQLite connection, never through Flask: every row
-is checked by okr.transfer's checked_record (the API's own marshmallow schemas,
-as okr import checks a file) and written by okr.transfer's upserts, so that the
+is checked by okr.transfer.rows' checked_record (the API's own marshmallow schemas,
+as okr import checks a file) and written by okr.store.bulk's upserts, so that the
 rules for a row live in one place.
 
 What a run does:
@@ -27,7 +27,7 @@ What a run does:
   its ETag, moves past the stored one), and left alone otherwise. A row here
   that the source lacks is kept: nothing is deleted.
 - A row fails, with its id and the reason, when the API's schemas refuse it
-  (okr.transfer.checked_record), when the database refuses it (an email that
+  (okr.transfer.rows.checked_record), when the database refuses it (an email that
   is another user's under Unicode case folding), when a row it refers to failed
   or exists neither in the source nor here, or when its alignment is a loop.
   A parent objective the source does not list is taken when it exists here.
@@ -54,7 +54,8 @@ from .rules.ids import UUID_PATTERN
 from .client import ApiError
 from .db import connect, migrate, new_id
 from .emails import email_key
-from .transfer import ADD_CHECKIN, FIELDS, NULLABLE, SINGULAR, WRITES, Refusal, checked_record, write_parameters
+from .store import bulk
+from .transfer.rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
 
 RESOURCES = ("users", "teams", "cycles", "objectives", "key_results")
 OUTCOMES = ("created", "updated", "unchanged", "failed")
@@ -76,7 +77,6 @@ REFERENCES = {
                    ("parent_objective_id", "objectives")),
     "key_results": (("objective_id", "objectives"),),
 }
-FIRST_CHECKIN = ADD_CHECKIN.format(unless="")
 OBJECTIVES_BATCH = 500  # objectives to a transaction, at least
 MAX_PAGES = 10_000_000  # a source that never stops paging is cut off here, or sooner by a repeated token
 
@@ -412,7 +412,7 @@ class Importer:
                 raise Refusal(f"email {row['email']} is user {holder[0]}'s here: emails are one user "
                               "regardless of case (Unicode case folding)")
         if stored is None:
-            self.db.execute(WRITES[name], write_parameters(name, values)).fetchone()
+            bulk.write_row(self.db, name, values)
             if name == "key_results":
                 self.check_in(row)
             return "created", []
@@ -421,15 +421,16 @@ class Importer:
                    and stored[field] != row[field]]
         if not changed:
             return "unchanged", []
-        self.db.execute(WRITES[name], write_parameters(name, values)).fetchone()
+        bulk.write_row(self.db, name, values)
         if name == "key_results" and ("current_value" in changed or "confidence" in changed):
             self.check_in(row)
         return "updated", changed
 
     def check_in(self, row):
         """The check-in the API records when a key result is created or its value moves."""
-        self.db.execute(FIRST_CHECKIN, (new_id(), row["current_value"], row["confidence"], None, None,
-                                        row["modified_at"], row["id"])).fetchone()
+        bulk.add_checkin(self.db, {"id": new_id(), "key_result_id": row["id"], "value": row["current_value"],
+                                   "confidence": row["confidence"], "comment": None, "author_id": None,
+                                   "created_at": row["modified_at"]})
 
     def missing_reference(self, name, row, source_parents=()):
         """Why a row cannot be taken for a row it refers to, or None. A parent objective the source lists

@@ -13,7 +13,7 @@ from flask.cli import with_appcontext
 
 from .. import simpleokr
 from ..client import Client
-from ..transfer import PLURAL
+from ..transfer.rows import PLURAL
 from .common import existing_database, reports_errors, use_database
 
 BAR = 24

@@ -1,4 +1,4 @@
-"""okr export and okr import: all data as one JSON file (okr/transfer.py describes the format), a cycle as CSV."""
+"""okr export and okr import: all data as one JSON file (okr/transfer/__init__.py describes the format), a cycle as CSV."""
 import os
 import click
 from flask.cli import with_appcontext

@@ -53,16 +53,16 @@ def list_users(as_json):
     """List users in creation order, inactive ones included."""
     use_database()
     with transaction(write=False) as db:
-        users = [user_json(row) for row in db.execute("SELECT * FROM users ORDER BY seq")]
+        listed = [user_json(row) for row in db.execute("SELECT * FROM users ORDER BY seq")]
     if as_json:
-        for user in users:
+        for user in listed:
             echo_json(user)
-    elif not users:
+    elif not listed:
         click.echo("no users yet; add one with okr users add --name NAME --email EMAIL")
     else:
         table = [("EMAIL", "NAME", "ACTIVE", "CREATED", "ID")] + [
             (user["email"], user["name"], "yes" if user["is_active"] else "no", user["created_at"], user["id"])
-            for user in users
+            for user in listed
         ]
         widths = [max(columns(row[column]) for row in table) for column in range(4)]
         for row in table:
@@ -163,7 +163,7 @@ def read_user_rows(path):
     if header == "other":
         raise click.ClickException(f"nothing imported: row 1: expected the header name,email (in that order), "
                                    f"or no header; got {','.join(rows[0])}")
-    users, problems, seen = [], [], set()
+    people, problems, seen = [], [], set()
     for number, row in enumerate(rows[1:] if header else rows, start=2 if header else 1):
         if not any(cell.strip() for cell in row):
             continue
@@ -178,12 +178,12 @@ def read_user_rows(path):
         if email_key(user["email"]) in seen:
             problems.append(f"row {number}: {user['email']} appears twice in the file")
         seen.add(email_key(user["email"]))
-        users.append(user)
+        people.append(user)
     if problems:
         more = len(problems) - PROBLEMS_SHOWN
         raise click.ClickException("nothing imported: " + "; ".join(problems[:PROBLEMS_SHOWN])
                                    + (f" (and {more} more rows with problems)" if more > 0 else ""))
-    return users
+    return people
 
 
 @users_cli.command("import")
@@ -196,11 +196,11 @@ def import_users(csv_file):
     taken as the header. Users whose email exists already are skipped; any
     other problem imports nothing.
     """
-    users = read_user_rows(csv_file)
+    people = read_user_rows(csv_file)
     use_database()
     imported = skipped = 0
     with transaction() as db:
-        for user in users:
+        for user in people:
             exists = db.execute(
                 "SELECT 1 FROM users WHERE email_key = ?", (email_key(user["email"]),)
             ).fetchone()

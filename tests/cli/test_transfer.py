@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import helpers
-import okr.transfer
+import okr.transfer.importer
+import okr.transfer.reader
 from okr import create_app, transfer
 from okr.cli.transfer import export_command, import_command
 from okr.db import connect, init_db, new_id
@@ -233,7 +234,7 @@ def test_the_format_is_documented_and_ordered(app, seeded, tmp_path):
 def test_an_other_layout_of_the_same_json_imports_the_same(app, seeded, tmp_path, monkeypatch):
     data = exported(app, tmp_path)
     (tmp_path / "pretty.json").write_text(json.dumps(data, indent=3), encoding="utf-8")
-    monkeypatch.setattr(okr.transfer, "CHUNK", 7)  # records cut anywhere between reads
+    monkeypatch.setattr(okr.transfer.reader, "CHUNK", 7)  # records cut anywhere between reads
     target = new_app(tmp_path / "target.db")
     ok(invoke(target, "import", tmp_path / "pretty.json"))
     export(target, tmp_path / "again.json")
@@ -478,7 +479,7 @@ def test_api_keys_alone_leave_a_database_empty(app, seeded, tmp_path):
 def test_a_file_changed_between_the_check_and_the_writing_is_refused(app, seeded, tmp_path, monkeypatch, edit):
     export(app, tmp_path / "all.json")
     target = new_app(tmp_path / "target.db")
-    real = okr.transfer.records
+    real = okr.transfer.importer.records
     passes = []
 
     def records(path, hashes):
@@ -487,7 +488,7 @@ def test_a_file_changed_between_the_check_and_the_writing_is_refused(app, seeded
             Path(path).write_text(edit(Path(path).read_text(encoding="utf-8")), encoding="utf-8")
         return real(path, hashes)
 
-    monkeypatch.setattr(okr.transfer, "records", records)
+    monkeypatch.setattr(okr.transfer.importer, "records", records)
     assert "it changed while it was being imported" in refused_unchanged(target, "import", tmp_path / "all.json")
 
 

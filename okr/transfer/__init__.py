@@ -1,0 +1,100 @@
+"""Moving data in and out: the okr-export JSON format (okr export, okr import) and a cycle's key results as CSV.
+
+The core of the two commands (okr/cli/transfer.py is their command line), one
+module per job: export (JSON and CSV out), reader (a file read as it streams
+by), rows (the rules a row must meet, for every importer) and importer (okr
+import). It works on an open SQLite connection and on files, never on Flask's
+app or request: rows are checked with the API's own marshmallow schemas
+(okr.rules.schemas), written by okr.store.bulk, and CSV figures come from the
+report's query and okr.progress, so that a rule lives in one place.
+
+The okr-export format, version 1
+--------------------------------
+
+One JSON object in UTF-8. okr export writes it like this, one record to a line,
+and okr import reads it as it streams by, whatever its layout:
+
+    {"format": "okr-export", "version": 1,
+    "users": [
+    {"id": "5c0e…", "name": "Ada Lovelace", "email": "ada@example.com", "is_active": true,
+     "created_at": "2026-11-22T10:15:30Z", "revision": 0},
+    …
+    ],
+    "teams": [ … ],
+    "cycles": [ … ],
+    "objectives": [ … ],
+    "key_results": [ … ],
+    "checkins": [ … ],
+    "api_keys": [ … ]
+    }
+
+"format" and "version" come first; then the sections, in this order, each an
+array of records in creation order (the database's seq). "api_keys" is there
+only when exported with --include-keys; the other six are always there, empty
+or not. Every record has exactly these fields, in this order; a field the
+database holds as NULL is null:
+
+    users        id, name, email, is_active, created_at, revision
+    teams        id, name, created_at, revision
+    cycles       id, name, created_at, revision
+    objectives   id, name, description, is_company, is_personal, cycle_id, team_id,
+                 assignee_id, parent_objective_id, created_at, modified_at, revision
+    key_results  id, objective_id, name, type, confidence, current_value,
+                 target_value_min, target_value_max, created_at, modified_at, revision
+    checkins     id, key_result_id, value, confidence, comment, author_id, created_at
+    api_keys     credential, secret, name, read_only, created_at, revoked_at
+
+Values are as the API shows them: ids are lowercase UUIDs, timestamps RFC 3339
+UTC to the second ("2026-11-22T10:15:30Z"), decimals the stored strings
+("0.50", "-5.00"), is_* and read_only true or false, revision the row's update
+counter (part of its ETag). A key result's cycle is its objective's, so it is
+not written; a check-in names its key result by id. An API key's secret is the
+secret itself, as the database keeps it (the server needs it to check
+signatures): a file exported with --include-keys grants access to the API.
+
+okr import checks the whole file before it writes anything, and then writes it
+in one transaction: a problem anywhere leaves the database as it was. It
+refuses a file of another format, of a newer version, invalid or truncated
+JSON, a record with a missing or unknown field, a value the API would refuse
+(through the API's own schemas: names, types and targets, decimals, confidence
+from 0 to 1, the company/personal rule, text lengths), a time that is not one,
+an id that is not a lowercase UUID or appears twice in its section (check-ins
+aside: the database keeps their ids without a unique index too), two users
+whose emails are one under Unicode case folding, a reference to a row that is
+neither in the file nor (with --merge) in the database, and an alignment loop.
+The refusal names the first problem and its place, counted from 0:
+"objectives[3]: cycle_id … does not exist: no cycle in the file has that id".
+A value the API would take in another spelling (0.5, "0.500", a decomposed
+accent in an email) is stored as the API stores it. Any layout of the JSON
+will do, so long as "format" and "version" come first and the sections follow
+in the order above. Into an empty
+database (no users, teams, cycles, objectives, key results or check-ins; API
+keys do not count) rows keep their ids, timestamps and revisions and are
+stored in file order, so that exporting again gives the same bytes. With
+--merge, rows are matched by id (API keys by credential): a new one is added
+after the existing ones, a changed one is updated (its created_at kept, its
+revision moved past both), an identical one left alone; a check-in already
+recorded on its key result is left alone (check-ins are never edited), and a
+revoked key stays revoked. Nothing is deleted.
+
+The CSV of a cycle
+------------------
+
+okr export --format csv --cycle ID writes one row per key result of the cycle,
+objective by objective in creation order, each objective's key results in
+theirs, with the columns of CSV_COLUMNS below. It is UTF-8 with a byte-order
+mark (without one, Excel reads it in the local code page) and CRLF line ends.
+start_value, progress, status, stale and last_checkin_at are the cycle
+report's own (okr.reports, okr.progress); a baseline's progress is empty.
+Names are free text, which a spreadsheet would run as a formula when it begins
+with = + - @, a tab or a carriage return: such a name gets a leading single
+quote (OWASP's advice on CSV injection). Every other column holds an id, a
+fixed word, a time or a decimal the service wrote, so none is quoted:
+"-5.00" stays the number minus five.
+"""
+from .export import export_csv, export_json, spreadsheet_text
+from .importer import import_file
+from .rows import FIELDS, FORMAT, PLURAL, SINGULAR, VERSION, Refusal, checked_record
+
+__all__ = ["FIELDS", "FORMAT", "PLURAL", "SINGULAR", "VERSION", "Refusal", "checked_record", "export_csv",
+           "export_json", "import_file", "spreadsheet_text"]

@@ -1,0 +1,109 @@
+"""Everything out as an okr-export file, and a cycle's key results as CSV (the report's own figures)."""
+import csv
+import json
+
+from .. import progress, reports
+from .rows import BOOLS, DATA_SECTIONS, FIELDS, FORMAT, SECTIONS, VERSION
+
+SELECT = {name: f"SELECT {', '.join(fields)} FROM {name} ORDER BY seq" for name, fields in FIELDS.items()}
+SELECT["checkins"] = (
+    "SELECT c.id, k.id, c.value, c.confidence, c.comment, c.author_id, c.created_at"
+    " FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq ORDER BY c.seq"
+)
+
+
+def export_json(db, out, include_keys=False):
+    """Writes everything in db to the text file out in the okr-export format; returns the count per section.
+
+    Streams: one cursor per section, one record at a time, so memory stays flat
+    whatever the size. Run it inside one read transaction for a consistent copy.
+    """
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    counts = {}
+    out.write(f'{{"format": "{FORMAT}", "version": {VERSION}')
+    for name in SECTIONS if include_keys else DATA_SECTIONS:
+        fields = FIELDS[name]
+        flags = [index for index, field in enumerate(fields) if field in BOOLS]
+        cursor = db.cursor()
+        cursor.row_factory = None  # plain tuples: sqlite3.Row costs more than the rest
+        cursor.execute(SELECT[name])
+        out.write(f',\n"{name}": [')
+        count = 0
+        for row in cursor:
+            if flags:
+                row = list(row)
+                for index in flags:
+                    row[index] = bool(row[index])
+            out.write((",\n" if count else "\n") + encode(dict(zip(fields, row))))
+            count += 1
+        out.write("\n]" if count else "]")
+        counts[name] = count
+    out.write("\n}\n")
+    return counts
+
+
+# A cycle's key results for spreadsheets: one row each, objective by objective.
+CSV_COLUMNS = ("objective_id", "objective", "team_id", "team", "assignee_id", "assignee", "key_result_id",
+               "key_result", "type", "start_value", "current_value", "target_value_min", "target_value_max",
+               "progress", "confidence", "status", "stale", "last_checkin_at")
+# Free text, which a spreadsheet might take for a formula. The other columns are
+# ids, fixed words, timestamps and the service's own decimal strings, which stay
+# numbers ("-5.00" is minus five, not a formula).
+TEXT_COLUMNS = frozenset({"objective", "team", "assignee", "key_result"})
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list for CSV injection
+
+# The report's own query (start value and last check-in), driven from the
+# cycle's objectives in order: the unary + keeps SQLite from walking the key
+# results by cycle, so it takes each objective's by key_results_by_objective,
+# already in order. Nothing is sorted or held: rows stream.
+CYCLE_KEY_RESULTS = f"""
+SELECT h.*, o.name AS objective_name, o.team_id AS objective_team_id, t.name AS team_name,
+    o.assignee_id AS objective_assignee_id, u.name AS assignee_name
+FROM objectives o
+CROSS JOIN ({reports.KEY_RESULTS_WITH_HISTORY.format(where="+k.cycle_id = ?")}) h ON h.objective_id = o.id
+LEFT JOIN teams t ON t.id = o.team_id
+LEFT JOIN users u ON u.id = o.assignee_id
+WHERE o.cycle_id = ?
+ORDER BY o.seq, h.seq
+"""
+
+
+def cycle_key_results(db, cycle_id, now):
+    """Yields (row, report entry) for each key result of a cycle, objective by objective, as they are read.
+
+    The entry is the cycle report's (okr.reports.key_result_node): start value,
+    progress, status, stale and last check-in by the same rules. now is an aware
+    datetime, for staleness.
+    """
+    stale = progress.stale_test(now)
+    for row in db.execute(CYCLE_KEY_RESULTS, (cycle_id, cycle_id)):
+        yield row, reports.key_result_node(row, stale)[0]
+
+
+def spreadsheet_text(text):
+    """Text a spreadsheet shows as text: one starting like a formula gets a leading single quote."""
+    if text is None:
+        return ""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def export_csv(db, cycle_id, out, now):
+    """Writes a cycle's key results to the text file out (opened with newline=""); returns how many."""
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    count = 0
+    for row, node in cycle_key_results(db, cycle_id, now):
+        values = {
+            "objective_id": row["objective_id"], "objective": row["objective_name"],
+            "team_id": row["objective_team_id"], "team": row["team_name"],
+            "assignee_id": row["objective_assignee_id"], "assignee": row["assignee_name"],
+            "key_result_id": node["id"], "key_result": node["name"], "type": node["type"],
+            "start_value": node["start_value"], "current_value": node["current_value"],
+            "target_value_min": node["target_value_min"], "target_value_max": node["target_value_max"],
+            "progress": node["progress"], "confidence": node["confidence"], "status": node["status"],
+            "stale": "true" if node["stale"] else "false", "last_checkin_at": node["last_checkin_at"],
+        }
+        writer.writerow([spreadsheet_text(values[column]) if column in TEXT_COLUMNS
+                         else "" if values[column] is None else values[column] for column in CSV_COLUMNS])
+        count += 1
+    return count

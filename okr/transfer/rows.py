@@ -1,0 +1,122 @@
+"""The rules a row must meet to be imported, for every way in: okr import's records and okr import-simpleokr's.
+
+The format's sections and fields, and one check of a row: its ids, times and
+revision here, everything else by the API's own schemas (okr.rules.schemas).
+"""
+import json
+import re
+from datetime import datetime
+
+from marshmallow import ValidationError
+
+from ..rules.fields import StrictBool, Text
+from ..rules.ids import UUID_RE
+from ..rules.messages import flatten
+from ..rules.schemas import (BodySchema, UserSchema, checkin_schema, group_update_schema, key_result_schema,
+                             objective_schema)
+from ..store.bulk import FIELDS
+
+FORMAT = "okr-export"
+VERSION = 1
+
+SECTIONS = tuple(FIELDS)
+DATA_SECTIONS = SECTIONS[:-1]  # what makes a database not empty; always in the file
+BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only"})
+TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at"})
+NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
+                      "target_value_max", "comment", "author_id", "revoked_at"})
+SINGULAR = {"users": "user", "teams": "team", "cycles": "cycle", "objectives": "objective",
+            "key_results": "key result", "checkins": "check-in", "api_keys": "API key"}
+PLURAL = {name: f"{word}s" for name, word in SINGULAR.items()}
+
+
+
+class Refusal(Exception):
+    """Why a file cannot be imported, in one line (where, then what)."""
+
+
+
+class ApiKeySchema(BodySchema):
+    """An API key's row; okr keys create makes them, so no request body describes them."""
+
+    credential = Text(required=True, max_length=200, not_blank=True)
+    secret = Text(required=True, max_length=200, not_blank=True)
+    name = Text(required=True, max_length=500, not_blank=True)
+    read_only = StrictBool(required=True)
+
+
+api_key_schema = ApiKeySchema()
+
+
+
+class UserRowSchema(UserSchema):
+    """A user as the file holds it: as okr users add takes one, and whether it is active."""
+
+    is_active = StrictBool(required=True)
+
+
+# Per section, the schema that checks its rows: the API's own, but for what only the file holds.
+SCHEMAS = {
+    "users": UserRowSchema(),
+    "teams": group_update_schema,
+    "cycles": group_update_schema,
+    "objectives": objective_schema,
+    "key_results": key_result_schema,
+    "checkins": checkin_schema,
+    "api_keys": api_key_schema,
+}
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def problems_of(error):
+    return "; ".join(f"{field}: {text}" for field, text in flatten(error.messages).items())
+
+
+def checked(name, index, record):
+    """The record's values as they are stored, in FIELDS order; Refusal naming where and what is wrong."""
+    try:
+        return checked_record(name, record)
+    except Refusal as refusal:
+        raise Refusal(f"{name}[{index}]: {refusal}") from None
+
+
+def checked_record(name, record):
+    """The record's values as they are stored, in FIELDS order; Refusal saying what is wrong (not where).
+
+    The one check of a row for every way in: okr import's records, and okr
+    import-simpleokr's (okr.simpleokr), which name their place their own way.
+    """
+    fields = FIELDS[name]
+    missing = [field for field in fields if field not in record]
+    if missing:
+        raise Refusal(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    unknown = [field for field in record if field not in fields]
+    if unknown:
+        raise Refusal(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+    for field in fields:
+        value = record[field]
+        if value is None and field in NULLABLE:
+            continue
+        if (field == "id" or field.endswith("_id")) and not (isinstance(value, str) and UUID_RE.fullmatch(value)):
+            raise Refusal(f"{field}: must be a lowercase UUID, not {json.dumps(value, default=str)}")
+        if field in TIMESTAMPS and not valid_timestamp(value):
+            raise Refusal(f"{field}: must be an RFC 3339 UTC time to the second, such as "
+                          f"2026-11-22T10:15:30Z, not {json.dumps(value, default=str)}")
+        if field == "revision" and not (type(value) is int and value >= 0):
+            raise Refusal(f"revision: must be a whole number from 0, not {json.dumps(value, default=str)}")
+    try:
+        loaded = SCHEMAS[name].load(record)  # the schemas leave out the fields they do not know
+    except ValidationError as error:
+        raise Refusal(problems_of(error) or str(error)) from None
+    return tuple(loaded[field] if field in loaded else record[field] for field in fields)
+
+
+def valid_timestamp(value):
+    if not (isinstance(value, str) and TIMESTAMP.fullmatch(value)):
+        return False
+    try:
+        datetime.fromisoformat(value[:-1])  # a real date and time: no February 30th, no 24:00
+    except ValueError:
+        return False
+    return True
+
