@@ -28,7 +28,7 @@ def create_app(test_config=None):
         SCHEMA=schema_path(),
         HOST="127.0.0.1",
         PORT=8080,
-        # Serving settings (okr/cli/serve.py); the README's Operations section says why.
+        # Serving settings (okr/cli/serve.py); docs/operations.md says why.
         THREADS=8,
         CPU="auto",
         CONNECTION_LIMIT=1000,

@@ -1,6 +1,6 @@
 """okr serve: waitress with every setting the service relies on, in one place, and CPU placement.
 
-The README's Operations section explains each figure.
+docs/operations.md explains each figure.
 """
 import atexit
 import errno
