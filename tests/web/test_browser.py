@@ -493,7 +493,7 @@ def test_check_in_shows_in_the_table_and_the_chart_and_a_bad_one_is_refused(logg
     recorded = len(service.checkins(ids["positive"]))
     assert (rows, points, recorded) == (3, 3, 3)
     form = page.locator("form.checkin")
-    assert form.locator('input[name="confidence"]').input_value() in ("0.8", "0.80")
+    assert form.locator('input[name="confidence"]').input_value() == "80%"  # as the page says it
 
     form.locator('input[name="value"]').fill("150")
     form.locator('input[name="confidence"]').fill("0.85")
