@@ -15,7 +15,10 @@ def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
     names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG",
              "SECURE_COOKIES")
-    return {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
+    settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
+    if os.environ.get("OKR_ALLOWED_HOSTS"):
+        settings["ALLOWED_HOSTS"] = [name for name in os.environ["OKR_ALLOWED_HOSTS"].split(",") if name.strip()]
+    return settings
 
 
 def create_app(test_config=None):
@@ -40,6 +43,8 @@ def create_app(test_config=None):
         MAX_PAGE_SIZE=1000,
         MAX_CONTENT_LENGTH=1024 * 1024,
         API_VERSION="1.0.0",
+        # Host names served besides loopback and IP addresses (--allowed-host): okr/pipeline.py says why.
+        ALLOWED_HOSTS=[],
         # The dashboard's session cookie is sent over HTTPS only: for a server behind TLS.
         SECURE_COOKIES=False,
         # The stylesheet's cache life; its URL changes with its content.
@@ -49,6 +54,7 @@ def create_app(test_config=None):
     if test_config is not None:
         app.config.from_mapping(test_config)
     app.config["DATABASE"] = os.fspath(app.config["DATABASE"])
+    app.config["ALLOWED_HOSTS"] = frozenset(name.strip().lower().rstrip(".") for name in app.config["ALLOWED_HOSTS"])
     # For commands that need an app of their own on another file (okr demo builds its database so).
     app.extensions["okr.create_app"] = create_app
     # Keep the spec's field order, and send Unicode as itself rather than \u escapes.

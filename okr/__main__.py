@@ -32,6 +32,7 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --no-access-log       OKR_ACCESS_LOG=0      default on: a line per request
   --access-log          OKR_ACCESS_LOG=1
   --secure-cookies      OKR_SECURE_COOKIES=1  default off (for HTTPS)
+  --allowed-host NAME   OKR_ALLOWED_HOSTS     a host name to answer for (repeat)
   --allow-anonymous     serve a non-loopback address while no API key exists
   -h, --help            show this help
   --version             show the version"""
@@ -87,6 +88,7 @@ def parse_options(argv):
     parser.add_argument("--no-access-log", dest="access_log", action="store_const", const=False)
     parser.add_argument("--allow-anonymous", action="store_true", default=None)
     parser.add_argument("--secure-cookies", action="store_const", const=True, default=None)
+    parser.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=None)
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
 

@@ -5,13 +5,68 @@ raising. Every failure, a guard's or a view's, is answered by answer_failure: in
 contract's JSON error shape on /v1 and /healthz (and at / for an API client, which gets the
 JSON index there), as a page in the dashboard's layout everywhere else.
 """
-from flask import current_app, request
-from werkzeug.exceptions import NotFound, RequestEntityTooLarge
+import ipaddress
+from urllib.parse import urlsplit
 
+from flask import current_app, request
+from werkzeug.exceptions import Forbidden, HTTPException, NotFound, RequestEntityTooLarge
+
+from .access import READ_METHODS, is_loopback
 from .api import auth
 from .api import errors as api_errors
 from .web import errors as page_errors
 from .web import sessions
+
+
+class MisdirectedRequest(HTTPException):
+    code = 421
+    description = "this server does not answer for that host name"
+
+
+def host_name(host):
+    """The name or address of a Host header, without its port; "" when it has none."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+def is_ip_address(name):
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def refuse_unknown_hosts():
+    """421 for a Host that names neither this machine's loopback, nor an address, nor an allowed name.
+
+    DNS rebinding makes a browser send a page's own name (attacker.example) to an address it now
+    resolves to, this server's among them: only names the operator gave (--allowed-host) are served.
+    An IP address is always taken: no rebinding reaches a server through a bare address.
+    """
+    name = host_name(request.host)
+    if is_loopback(name) or is_ip_address(name) or name in current_app.config["ALLOWED_HOSTS"]:
+        return
+    raise MisdirectedRequest(f"this server does not answer for {name or 'an empty host'}; "
+                             "start it with --allowed-host NAME to serve that name")
+
+
+def refuse_cross_origin_writes():
+    """403 for a write whose Origin names another origin: a page on another site posting here.
+
+    Browsers send Origin with every cross-origin request and with same-origin writes; curl and
+    scripts send none, and a request without Origin is left to the other guards.
+    """
+    if request.method in READ_METHODS:
+        return
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return
+    parts = urlsplit(origin)
+    if origin == "null" or (parts.scheme, (parts.netloc or "").lower()) != (request.scheme, request.host.lower()):
+        raise Forbidden(f"a request from the page of another origin ({origin}) may not change anything here")
 
 
 def refuse_large_bodies():
@@ -32,6 +87,11 @@ def refuse_encoded_slashes():
 
 
 GUARDS = (
+    # Any path: a Host this server was not told to answer for (DNS rebinding) is a 421.
+    refuse_unknown_hosts,
+    # Any path: a write from a page of another origin is a 403, keyed or not: in open mode any page the
+    # operator visits could otherwise post to the API on loopback.
+    refuse_cross_origin_writes,
     # /v1: a valid signature once any API key exists, and a read-only key only reads. First, so that
     # an unknown /v1 path is a 401 before it is a 404, and a refused write never waits for the write lock.
     auth.authenticate,
@@ -60,6 +120,23 @@ def answer_failure(error):
     return api_errors.answer(error) if answers_in_json() else page_errors.answer(error)
 
 
+# Every page's policy: its own files only, never framed, forms posting only here.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; "
+                               "object-src 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+
+def add_security_headers(response):
+    """nosniff on every answer; on pages (every answer outside /v1 and /healthz), the page policy too."""
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    if not (auth.is_api_path(request.path) or request.path == "/healthz"):
+        response.headers.update(PAGE_HEADERS)
+    return response
+
+
 def answer_options_without_content(response):
     """OPTIONS answers 204 with its Allow header, and no body to label."""
     if request.method == "OPTIONS" and response.status_code == 200:
@@ -75,3 +152,4 @@ def init_app(app):
         app.before_request(guard)
     app.register_error_handler(Exception, answer_failure)
     app.after_request(answer_options_without_content)
+    app.after_request(add_security_headers)

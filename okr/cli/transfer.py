@@ -1,5 +1,7 @@
 """okr export and okr import: all data as one JSON file (okr/transfer/__init__.py describes the format), a cycle as CSV."""
 import os
+import stat
+
 import click
 from flask.cli import with_appcontext
 
@@ -65,9 +67,11 @@ def export_command(path, include_keys, file_format, cycle_id):
 @click.command("import", short_help="Load a JSON export into an empty database, or --merge it.")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--merge", is_flag=True, help="Add new rows and update existing ones by id, into any database.")
+@click.option("--include-keys", is_flag=True,
+              help="Also import the file's API keys (a merge updates keys only then). Without it they are left out.")
 @with_appcontext
 @reports_errors
-def import_command(path, merge):
+def import_command(path, merge, include_keys):
     """Load a file that okr export wrote into the database.
 
     Without --merge the database must be empty (no users, teams, cycles,
@@ -76,19 +80,31 @@ def import_command(path, merge):
     ones are added, changed ones updated, and nothing is deleted. The whole
     file is checked first, and written in one transaction: any problem is
     named, and nothing is written.
+
+    API keys in the file (okr export --include-keys writes them) are imported
+    only with --include-keys, and only keys whose secret has at least 32
+    characters; without it they are left out, and the database's own keys are
+    never changed. PATH must be a regular file: it is read twice, so a pipe or
+    /dev/stdin is refused (save the stream to a file first).
     """
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise click.ClickException(f"cannot import {path}: not a regular file (it is read twice, once to check and "
+                                   "once to write): save it to a file first")
     use_database()
     with transaction() as db:
         db.execute("PRAGMA cache_size = -16384")  # 16 MB: random UUID keys hit index pages all over
         try:
-            counts = transfer.import_file(db, path, merge)
+            counts = transfer.import_file(db, path, merge, include_keys)
         except transfer.Refusal as refusal:
             raise click.ClickException(f"cannot import {path}: nothing imported: {refusal}") from None
     report = {"imported": os.path.abspath(path)}
+    skipped = counts.pop("api_keys") if not include_keys else None
     if merge:
         report.update(merged=True, **{name: outcome for name, outcome in counts.items()
                                       if name != "api_keys" or any(outcome.values())})
     else:
         report.update({name: outcome["added"] for name, outcome in counts.items()
                        if name != "api_keys" or outcome["added"]})
+    if skipped and skipped["skipped"]:
+        report["api_keys_left_out"] = skipped["skipped"]
     echo_json(report)

@@ -145,11 +145,14 @@ class Check:
             clear |= path
 
 
-def import_file(db, path, merge=False):
+def import_file(db, path, merge=False, include_keys=False):
     """Imports an okr-export file into db, inside the caller's write transaction (BEGIN IMMEDIATE).
 
     The whole file is read and checked first; only then is it read again and
-    written. Returns {section: {"added": n, "updated": n, "unchanged": n}}.
+    written. API keys are read, checked and written only with include_keys:
+    otherwise a file's keys are passed over, and a merge leaves the database's
+    keys as they are. Returns {section: {"added": n, "updated": n,
+    "unchanged": n}}, and for api_keys passed over {"skipped": n}.
     Raises Refusal, with nothing written, when anything is wrong; the caller
     rolls back.
     """
@@ -161,6 +164,8 @@ def import_file(db, path, merge=False):
     check = Check(db, merge)
     hashes, current, canonical = [], None, True
     for name, index, record in records(path, hashes):
+        if name == "api_keys" and not include_keys:
+            continue
         if name != current:
             if current is not None:
                 check.section_done(current)
@@ -173,10 +178,15 @@ def import_file(db, path, merge=False):
     # The check is done: write, reading the file again.
     db.execute("PRAGMA defer_foreign_keys = ON")  # a parent may come after its child; checked above
     counts = {name: {"added": 0, "updated": 0, "unchanged": 0} for name in SECTIONS}
+    if not include_keys:
+        counts["api_keys"] = {"skipped": 0}
     newest = {name: db.execute(f"SELECT coalesce(max(seq), 0) FROM {name}").fetchone()[0] for name in SECTIONS}
     written = []
     try:
         for name, index, record in records(path, written):
+            if name == "api_keys" and not include_keys:
+                counts[name]["skipped"] += 1
+                continue
             # Values stored as the file has them need no second check: the file is the same (see below).
             values = tuple(record[field] for field in FIELDS[name]) if canonical else checked(name, index, record)
             try:

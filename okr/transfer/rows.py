@@ -7,7 +7,7 @@ import json
 import re
 from datetime import datetime
 
-from marshmallow import ValidationError
+from marshmallow import ValidationError, validate
 
 from ..rules.fields import StrictBool, Text
 from ..rules.ids import UUID_RE
@@ -36,11 +36,15 @@ class Refusal(Exception):
 
 
 
+# okr keys create makes 43 characters; a short secret would be guessed.
+MIN_SECRET_LENGTH = 32
+
+
 class ApiKeySchema(BodySchema):
     """An API key's row; okr keys create makes them, so no request body describes them."""
 
     credential = Text(required=True, max_length=200, not_blank=True)
-    secret = Text(required=True, max_length=200, not_blank=True)
+    secret = Text(required=True, max_length=200, validate=validate.Length(min=MIN_SECRET_LENGTH))
     name = Text(required=True, max_length=500, not_blank=True)
     read_only = StrictBool(required=True)
 

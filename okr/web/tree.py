@@ -2,11 +2,11 @@
 
 A cycle of 1,000 objectives has 4,000 key results; as Jinja macros they took
 five times as long to render as the cycle's JSON report took to build. The
-markup is kept terse: unquoted attribute values where HTML allows them, and
-nothing a browser infers or a key result's link already says (its id, the
-exact time a <time>'s datetime holds, a <progress>'s max of 1). Every text
-that came from a person is escaped; ids, decimals and timestamps are the
-service's own.
+markup is kept terse: nothing a browser infers or a key result's link already
+says (its id, the exact time a <time>'s datetime holds, a <progress>'s max of
+1). Every value that comes from the database is escaped, ids, types and times
+included: the service writes them well formed, but a restored backup or a row
+written behind its back need not be.
 """
 from markupsafe import Markup, escape
 
@@ -34,7 +34,8 @@ def objective_html(o, team_names, user_names, sparks, now, links, out):
         meta += f" · team {escape(team_names.get(o['team_id'], '?'))}"
     if o["assignee_id"]:
         meta += f" · {escape(user_names.get(o['assignee_id'], '?'))}"
-    out.append(f'<article class=objective id="o-{o["id"]}"><h3>{escape(o["name"])}</h3><p class=meta>{meta}</p>')
+    out.append(f'<article class=objective id="o-{escape(o["id"])}"><h3>{escape(o["name"])}</h3>'
+               f'<p class=meta>{meta}</p>')
     if o["progress"] is not None:
         out.append(f"<p>{progress_bar(o['progress'])} {words.percent(o['progress'])}</p>")
     if o["key_results"]:
@@ -62,10 +63,10 @@ def key_result_html(k, spark_values, now, links="/keyresults/"):
     spark = f'<svg aria-hidden=true><polyline points="{points}"/></svg>' if points else ""
     when = k["last_checkin_at"]
     return (
-        f'<li class={k["status"]}><a href="{links}{k["id"]}">{escape(k["name"])}</a>'
-        f' <span class=type>{k["type"]}</span> {said}{bar}'
+        f'<li class={k["status"]}><a href="{links}{escape(k["id"])}">{escape(k["name"])}</a>'
+        f' <span class=type>{escape(k["type"])}</span> {escape(said)}{bar}'
         f' <span class=status>{words.STATUS_WORDS[k["status"]]}</span> {words.percent(k["confidence"])} confidence{stale}'
-        f' <time datetime={when}>{words.time_ago(when, now)}</time>{spark}</li>'
+        f' <time datetime="{escape(when)}">{words.time_ago(when, now)}</time>{spark}</li>'
     )
 
 

@@ -283,7 +283,7 @@ def test_api_keys_stay_out_unless_asked_for(app, keyed, tmp_path):
 def test_api_keys_come_back_with_the_import(app, keyed, tmp_path):
     export(app, tmp_path / "keys.json", "--include-keys")
     target = new_app(tmp_path / "target.db")
-    assert ok(invoke(target, "import", tmp_path / "keys.json"))["api_keys"] == 3
+    assert ok(invoke(target, "import", "--include-keys", tmp_path / "keys.json"))["api_keys"] == 3
     assert stored_keys(target.config["DATABASE"]) == stored_keys(app.config["DATABASE"])
     export(target, tmp_path / "again.json", "--include-keys")
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "keys.json").read_bytes()
@@ -300,7 +300,7 @@ def test_an_import_of_keys_into_a_database_with_the_same_key_is_refused(app, key
         credential = stored_keys(app.config["DATABASE"])[1][0]
         db.execute("INSERT INTO api_keys (credential, secret, name, created_at) VALUES (?, 'x', 'x', 'now')",
                    (credential,))
-    line = refused_unchanged(target, "import", tmp_path / "keys.json")
+    line = refused_unchanged(target, "import", "--include-keys", tmp_path / "keys.json")
     assert f"api_keys[1]: an API key with credential {credential} exists in the database" in line
 
 
@@ -565,11 +565,64 @@ def test_merge_updates_keys_by_credential_and_a_revoked_key_stays_revoked(app, k
     data["api_keys"][2]["revoked_at"] = None
     data["api_keys"][0]["name"] = "ci, renamed"
     data["api_keys"].append({**data["api_keys"][1], "credential": "c" * 24, "name": "new"})
-    result = ok(invoke(app, "import", "--merge", write_json(tmp_path / "merged.json", data)))
+    result = ok(invoke(app, "import", "--merge", "--include-keys", write_json(tmp_path / "merged.json", data)))
     assert result["api_keys"] == {"added": 1, "updated": 1, "unchanged": 2}
     keys = stored_keys(app.config["DATABASE"])
     assert [(name, revoked is not None) for _, _, name, _, _, revoked in keys] == [
         ("ci, renamed", False), ("reader", False), ("old", True), ("new", False)]
+
+
+def test_without_include_keys_an_import_leaves_the_files_keys_out(app, keyed, tmp_path):
+    export(app, tmp_path / "keys.json", "--include-keys")
+    target = new_app(tmp_path / "target.db")
+    result = ok(invoke(target, "import", tmp_path / "keys.json"))
+    assert result["api_keys_left_out"] == 3 and "api_keys" not in result
+    assert stored_keys(target.config["DATABASE"]) == []
+    assert target.test_client().get("/v1/cycles").status_code == 200  # still keyless
+
+
+def test_a_merge_without_include_keys_never_touches_the_databases_keys(app, keyed, tmp_path):
+    """The attack: a file that rewrites a key's secret, un-revokes one or adds its own, merged without a flag."""
+    export(app, tmp_path / "keys.json", "--include-keys")
+    before = stored_keys(app.config["DATABASE"])
+    data = json.loads((tmp_path / "keys.json").read_text(encoding="utf-8"))
+    data["api_keys"][0]["secret"] = "attacker-knows-this-secret-" + "x" * 20
+    data["api_keys"][1]["read_only"] = False
+    data["api_keys"].append({**data["api_keys"][0], "credential": "a" * 24, "name": "attacker"})
+    result = ok(invoke(app, "import", "--merge", write_json(tmp_path / "evil.json", data)))
+    assert result["api_keys_left_out"] == 4
+    assert stored_keys(app.config["DATABASE"]) == before
+
+
+@pytest.mark.parametrize("secret", ["short", "x" * 31])
+def test_a_key_with_a_secret_under_32_characters_is_refused(app, keyed, tmp_path, secret):
+    export(app, tmp_path / "keys.json", "--include-keys")
+    data = json.loads((tmp_path / "keys.json").read_text(encoding="utf-8"))
+    data["api_keys"][1]["secret"] = secret
+    target = new_app(tmp_path / "target.db")
+    line = refused_unchanged(target, "import", "--include-keys", write_json(tmp_path / "weak.json", data))
+    assert "api_keys[1]: secret:" in line
+
+
+@pytest.mark.parametrize("kind", ["fifo", "stdin"])
+def test_a_pipe_is_refused_up_front_without_taking_the_write_lock(app, seeded, tmp_path, kind):
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    if kind == "fifo":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)
+        writer = os.open(path, os.O_RDWR | os.O_NONBLOCK)  # someone is writing: opening it would not block
+    else:
+        read_end, writer = os.pipe()
+        path = f"/proc/self/fd/{read_end}"
+    try:
+        line = refused(invoke(target, "import", path))
+    finally:
+        os.close(writer)
+        if kind == "stdin":
+            os.close(read_end)
+    assert "not a regular file" in line and "save it to a file first" in line
+    assert ok(invoke(target, "import", tmp_path / "all.json"))["objectives"] == 3  # nothing was held or written
 
 
 def test_merge_moves_an_objective_with_its_key_results(app, seeded, tmp_path):
