@@ -5,11 +5,13 @@ import json
 import logging
 import os
 import sqlite3
+import urllib.parse
+from contextlib import closing
 
 import click
 from flask import current_app
 
-from ..db import init_db
+from ..db import SCHEMA_VERSION, init_db, schema_version
 
 # The app's logger: `okr COMMAND` shows what it logs on stderr, as `okr: ...` lines.
 logger = logging.getLogger("okr")
@@ -56,3 +58,25 @@ def use_database():
     """The existing database, named and brought to this release's schema."""
     existing_database()
     init_db()
+
+
+def read_database():
+    """The existing database, named, for a command that only reads: it is not written at all.
+
+    Its schema must be this release's: an older one is refused, naming its version, rather than
+    migrated (a migration writes, and a command that reads must work on a full disk or a read-only
+    file); okr init-db, or any command that writes, brings it up to date.
+    """
+    path = existing_database()
+    # mode=ro: reading the version must not create or change anything.
+    with closing(sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)) as db:
+        version = schema_version(db)
+    if version < SCHEMA_VERSION:
+        raise click.ClickException(
+            f"the database has schema version {version}, older than this release's {SCHEMA_VERSION}; this command "
+            f"only reads, so it does not upgrade it: run okr init-db first (database {as_configured(path)})")
+    if version > SCHEMA_VERSION:
+        raise click.ClickException(
+            f"the database has schema version {version}, newer than this release knows ({SCHEMA_VERSION}); "
+            f"use a newer okr (database {as_configured(path)})")
+    return path

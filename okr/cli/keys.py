@@ -6,7 +6,7 @@ from ..signing import authorization_header
 from ..db import transaction, utc_now
 from ..errors import NotFound
 from ..store import keys
-from .common import echo_json, reports_errors, use_database
+from .common import echo_json, read_database, reports_errors, use_database
 
 
 keys_cli = AppGroup("keys", help="API keys: create, list, revoke.")
@@ -36,7 +36,7 @@ def create_key(name, as_json, read_only):
 @reports_errors
 def list_keys(as_json):
     """List API keys (never their secrets)."""
-    use_database()
+    read_database()
     with transaction(write=False) as db:
         rows = db.execute(
             "SELECT credential, name, created_at, revoked_at, read_only FROM api_keys ORDER BY seq"

@@ -7,7 +7,7 @@ from flask.cli import with_appcontext
 
 from .. import progress, transfer
 from ..db import transaction, utc_now
-from .common import echo_json, reports_errors, use_database
+from .common import echo_json, read_database, reports_errors, use_database
 from .database import new_file_beside
 
 
@@ -46,7 +46,7 @@ def export_command(path, include_keys, file_format, cycle_id):
         raise click.ClickException("--cycle goes with --format csv; the JSON export holds every cycle")
     if file_format == "csv" and include_keys:
         raise click.ClickException("--include-keys goes with the JSON export; a CSV file holds no keys")
-    use_database()  # an older database's schema is brought up to date first, as for every command
+    read_database()  # read, never written: an export works on a full disk or a read-only file
     with transaction(write=False) as db:  # one snapshot, however long the writing takes
         if file_format == "csv":
             if db.execute("SELECT 1 FROM cycles WHERE id = ?", (cycle_id,)).fetchone() is None:

@@ -17,7 +17,7 @@ from ..emails import email_key
 from ..errors import Conflict, NotFound
 from ..records import user_json
 from ..store import users
-from .common import echo_json, reports_errors, use_database
+from .common import echo_json, read_database, reports_errors, use_database
 
 
 users_cli = AppGroup("users", help="Users: add, list, update, import, deactivate, activate.")
@@ -51,7 +51,7 @@ def add_user(name, email):
 @reports_errors
 def list_users(as_json):
     """List users in creation order, inactive ones included."""
-    use_database()
+    read_database()
     with transaction(write=False) as db:
         listed = [user_json(row) for row in db.execute("SELECT * FROM users ORDER BY seq")]
     if as_json:
