@@ -43,9 +43,7 @@ a kilobyte each); users, teams, cycles and key results a page at a time.
 """
 import os
 import re
-import shutil
 import sqlite3
-import tempfile
 import urllib.parse
 from contextlib import closing
 from datetime import datetime, timezone
@@ -53,6 +51,7 @@ from datetime import datetime, timezone
 from .rules.ids import UUID_PATTERN
 from .client import ApiError
 from .db import connect, migrate, new_id
+from .scratch import remove_leftovers, scratch_folder
 from .emails import email_key
 from .store import bulk
 from .transfer.rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
@@ -479,8 +478,9 @@ def import_simpleokr(database, client, *, dry_run=False, busy_timeout_ms=5000, s
         with closing(connect(database, busy_timeout_ms)) as db:
             db.execute("PRAGMA cache_size = -16384")
             return run(db, client, result, progress)
-    folder = tempfile.mkdtemp(prefix="okr-dry-run-")
-    try:
+    # The copy holds every key's secret: beside the database, private, gone after the run (or removed by the next).
+    remove_leftovers(database, ("dry-run",))
+    with scratch_folder(database, "dry-run") as folder:
         copy = os.path.join(folder, "copy.db")
         # Read-write but only read: read-only would leave -wal and -shm files behind; this closes without a trace.
         with closing(sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(database))}?mode=rw", uri=True,
@@ -491,5 +491,3 @@ def import_simpleokr(database, client, *, dry_run=False, busy_timeout_ms=5000, s
             if schema is not None:
                 migrate(db, schema)
             return run(db, client, result, progress)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)

@@ -4,12 +4,13 @@ import sqlite3
 import stat
 import tempfile
 import urllib.parse
-from contextlib import closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 
 import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from .. import scratch
 from ..db import SCHEMA_VERSION, connect, create_private_file, init_db, migrate, schema_version, table_columns
 from . import serving_lock
 from .common import echo_json, existing_database, name_database, reports_errors
@@ -247,13 +248,14 @@ def restore(backup_path, force):
         if not alone and not force:
             raise click.ClickException(f"cannot restore into {database}: a server is serving it; "
                                        "stop the server first, or pass --force to restore under it")
-        # Beside the database, where there is room for it; removed whatever happens.
-        try:
-            scratch = tempfile.TemporaryDirectory(dir=folder, prefix=".okr-restore-")
-        except OSError as error:
-            raise click.ClickException(f"cannot restore into {database}: {folder}: {error.strerror}") from None
-        with scratch:
-            stage, version = staged_backup(backup_path, os.path.join(scratch.name, "backup.db"))
+        # Beside the database, where there is room for it; removed whatever happens, or by the next run.
+        scratch.remove_leftovers(database, ("restore",))
+        with ExitStack() as stack:
+            try:
+                staging = stack.enter_context(scratch.scratch_folder(database, "restore"))
+            except OSError as error:
+                raise click.ClickException(f"cannot restore into {database}: {folder}: {error.strerror}") from None
+            stage, version = staged_backup(backup_path, os.path.join(staging, "backup.db"))
             try:
                 counts = write_over(stage, database)
             finally:

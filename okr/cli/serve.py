@@ -19,6 +19,7 @@ from waitress import create_server
 
 from ..access import auth_enabled, is_loopback
 from ..db import connect, init_db, table_columns
+from ..scratch import remove_leftovers
 from ..switches import switch
 from .serving_lock import hold_shared
 
@@ -295,6 +296,8 @@ def run_server(app, args):
     except (sqlite3.Error, OSError, RuntimeError) as error:
         sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in remove_leftovers(app.config["DATABASE"]):
+        logger.info("removed %s, left beside the database by a run that was killed", name)
     logger.info("using database %s", os.path.abspath(app.config["DATABASE"]))
     if not keyed:
         reach = "on this machine" if is_loopback(host) else f"on the network at {host}"

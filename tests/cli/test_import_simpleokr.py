@@ -3,9 +3,11 @@ loopback port, is the source; the target's lists must then answer the same as th
 import hashlib
 import io
 import json
+import os
 import sqlite3
 import threading
-from contextlib import closing
+from contextlib import closing, contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -274,6 +276,27 @@ def test_dry_run_reports_the_counts_and_writes_nothing(app, runner, source, targ
     assert f"would update team {named['platform']['id']}: name" in dry.stdout
     assert "dry run: nothing was written" in dry.stdout
     assert database_bytes(app) == before
+
+
+def test_a_dry_runs_copy_lives_beside_the_database_and_goes(app, runner, source, target, monkeypatch):
+    """Not in a shared temporary folder: the copy holds every API key's secret."""
+    import okr.scratch
+    import okr.simpleokr
+
+    fill(source)
+    seen, real = [], okr.scratch.scratch_folder
+
+    @contextmanager
+    def watched(database, kind):
+        with real(database, kind) as folder:
+            yield folder
+            seen.append((Path(folder), sorted(os.listdir(folder))))
+
+    monkeypatch.setattr(okr.simpleokr, "scratch_folder", watched)
+    report(run(runner, source, "--dry-run", "--json"))
+    [(folder, contents)] = seen
+    assert folder.parent == Path(app.config["DATABASE"]).parent and contents == ["copy.db"]
+    assert not folder.exists()
 
 
 # --- bad rows --------------------------------------------------------------------------------------

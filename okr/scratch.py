@@ -1,0 +1,62 @@
+"""Scratch folders beside the database, for work that holds a full copy of it (a restore's staged backup, a
+dry run's copy), and the removal of those a killed run left behind.
+
+A copy holds every API key's secret, so it lives beside the database (never in a shared temporary
+folder), private to its owner, and is removed when the work ends. A run killed with SIGKILL cannot
+remove it: the next command of the kind, and `okr serve` on start, remove every scratch folder that
+no process holds. A run holds its folder with flock(2), which the kernel drops when the process ends,
+however it ends.
+"""
+import fcntl
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+
+KINDS = ("restore", "dry-run")
+
+
+def prefix(kind):
+    return f".okr-{kind}-"
+
+
+@contextmanager
+def scratch_folder(database, kind):
+    """A new private folder beside database, held by this process until the block ends, then removed."""
+    folder = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(database)), prefix=prefix(kind))
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(descriptor)
+
+
+def remove_leftovers(database, kinds=KINDS):
+    """Removes the scratch folders of these kinds beside database that no process holds; returns their names."""
+    folder = os.path.dirname(os.path.abspath(database))
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(tuple(prefix(kind) for kind in kinds)):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # not a folder, or a link: not ours to remove
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            continue  # a run is using it
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(name)
+        finally:
+            os.close(descriptor)
+    return removed
