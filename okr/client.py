@@ -19,6 +19,7 @@ import json
 import random
 import re
 import select
+import socket
 import ssl
 import threading
 import time
@@ -77,10 +78,12 @@ class _MaybeSent(Exception):
 
 class Client:
     """A client of one server. `timeout` is seconds, or (connect, read) seconds, per request;
-    `retries` is how many times a retryable failure is tried again."""
+    `retries` is how many times a retryable failure is tried again. For a server you do not trust,
+    `max_answer_bytes` caps an answer's size and `deadline` (seconds) the whole of one exchange, however
+    slowly the server sends: past either the call fails with ApiError, status None."""
 
     def __init__(self, base_url, credential=None, secret=None, timeout=(5.0, 30.0),
-                 retries=3, backoff=0.5, max_wait=30.0):
+                 retries=3, backoff=0.5, max_wait=30.0, max_answer_bytes=None, deadline=None):
         if (credential is None) != (secret is None):
             raise ValueError("give both credential and secret, or neither")
         parts = urllib.parse.urlsplit(base_url)
@@ -90,6 +93,7 @@ class Client:
         self.credential, self.secret = credential, secret
         self.connect_timeout, self.read_timeout = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         self.retries, self.backoff, self.max_wait = retries, backoff, max_wait
+        self.max_answer_bytes, self.deadline = max_answer_bytes, deadline
         self._scheme, self._host, self._port = parts.scheme, parts.hostname, parts.port
         self._netloc, self._prefix = parts.netloc, parts.path.rstrip("/")
         self._connection = None
@@ -278,6 +282,11 @@ class Client:
                 cause, why = failure.__cause__, "could not connect"
             except _MaybeSent as failure:
                 cause = failure.cause
+                if isinstance(cause, AnswerTooLarge):
+                    raise ApiError(None, f"the answer to {method} {target} is larger than "
+                                         f"{self.max_answer_bytes:,} bytes") from cause
+                if isinstance(cause, DeadlinePassed):
+                    raise ApiError(None, f"no whole answer within {self.deadline:g} s to {method} {target}") from cause
                 if isinstance(cause, TimeoutError):
                     raise ApiError(None, f"no answer within {self.read_timeout} s to {method} {target}") from cause
                 if not idempotent:
@@ -318,19 +327,43 @@ class Client:
                 connection = None
             if connection is None:
                 connection, reused = self._connect(), False
+            # The watchdog cuts the connection at the deadline: a server sending a byte now and then
+            # never lets a read time out, but cannot outlast this.
+            watchdog, response = _Watchdog(connection.sock, self.deadline), None
             try:
                 connection.request(method, target, body=data, headers=headers)
                 response = connection.getresponse()
-                payload = response.read()
+                payload = self._read_answer(response)
+                if watchdog.fired:  # an answer read to a close the watchdog made is cut short
+                    raise DeadlinePassed()
             except (OSError, http.client.HTTPException) as error:
-                self._drop()
-                raise _MaybeSent(error, reused) from error
+                self._drop(response)
+                raise _MaybeSent(DeadlinePassed() if watchdog.fired else error, reused) from error
             except BaseException:
-                self._drop()  # e.g. a header http.client refuses: the connection's state is unknown
+                self._drop(response)  # e.g. a header http.client refuses: the connection's state is unknown
                 raise
+            finally:
+                watchdog.cancel()
             if response.will_close:
                 self._drop()
             return response.status, response.reason, {k.lower(): v for k, v in response.getheaders()}, payload
+
+    def _read_answer(self, response):
+        """The answer's body, refused as soon as it is known to pass max_answer_bytes."""
+        limit = self.max_answer_bytes
+        if limit is None:
+            return response.read()
+        declared = response.getheader("Content-Length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise AnswerTooLarge()
+        chunks, size = [], 0
+        while chunk := response.read1(65536):
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge()
+            chunks.append(chunk)
+        response.read()  # nothing is left: this marks the answer read, so the connection takes the next request
+        return b"".join(chunks)
 
     def _connect(self):
         kind = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
@@ -347,10 +380,42 @@ class Client:
         self._connection = connection
         return connection
 
-    def _drop(self):
+    def _drop(self, response=None):
+        if response is not None:
+            response.close()  # an answer left part read holds the socket open otherwise
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+class AnswerTooLarge(OSError):
+    """An answer past the client's max_answer_bytes."""
+
+
+class DeadlinePassed(OSError):
+    """An exchange that outlasted the client's deadline."""
+
+
+class _Watchdog:
+    """Shuts a socket down once `seconds` pass (never, for None), so that a read waiting on it ends."""
+
+    def __init__(self, sock, seconds):
+        self.fired, self._timer = False, None
+        if seconds is not None:
+            self._timer = threading.Timer(seconds, self._fire, args=(sock,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self, sock):
+        self.fired = True
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def cancel(self):
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 def _dropped(sock):
@@ -367,9 +432,15 @@ def _dropped(sock):
         return True
 
 
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
 def _result(status, reason, headers, payload):
     if status >= 400:
         raise _error(status, reason, headers, payload)
+    if status in REDIRECTS:
+        raise ApiError(status, f"the server redirects to {headers.get('location')!r}, which is not followed: "
+                               "use the address it names", headers=headers, body=payload)
     if not payload:
         return None
     try:

@@ -76,8 +76,12 @@ REFERENCES = {
                    ("parent_objective_id", "objectives")),
     "key_results": (("objective_id", "objectives"),),
 }
+# Text shown on pages and terminals; a control character there (ESC above all) is refused, tab and newline aside.
+TEXT_FIELDS = ("name", "email")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 OBJECTIVES_BATCH = 500  # objectives to a transaction, at least
-MAX_PAGES = 10_000_000  # a source that never stops paging is cut off here, or sooner by a repeated token
+# A source that never stops paging is cut off here (10 million rows at 100 a page), or sooner by a repeated token.
+MAX_PAGES = 100_000
 
 
 class SourceError(Exception):
@@ -136,6 +140,10 @@ def as_record(name, item):
     if missing:
         raise Refusal(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     record = {field: item.get(field) for field in fields}
+    for field in TEXT_FIELDS:
+        control = CONTROL.search(record[field]) if isinstance(record.get(field), str) else None
+        if control:
+            raise Refusal(f"{field}: holds the control character U+{ord(control.group()):04X}")
     for field, value in record.items():
         if field == "id" or field.endswith("_id"):
             record[field] = lower_uuid(value)
@@ -175,6 +183,10 @@ class Source:
             if not isinstance(page, dict) or not isinstance(page.get(key), list):
                 raise SourceError(f"{self.where(path)} does not answer like a Simple OKR API: "
                                   f"its answer has no {key!r} list")
+            for index, item in enumerate(page[key]):
+                if not isinstance(item, dict):
+                    raise SourceError(f"{self.where(path)} does not answer like a Simple OKR API: item {index} "
+                                      f"of its {key!r} list is not an object")
             yield page[key]
             token = page.get("next_page_token")
             if token is None or token == "":
@@ -183,7 +195,7 @@ class Source:
                 raise SourceError(f"{self.where(path)} does not answer like a Simple OKR API: "
                                   f"its next_page_token {token!r} is not a new page's")
             seen.add(token)
-        raise SourceError(f"{self.where(path)} never stops paging")
+        raise SourceError(f"{self.where(path)} never stops paging: {MAX_PAGES:,} pages read")
 
     def where(self, path):
         return f"{self.client.base_url.rstrip('/')}{path}"

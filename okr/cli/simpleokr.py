@@ -4,6 +4,7 @@ The work is okr/simpleokr.py's; this is the command line: options, the progress
 on stderr (a bar on a terminal, plain lines otherwise), and the report on stdout.
 """
 import json
+import re
 import sys
 import urllib.parse
 
@@ -70,18 +71,28 @@ class Progress:
             self.drawn = False
 
 
+# C0 and C1 controls and DEL: from the source, they could move the cursor, rewrite the title, clear the screen.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(text):
+    """Text from the source as the terminal may print it: every control character escaped (ESC as \\x1b)."""
+    return CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", str(text))
+
+
 def report_text(result):
-    """The counts as a table, then each failed row's id and reason."""
+    """The counts as a table, then each failed row's id and reason, their text from the source escaped."""
     lines = [f"{'':12}{'created':>9}{'updated':>9}{'unchanged':>11}{'failed':>8}"]
     for name, counts in result.counts.items():
         lines.append(f"{PLURAL[name]:12}" + "".join(f"{counts[outcome]:>{width}}" for outcome, width in
                                                   zip(simpleokr.OUTCOMES, (9, 9, 11, 8))))
     if result.dry_run:
         for name, row_id, fields in result.updates:
-            lines.append(f"would update {simpleokr.SINGULAR[name]} {row_id}: {', '.join(fields)}")
+            lines.append(f"would update {simpleokr.SINGULAR[name]} {shown(row_id)}: {shown(', '.join(fields))}")
     if result.failures:
         lines.append("not imported:")
-        lines += [f"  {simpleokr.SINGULAR[name]} {row_id}: {reason}" for name, row_id, reason in result.failures]
+        lines += [f"  {simpleokr.SINGULAR[name]} {shown(row_id)}: {shown(reason)}"
+                  for name, row_id, reason in result.failures]
     lines.append("dry run: nothing was written" if result.dry_run else
                  "rows here that the source does not have are kept: nothing is deleted")
     return "\n".join(lines)
@@ -105,16 +116,24 @@ def source_url(base_url):
               help="Its secret; or set OKR_SECRET, which keeps it off the command line.")
 @click.option("--dry-run", is_flag=True, help="Read everything and report what would change; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@click.option("--max-answer-mb", type=click.IntRange(1, 4096), default=64, show_default=True,
+              help="Refuse an answer from the source larger than this many MiB.")
+@click.option("--request-deadline", type=click.IntRange(1, 3600), default=120, show_default=True, metavar="SECONDS",
+              help="Give up on a request the source has not answered whole within this many seconds.")
 @with_appcontext
 @reports_errors
-def import_simpleokr_command(base_url, credential, secret, dry_run, as_json):
+def import_simpleokr_command(base_url, credential, secret, dry_run, as_json, max_answer_mb, request_deadline):
     """Import users, teams, cycles, objectives and key results from a Simple OKR API (this service's own,
     or any that speaks it), keeping their ids, fields and times.
 
     Requests are signed with the source's API key (Simple OKR's S1-HMAC-SHA256);
     give --credential and --secret, or set OKR_CREDENTIAL and OKR_SECRET so the
     secret is not typed on the command line; give neither for a source without
-    keys. Every row is checked as the API checks a request; a row that fails
+    keys. The source is not trusted: an answer over --max-answer-mb, or not
+    whole within --request-deadline, stops the run; a redirect is not followed;
+    a list is read for at most 100,000 pages; text from the source is printed
+    with its control characters escaped, and a name holding one (tab and
+    newline aside) is refused as a row. Every row is checked as the API checks a request; a row that fails
     (or refers to one that did) is reported with its id and why, and the others
     are imported. Running it again updates what changed and adds what is new;
     rows here that the source does not have are kept, never deleted. Alignment,
@@ -131,7 +150,8 @@ def import_simpleokr_command(base_url, credential, secret, dry_run, as_json):
                                    "or neither for a source without API keys")
     base_url = source_url(base_url)
     try:
-        client = Client(base_url, credential, secret, timeout=(10.0, 60.0))
+        client = Client(base_url, credential, secret, timeout=(10.0, 60.0), max_answer_bytes=max_answer_mb << 20,
+                        deadline=request_deadline)
     except ValueError as error:
         raise click.ClickException(f"--base-url: {error}") from None
     if dry_run:
@@ -154,7 +174,7 @@ def import_simpleokr_command(base_url, credential, secret, dry_run, as_json):
     if result is not None and (result.complete or touched):
         click.echo(json.dumps(result.as_json(), ensure_ascii=False) if as_json else report_text(result))
     if problem:
-        raise click.ClickException(problem + ("; what was read before is imported whole: run it again to finish"
+        raise click.ClickException(shown(problem) + ("; what was read before is imported whole: run it again to finish"
                                               if not dry_run and touched else ""))
     if result.failures:
         count = len(result.failures)
