@@ -444,6 +444,33 @@ def migrate(db, schema_file):
             db.execute("ROLLBACK")
 
 
+def schema_objects(db):
+    """{(type, name): sql} of every table, index, trigger and view in an open database, SQLite's own left out."""
+    return {(kind, name): sql for kind, name, sql in db.execute(
+        "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY rowid")}
+
+
+def copy_rows(source_path, target):
+    """Copies every row of every table of target (a new database made by migrate) from the database at
+    source_path, which has the same tables and columns; in target's own transaction, foreign keys checked
+    by the caller afterwards. Rows keep their seq, so lists and page tokens stay as they were."""
+    target.execute("PRAGMA foreign_keys = OFF")  # an objective may come before its parent
+    target.execute("ATTACH DATABASE ? AS source", (source_path,))
+    try:
+        target.execute("BEGIN IMMEDIATE")
+        tables = [name for (kind, name) in schema_objects(target) if kind == "table"]
+        for table in tables:
+            columns = ", ".join(row[1] for row in target.execute("SELECT * FROM pragma_table_info(?)", (table,)))
+            target.execute(f"DELETE FROM main.{table}")  # migrate made the session secret: the source's stays
+            target.execute(f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM source.{table} ORDER BY rowid")
+        target.execute("COMMIT")
+    finally:
+        if target.in_transaction:
+            target.execute("ROLLBACK")
+        target.execute("DETACH DATABASE source")
+        target.execute("PRAGMA foreign_keys = ON")
+
+
 def init_db():
     """Creates the schema if it is missing, or migrates it; keeps any data already stored."""
     if sqlite3.sqlite_version_info < MIN_SQLITE:

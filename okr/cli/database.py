@@ -11,7 +11,10 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from .. import scratch
-from ..db import SCHEMA_VERSION, connect, create_private_file, init_db, migrate, schema_version, table_columns
+from ..db import (SCHEMA_VERSION, connect, copy_rows, create_private_file, init_db, migrate, schema_objects,
+                  schema_version, table_columns)
+from ..transfer.importer import check_stored
+from ..transfer.rows import Refusal
 from . import serving_lock
 from .common import echo_json, existing_database, name_database, reports_errors
 
@@ -101,11 +104,26 @@ def tables_and_columns(db):
     return {name: table_columns(db, name) for (name,) in tables}
 
 
-def schema_tables():
-    """The tables and columns that schema.sql gives a new database."""
+def new_schema():
+    """The tables and columns, and every schema object with its SQL, that schema.sql gives a new database."""
     with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
         migrate(db, current_app.config["SCHEMA"])
-        return tables_and_columns(db)
+        return tables_and_columns(db), schema_objects(db)
+
+
+def foreign_object(objects, expected):
+    """What in a migrated backup's schema okr does not make, in words; None when there is nothing.
+
+    Tables are compared by their columns (above) and rebuilt from schema.sql on restore; every index,
+    trigger and view must be okr's own, to the letter: a trigger of a backup's own could copy each new
+    key's secret where anyone can read it.
+    """
+    for (kind, name), sql in objects.items():
+        if (kind, name) not in expected:
+            return f"it has {'an' if kind == 'index' else 'a'} {kind} {name} that okr does not make"
+        if kind != "table" and sql != expected[kind, name]:
+            return f"its {kind} {name} is not the one okr makes"
+    return None
 
 
 def unreadable(error):
@@ -119,9 +137,10 @@ def unreadable(error):
 
 
 def staged_backup(backup_path, staging):
-    """A copy of the backup at staging, checked whole and brought to this release's schema.
+    """A copy of the backup at staging, checked whole (its file, its schema's objects, every row by okr
+    import's rules) and brought to this release's schema, then rebuilt beside it from schema.sql.
 
-    Returns the copy's open connection and the backup's schema version. Anything
+    Returns the rebuilt copy's open connection and the backup's schema version. Anything
     wrong raises a ClickException naming the backup: the live database is not
     opened before this has returned.
     """
@@ -164,7 +183,7 @@ def staged_backup(backup_path, staging):
                           "restore it with a newer okr")
         if version < 0:
             raise refusal(f"it has schema version {version}, which no release of okr writes")
-        expected = schema_tables()
+        expected, expected_objects = new_schema()
         missing = [table for table in expected if table not in tables]
         # An older backup may predate a table, which its migration creates as init_db
         # would; without users (migrate's own test) it is no OKR database of any version.
@@ -187,16 +206,44 @@ def staged_backup(backup_path, staging):
         except sqlite3.Error as error:
             raise refusal(f"its migration from schema version {version} failed: {error}") from None
         check_columns(tables_and_columns(db))
-        dangling = db.execute("PRAGMA foreign_key_check").fetchall()
-        if dangling:
-            table, rowid, parent, _ = dangling[0]
-            rows = "1 row refers" if len(dangling) == 1 else f"{len(dangling)} rows refer"
-            raise refusal(f"it fails its foreign key check: {rows} to a missing row, "
-                          f"the first in {table} (rowid {rowid}) to {parent}")
-    except BaseException:
+        check_foreign_keys(db, refusal)
+        foreign = foreign_object(schema_objects(db), expected_objects)
+        if foreign:
+            raise refusal(foreign)
+        try:
+            check_stored(db)  # every row by okr import's rules, and stored as okr stores it
+        except Refusal as problem:
+            raise refusal(str(problem)) from None
+    finally:
         db.close()
+    return rebuilt(staging, refusal), version
+
+
+def check_foreign_keys(db, refusal):
+    dangling = db.execute("PRAGMA foreign_key_check").fetchall()
+    if dangling:
+        table, rowid, parent, _ = dangling[0]
+        rows = "1 row refers" if len(dangling) == 1 else f"{len(dangling)} rows refer"
+        raise refusal(f"it fails its foreign key check: {rows} to a missing row, "
+                      f"the first in {table} (rowid {rowid}) to {parent}")
+
+
+def rebuilt(staging, refusal):
+    """A new database beside the checked copy, made by schema.sql alone, holding the copy's rows: whatever
+    else the backup's tables said (a default, a constraint) stays behind. Its open connection."""
+    fresh = sqlite3.connect(os.path.join(os.path.dirname(staging), "restored.db"), isolation_level=None)
+    try:
+        migrate(fresh, current_app.config["SCHEMA"])
+        try:
+            copy_rows(staging, fresh)
+        except sqlite3.IntegrityError as error:
+            raise refusal(f"a row breaks one of okr's rules: {error}") from None
+        check_foreign_keys(fresh, refusal)
+        fresh.execute("PRAGMA journal_mode = DELETE")
+    except BaseException:
+        fresh.close()
         raise
-    return db, version
+    return fresh
 
 
 def write_over(stage, database):

@@ -23,23 +23,31 @@ def export_json(db, out, include_keys=False):
     out.write(f'{{"format": "{FORMAT}", "version": {VERSION}')
     for name in SECTIONS if include_keys else DATA_SECTIONS:
         fields = FIELDS[name]
-        flags = [index for index, field in enumerate(fields) if field in BOOLS]
-        cursor = db.cursor()
-        cursor.row_factory = None  # plain tuples: sqlite3.Row costs more than the rest
-        cursor.execute(SELECT[name])
         out.write(f',\n"{name}": [')
         count = 0
-        for row in cursor:
-            if flags:
-                row = list(row)
-                for index in flags:
-                    row[index] = bool(row[index])
+        for row in section_rows(db, name):
             out.write((",\n" if count else "\n") + encode(dict(zip(fields, row))))
             count += 1
         out.write("\n]" if count else "]")
         counts[name] = count
     out.write("\n}\n")
     return counts
+
+
+def section_rows(db, name):
+    """Yields the rows of a section as tuples of its FIELDS' values, as the file has them (bools as bools)."""
+    flags = [index for index, field in enumerate(FIELDS[name]) if field in BOOLS]
+    cursor = db.cursor()
+    cursor.row_factory = None  # plain tuples: sqlite3.Row costs more than the rest
+    cursor.execute(SELECT[name])
+    if not flags:
+        yield from cursor
+        return
+    for row in cursor:
+        row = list(row)
+        for index in flags:
+            row[index] = bool(row[index])
+        yield tuple(row)
 
 
 # A cycle's key results for spreadsheets: one row each, objective by objective.

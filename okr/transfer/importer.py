@@ -5,6 +5,7 @@ import uuid
 from ..emails import email_key
 from ..rules.ids import UUID_RE
 from ..store import bulk
+from .export import section_rows
 from .reader import file_digest, records
 from .rows import DATA_SECTIONS, FIELDS, PLURAL, SECTIONS, SINGULAR, Refusal, checked
 
@@ -28,7 +29,8 @@ def uuid_text(key):
 
 
 class Check:
-    """The first pass: every record checked, every reference resolved; nothing written.
+    """The first pass: every record checked, every reference resolved; nothing written. db is the database
+    written to (None: the records are a database's own rows, checked alone).
 
     It keeps the ids it has seen, in 16 bytes each, to resolve references: what
     an import holds in memory, about 80 bytes per row (40 MB for 500,000), not
@@ -110,7 +112,7 @@ class Check:
             raise self.missing(where, "author_id", row["author_id"], "users")
 
     def check_api_keys(self, where, index, row, key):
-        if not self.merge and self.db.execute("SELECT 1 FROM api_keys WHERE credential = ?",
+        if self.db is not None and not self.merge and self.db.execute("SELECT 1 FROM api_keys WHERE credential = ?",
                                               (row["credential"],)).fetchone():
             raise Refusal(f"{where}: an API key with credential {row['credential']} exists in the database; "
                           "pass --merge to update it")
@@ -205,3 +207,18 @@ def import_file(db, path, merge=False, include_keys=False):
     if written != hashes:
         raise Refusal("it changed while it was being imported")
     return counts
+
+
+def check_stored(db):
+    """Checks every row of an open database (a backup about to be restored) as okr import checks a file's
+    records, and that each is stored exactly as okr stores it; Refusal naming the first bad row."""
+    check = Check(None, merge=False)
+    for name in SECTIONS:
+        for index, row in enumerate(section_rows(db, name)):
+            values = checked(name, index, dict(zip(FIELDS[name], row)))
+            for field, stored, proper in zip(FIELDS[name], row, values):
+                if stored != proper:
+                    raise Refusal(f"{name}[{index}]: {field} is stored as {stored!r}, not as okr stores it "
+                                  f"({proper!r})")
+            check.record(name, index, values)
+        check.section_done(name)

@@ -14,7 +14,7 @@ import pytest
 import helpers
 from helpers import free_port, start_service
 from okr import create_app, schema_path
-from okr.db import SCHEMA_VERSION, init_db
+from okr.db import SCHEMA_VERSION, init_db, schema_objects
 
 APP_PY = str(helpers.APP_PY)
 SCHEMA_V0 = helpers.SCHEMA_V0
@@ -349,3 +349,97 @@ def test_two_servers_both_block_a_restore_until_both_have_stopped(tmp_path):
     restored = okr(database, "restore", str(backup))
     assert restored.returncode == 0, restored.stderr
     assert stored_names(database) == ["restored"]
+
+
+# --- hostile backups: objects okr does not make, bad rows, tables of their own --------------------------------
+
+STEAL_KEYS = """CREATE TRIGGER leak AFTER INSERT ON api_keys
+    BEGIN UPDATE teams SET name = new.secret; END"""
+
+
+@pytest.mark.parametrize("statement, problem", [
+    (STEAL_KEYS, "it has a trigger leak that okr does not make"),
+    ("CREATE VIEW secrets AS SELECT secret FROM api_keys", "it has a view secrets that okr does not make"),
+    ("CREATE INDEX by_secret ON api_keys (secret)", "it has an index by_secret that okr does not make"),
+    ("CREATE TABLE extra (x)", "it has a table extra that okr does not make"),
+    ("DROP TRIGGER key_results_follow_their_objective", None),  # a missing one is made again: taken
+], ids=["trigger", "view", "index", "table", "missing trigger"])
+def test_a_schema_object_okr_does_not_make_is_refused_by_name(runner, live, tmp_path, statement, problem):
+    backup = make_backup(tmp_path)
+    change(backup, statement)
+    before = files(live)
+    result = restore(runner, backup)
+    if problem is None:
+        assert result.exit_code == 0, result.output
+    else:
+        assert_refused(result, backup, live, before, problem)
+
+
+def test_a_trigger_with_okrs_name_and_another_body_is_refused(runner, live, tmp_path):
+    backup = make_backup(tmp_path)
+    with closing(sqlite3.connect(backup)) as db:
+        [sql] = db.execute("SELECT sql FROM sqlite_schema WHERE name = 'key_results_follow_their_objective'").fetchone()
+    change(backup, "DROP TRIGGER key_results_follow_their_objective",
+           sql.replace("END", "UPDATE teams SET name = 'x'; END"))
+    before = files(live)
+    assert_refused(restore(runner, backup), backup, live, before,
+                   "its trigger key_results_follow_their_objective is not the one okr makes")
+
+
+def test_the_keys_secret_does_not_leak_after_a_refused_restore(runner, live, tmp_path):
+    backup = make_backup(tmp_path)
+    change(backup, STEAL_KEYS)
+    assert restore(runner, backup).exit_code == 1
+    result = runner.invoke(args=["keys", "create", "--name", "after", "--json"])
+    assert result.exit_code == 0
+    with closing(sqlite3.connect(live)) as db:
+        names = [name for (name,) in db.execute("SELECT name FROM teams")]
+    assert all("after" not in name and len(name) < 40 for name in names)
+
+
+@pytest.mark.parametrize("statement, problem", [
+    ("UPDATE cycles SET id = 'not-a-uuid'", "cycles[0]: id: must be a lowercase UUID"),
+    ("UPDATE cycles SET created_at = '2026-02-30T00:00:00Z'", "cycles[0]: created_at: must be an RFC 3339"),
+    ("UPDATE cycles SET name = 'x' || char(0) || 'y'", "cycles[0]: name: Must not contain NUL"),
+], ids=["id", "timestamp", "nul"])
+def test_a_bad_row_is_refused_naming_the_first(runner, live, tmp_path, statement, problem):
+    backup = make_backup(tmp_path)
+    change(backup, statement)
+    before = files(live)
+    assert_refused(restore(runner, backup), backup, live, before, problem)
+
+
+def test_a_decimal_not_stored_as_okr_stores_it_is_refused(runner, live, tmp_path):
+    source = create_app({"TESTING": True, "DATABASE": tmp_path / "source.db"})
+    with source.app_context():
+        init_db()
+    client = source.test_client()
+    cycle = client.post("/v1/cycles", json={"name": "Q"}).get_json()
+    objective = client.post("/v1/objectives", json={"name": "O", "cycle_id": cycle["id"], "is_company": False,
+                                                     "is_personal": False}).get_json()
+    client.post(f"/v1/objectives/{objective['id']}/keyresults", json={"name": "K", "type": "milestone"})
+    backup = tmp_path / "decimal.db"
+    assert source.test_cli_runner().invoke(args=["backup", str(backup)]).exit_code == 0
+    change(backup, "UPDATE key_results SET confidence = '0.5'")
+    before = files(live)
+    assert_refused(restore(runner, backup), backup, live, before,
+                   "key_results[0]: confidence is stored as '0.5', not as okr stores it ('0.50')")
+
+
+def test_what_is_restored_has_okrs_schema_to_the_letter(app, runner, live, tmp_path):
+    """A table of the backup's own making (here: teams without its name check, with a default) stays behind."""
+    backup = make_backup(tmp_path)
+    with closing(sqlite3.connect(backup, isolation_level=None)) as db:
+        [sql] = db.execute("SELECT sql FROM sqlite_schema WHERE name = 'teams'").fetchone()
+        db.execute("PRAGMA writable_schema = ON")
+        db.execute("UPDATE sqlite_schema SET sql = ? WHERE name = 'teams'",
+                   (sql.replace("CHECK (length(name) <= 200)", "DEFAULT 'planted'"),))
+    result = restore(runner, backup)
+    assert result.exit_code == 0, result.output
+    fresh = tmp_path / "fresh.db"
+    other = create_app({"TESTING": True, "DATABASE": fresh})
+    with other.app_context():
+        init_db()
+    with closing(sqlite3.connect(live)) as restored, closing(sqlite3.connect(fresh)) as made:
+        assert schema_objects(restored) == schema_objects(made)
+        assert [name for (name,) in restored.execute("SELECT name FROM cycles")] == ["from the backup"]
