@@ -288,11 +288,12 @@ QUERY_PARAMETERS = {
 ERRORS = {
     400: "Invalid JSON, a validation error, or a bad query argument",
     401: "Missing or invalid S1-HMAC-SHA256 signature",
-    403: "Signed with a read-only API key, which may only GET",
+    403: "Signed with a read-only API key, which may only GET; or a write from a page of another origin (Origin)",
     404: "No such record",
     405: "Method not allowed on this path",
     412: "If-Match names none of the resource's present ETags: it changed since it was read",
     413: "A declared body larger than 1 MiB, on any method",
+    421: "The Host header names neither a loopback name, an IP address nor a name given with --allowed-host",
     503: "The database stayed busy past the busy timeout, or its file is not writable; retry",
     507: "The disk is full; nothing was written",
 }
@@ -342,8 +343,8 @@ def error_codes(path, method, body, parameters):
         codes.append(503)
     if path.startswith("/v1/") and path != "/v1/openapi.json":
         codes.append(401)
-        if method != "get":
-            codes.append(403)  # signed with a read-only key
+    if method != "get":
+        codes.append(403)  # signed with a read-only key, or sent from another site's page
     if method in ("post", "put", "patch", "delete"):
         codes.append(507)  # any write may find the disk full
     if body or parameters:
@@ -353,6 +354,7 @@ def error_codes(path, method, body, parameters):
     if condition(path, method) == "If-Match":
         codes.append(412)
     codes.append(413)  # any request that declares a body over the limit
+    codes.append(421)  # any request to a host name the server was not given
     return sorted(codes)
 
 

@@ -87,7 +87,7 @@ def test_document_is_openapi_3_with_the_signing_scheme(document):
 def test_index_is_documented_as_open_with_the_fields_it_returns(client, document):
     operation = operation_of(document, "/", "get")
     assert operation["security"] == []
-    assert set(operation["responses"]) == {"200", "405", "413"}
+    assert set(operation["responses"]) == {"200", "405", "413", "421"}
     schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
     index = component(document, schema["$ref"].rsplit("/", 1)[1])
     body = client.get("/").get_json()
@@ -116,7 +116,8 @@ def test_every_operation_documents_its_success_and_error_responses(document):
         touches_data = path.startswith("/v1/") and path != "/v1/openapi.json"
         assert ("401" in codes) == touches_data, (path, method)
         assert ("503" in codes) == (touches_data or path == "/healthz"), (path, method)
-        assert "413" in codes, (path, method)
+        assert "413" in codes and "421" in codes, (path, method)  # any path: body size, Host
+        assert ("403" in codes) == (method != "get"), (path, method)  # a read-only key, or another site's page
         if "{" in path or any(p["name"] == "cycle_id" for p in operation.get("parameters", [])):
             assert "404" in codes, (path, method)
         if "requestBody" in operation or any(p["in"] == "query" for p in operation.get("parameters", [])):
