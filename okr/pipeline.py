@@ -64,9 +64,18 @@ def refuse_cross_origin_writes():
     origin = request.headers.get("Origin")
     if origin is None:
         return
-    parts = urlsplit(origin)
-    if origin == "null" or (parts.scheme, (parts.netloc or "").lower()) != (request.scheme, request.host.lower()):
+    if origin == "null" or host_and_port(urlsplit(origin).netloc) != host_and_port(request.host):
         raise Forbidden(f"a request from the page of another origin ({origin}) may not change anything here")
+
+
+def host_and_port(netloc):
+    """A Host or an origin's address without a default port. The scheme is left out: behind a proxy that ends
+    TLS, the browser's https://okr.example.com reaches this server as http, and is the same site."""
+    netloc = netloc.lower()
+    for default in (":80", ":443"):
+        if netloc.endswith(default):
+            return netloc[:-len(default)]
+    return netloc
 
 
 def refuse_large_bodies():

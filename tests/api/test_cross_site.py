@@ -43,6 +43,14 @@ def test_reads_and_same_origin_writes_and_scripts_without_origin_are_served(clie
     assert client.post("/v1/cycles", json={"name": "curl"}).status_code == 200
 
 
+def test_the_same_site_behind_a_proxy_that_ends_tls_may_write(client):
+    response = client.post("/v1/cycles", json={"name": "Q1"}, base_url="http://localhost",
+                           headers={"Origin": "https://localhost", "Host": "localhost"})
+    assert response.status_code == 200, response.get_json()
+    response = client.post("/v1/cycles", json={"name": "Q2"}, headers={"Origin": "http://localhost:80"})
+    assert response.status_code == 200, response.get_json()
+
+
 def test_a_form_posted_from_another_sites_page_is_a_403_page(client):
     response = client.post("/logout", data={}, headers={"Origin": "https://attacker.example",
                                                         "Accept": "text/html"})
