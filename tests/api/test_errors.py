@@ -328,7 +328,7 @@ def test_any_declared_body_over_the_limit_is_413(client, method, path):
 
 
 def test_doubled_slashes_are_unknown_paths_not_redirects(client):
-    # Outside /v1 ("//v1/cycles") the same 404 is a page: tests/web/test_error_pages.py.
+    # Outside /v1 ("/cycles//x") the same 404 is a page: tests/web/test_error_pages.py.
     assert_error(client.get("/v1//cycles"), 404)
     assert_error(client.post("/v1//cycles", json={}), 404)
 
