@@ -76,6 +76,34 @@ def make_key_result(client, objective_id, name="Reach 100 customers", **fields):
     return response.get_json()
 
 
+def fetch(client, path):
+    """GET path, which must answer 200: its JSON."""
+    response = client.get(path)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def fetch_key_result(client, key_result_id):
+    return fetch(client, f"/v1/keyresults/{key_result_id}")
+
+
+def statements_of(app, client, request):
+    """The SQL statements a request runs on this thread's connection, as SQLite traces them.
+
+    request: a path to GET, or a function that sends the request and returns its response (a 200).
+    """
+    client.get("/healthz")  # opens this thread's connection
+    connection = app.extensions["okr_connections"].db
+    statements = []
+    connection.set_trace_callback(statements.append)
+    try:
+        response = client.get(request) if isinstance(request, str) else request()
+    finally:
+        connection.set_trace_callback(None)
+    assert response.status_code == 200, response.get_json()
+    return statements
+
+
 def create_key(runner, name="test", read_only=False):
     """An API key, as `okr keys create --json` prints it (credential, secret, name...)."""
     result = runner.invoke(args=["keys", "create", "--name", name, "--json", *(["--read-only"] if read_only else [])])
@@ -142,6 +170,19 @@ REPO = Path(__file__).resolve().parent.parent
 APP_PY = REPO / "app.py"
 # schema.sql as of schema version 0, the last release before versions were kept
 SCHEMA_V0 = REPO / "tests" / "fixtures" / "schema_v0.sql"
+
+
+# A child process's environment: this one's without the OKR_ settings of whoever runs the tests.
+ENV_WITHOUT_OKR = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
+
+
+def run_okr(*args, cwd, env=None, timeout=30):
+    """`python app.py ARGS` as its own process in the folder cwd, until it ends; env adds OKR_ settings.
+
+    cwd is always named: ./okr.db is the default database, so the folder pytest runs in must not matter.
+    """
+    return subprocess.run([sys.executable, str(APP_PY), *map(str, args)], cwd=cwd,
+                          env={**ENV_WITHOUT_OKR, **(env or {})}, capture_output=True, text=True, timeout=timeout)
 
 
 def free_port():
