@@ -176,7 +176,7 @@ SCHEMA_V0 = REPO / "tests" / "fixtures" / "schema_v0.sql"
 ENV_WITHOUT_OKR = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
 
 
-def run_okr(*args, cwd, env=None, timeout=30):
+def run_okr(*args, cwd, env=None, timeout=60):
     """`python app.py ARGS` as its own process in the folder cwd, until it ends; env adds OKR_ settings.
 
     cwd is always named: ./okr.db is the default database, so the folder pytest runs in must not matter.
