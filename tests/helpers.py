@@ -1,15 +1,18 @@
 """Shared assertions and builders for the tests."""
+import base64
 import ctypes
 import http.client
 import json
 import os
 import re
 import socket
+import sqlite3
+import stat
 import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -87,13 +90,18 @@ def fetch_key_result(client, key_result_id):
     return fetch(client, f"/v1/keyresults/{key_result_id}")
 
 
+def thread_connection(app):
+    """The database connection of this thread: the one the app's requests on it use."""
+    return app.extensions["okr_connections"].db
+
+
 def statements_of(app, client, request):
     """The SQL statements a request runs on this thread's connection, as SQLite traces them.
 
     request: a path to GET, or a function that sends the request and returns its response (a 200).
     """
     client.get("/healthz")  # opens this thread's connection
-    connection = app.extensions["okr_connections"].db
+    connection = thread_connection(app)
     statements = []
     connection.set_trace_callback(statements.append)
     try:
@@ -120,6 +128,34 @@ def make_user(runner, name="Ada Lovelace", email="ada@example.com"):
     result = runner.invoke(args=["users", "add", "--name", name, "--email", email])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
+
+
+def set_active(runner, email, active):
+    result = runner.invoke(args=["users", "activate" if active else "deactivate", email])
+    assert result.exit_code == 0, result.output
+
+
+def stored_users(app):
+    """The users table as stored: (name, email, email_key, is_active) in creation order."""
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return db.execute("SELECT name, email, email_key, is_active FROM users ORDER BY seq").fetchall()
+
+
+def write_csv(tmp_path, text, name="users.csv"):
+    """A UTF-8 file of text in tmp_path, for users import: its path."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def token_of(text):
+    """text as a page token spells it (URL-safe base64), to send tokens the service never made."""
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+def file_mode(path):
+    """A file's permission bits, such as 0o600."""
+    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 class HttpClient:
@@ -208,6 +244,16 @@ def start_service(port, *args, env=None, program=None, **popen):
             time.sleep(0.05)
     process.kill()
     pytest.fail(f"service did not start: {process.communicate()[0].decode()}")
+
+
+def stop_process(process, timeout=15):
+    """SIGTERM, as a service manager stops a server, then SIGKILL if it has not ended within timeout seconds."""
+    process.terminate()
+    try:
+        process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
 
 
 def keep_file_permissions():

@@ -1,5 +1,4 @@
 """Check-ins: POST and GET /v1/keyresults/{id}/checkins, and the ones key-result writes record."""
-import base64
 import sqlite3
 import uuid
 from contextlib import closing
@@ -17,6 +16,7 @@ from helpers import (
     make_key_result,
     make_objective,
     make_user,
+    token_of,
 )
 
 CHECKIN_FIELDS = ["id", "key_result_id", "value", "confidence", "comment", "author_id", "created_at"]
@@ -352,11 +352,7 @@ def test_paging_is_not_thrown_by_checkins_of_other_key_results(client, objective
     assert second["next_page_token"] is None
 
 
-def encode(text):
-    return base64.urlsafe_b64encode(text.encode()).decode()
-
-
-@pytest.mark.parametrize("token", ["!!!", "ü", encode("abc"), encode("-1"), encode("1.5")])
+@pytest.mark.parametrize("token", ["!!!", "ü", token_of("abc"), token_of("-1"), token_of("1.5")])
 def test_bad_page_token_is_400(client, key_result, token):
     response = client.get(f"/v1/keyresults/{key_result['id']}/checkins", query_string={"page_token": token})
     assert_error(response, 400, "page_token")

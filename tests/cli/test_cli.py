@@ -9,7 +9,7 @@ import pytest
 import helpers
 
 import okr.__main__ as cli
-from helpers import TIMESTAMP, USER_FIELDS, UUID4, make_user
+from helpers import TIMESTAMP, USER_FIELDS, UUID4, make_user, write_csv
 from okr import create_app
 
 
@@ -126,12 +126,6 @@ def test_unknown_email_fails(app, runner, command):
 
 
 # --- users import ------------------------------------------------------------
-
-
-def write_csv(tmp_path, text, name="users.csv"):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def import_csv(runner, path):

@@ -3,7 +3,6 @@ import json
 import os
 import re
 import sqlite3
-import stat
 import threading
 import time
 from contextlib import closing
@@ -12,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 import helpers
-from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error, create_key
+from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error, create_key, file_mode
 from okr import create_app
 
 VECTOR_LINE = ("Authorization: S1-HMAC-SHA256 Credential=mycredential&Timestamp=2019-02-03T01:55:37Z"
@@ -25,10 +24,6 @@ def umask_022():
     previous = os.umask(0o022)
     yield
     os.umask(previous)
-
-
-def mode(path):
-    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 
@@ -218,7 +213,7 @@ def test_database_file_is_created_owner_only(tmp_path, umask_022):
     runner = create_app({"TESTING": True, "DATABASE": tmp_path / "fresh.db"}).test_cli_runner()
     assert runner.invoke(args=["init-db"]).exit_code == 0
     create_key(runner)
-    assert mode(tmp_path / "fresh.db") == 0o600
+    assert file_mode(tmp_path / "fresh.db") == 0o600
 
 
 def test_database_file_created_by_the_init_db_process_is_owner_only(tmp_path, umask_022):
@@ -226,7 +221,7 @@ def test_database_file_created_by_the_init_db_process_is_owner_only(tmp_path, um
     for command in (["init-db"], ["keys", "create", "--name", "n"]):
         result = helpers.run_okr("--database", database, *command, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
-    assert mode(database) == 0o600
+    assert file_mode(database) == 0o600
 
 
 # --- backup --------------------------------------------------------------------------------
@@ -290,7 +285,7 @@ def test_backup_while_serving_writes_is_a_consistent_working_copy(app, live_serv
     assert failures == []
     assert json.loads(result.output)["integrity_check"] == "ok"
     assert integrity(target) == ("ok", [])
-    assert mode(target) == 0o600
+    assert file_mode(target) == 0o600
 
     copy = create_app({"TESTING": True, "DATABASE": target}).test_client()
     copied = all_objectives(lambda path: copy.get(path).get_json(), cycle["id"])
@@ -351,4 +346,4 @@ def test_backup_through_the_real_cli(runner, client, tmp_path, umask_022):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["integrity_check"] == "ok" and report["backup"] == str(target.resolve())
-    assert integrity(target) == ("ok", []) and mode(target) == 0o600
+    assert integrity(target) == ("ok", []) and file_mode(target) == 0o600
