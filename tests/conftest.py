@@ -75,7 +75,7 @@ def key(runner):
 
 
 # --- a cycle, an objective in it and a key result of that ------------------------------------------------
-# A module asks for others through the fixtures below them, which it overrides.
+# A module that needs other ones overrides objective_fields, key_result_fields or clock_after_making.
 
 
 @pytest.fixture
@@ -86,14 +86,15 @@ def objective_fields():
 
 @pytest.fixture
 def key_result_fields():
-    """The fields `key_result` is made with: a positive key result at 5 of 10, no decimal left at its default."""
+    """The fields `key_result` is made with: positive, at 5 of a 10 target, confidence 0.9 (no decimal at its
+    default, so that a test sees which ones an update keeps or zeroes)."""
     return {"name": "Reach", "type": "positive", "confidence": "0.9", "current_value": "5", "target_value_min": "10"}
 
 
 @pytest.fixture
 def clock_after_making():
     """None: `cycle`, `objective` and `key_result` are made on the real clock. A module that asserts their times
-    gives a time instead: they are then made at the test clock's CLOCK_START, and the clock shows it after."""
+    returns a time instead: they are made at the test clock's CLOCK_START, which then shows that time."""
     return None
 
 
