@@ -1,3 +1,4 @@
+import os
 import sys
 
 import pytest
@@ -10,7 +11,9 @@ import okr.web.views
 from okr import create_app
 from okr.db import init_db
 
-from helpers import HttpClient, served_in_thread
+from helpers import HttpClient, create_key, make_cycle, make_key_result, make_objective, served_in_thread
+
+CLOCK_START = "2026-01-01T00:00:00Z"
 
 
 @pytest.fixture
@@ -34,7 +37,7 @@ def runner(app):
 class Clock:
     """A settable clock for the views, so modified_at can move without sleeping."""
 
-    def __init__(self, now="2026-01-01T00:00:00Z"):
+    def __init__(self, now=CLOCK_START):
         self.now = now
 
     def __call__(self):
@@ -56,3 +59,66 @@ def live_server(app):
     """The app on real waitress, on a free loopback port, in this process."""
     with served_in_thread(app, threads=8) as served:
         yield HttpClient(f"127.0.0.1:{served.port}")
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    """No OKR_ setting of whoever runs the tests reaches the app (tests/cli uses it for every test)."""
+    for name in [name for name in os.environ if name.startswith("OKR_")]:
+        monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def key(runner):
+    """An API key (credential and secret); once one exists, the API wants signed requests."""
+    return create_key(runner)
+
+
+# --- a cycle, an objective in it and a key result of that ------------------------------------------------
+# A module that needs other ones overrides objective_fields, key_result_fields or clock_after_making.
+
+
+@pytest.fixture
+def objective_fields():
+    """The fields `objective` is made with, besides its cycle."""
+    return {}
+
+
+@pytest.fixture
+def key_result_fields():
+    """The fields `key_result` is made with: positive, at 5 of a 10 target, confidence 0.9 (no decimal at its
+    default, so that a test sees which ones an update keeps or zeroes)."""
+    return {"name": "Reach", "type": "positive", "confidence": "0.9", "current_value": "5", "target_value_min": "10"}
+
+
+@pytest.fixture
+def clock_after_making():
+    """None: `cycle`, `objective` and `key_result` are made on the real clock. A module that asserts their times
+    returns a time instead: they are made at the test clock's CLOCK_START, which then shows that time."""
+    return None
+
+
+def made(request, later, make, *args, **fields):
+    """make(*args, **fields), on the test clock when later is a time (see clock_after_making)."""
+    if later is None:
+        return make(*args, **fields)
+    clock = request.getfixturevalue("clock")
+    clock.now = CLOCK_START
+    result = make(*args, **fields)
+    clock.now = later
+    return result
+
+
+@pytest.fixture
+def cycle(request, client, clock_after_making):
+    return made(request, clock_after_making, make_cycle, client)
+
+
+@pytest.fixture
+def objective(request, client, cycle, objective_fields, clock_after_making):
+    return made(request, clock_after_making, make_objective, client, cycle["id"], **objective_fields)
+
+
+@pytest.fixture
+def key_result(request, client, objective, key_result_fields, clock_after_making):
+    return made(request, clock_after_making, make_key_result, client, objective["id"], **key_result_fields)

@@ -1,15 +1,18 @@
 """Shared assertions and builders for the tests."""
+import base64
 import ctypes
 import http.client
 import json
 import os
 import re
 import socket
+import sqlite3
+import stat
 import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -76,6 +79,39 @@ def make_key_result(client, objective_id, name="Reach 100 customers", **fields):
     return response.get_json()
 
 
+def fetch(client, path):
+    """GET path, which must answer 200: its JSON."""
+    response = client.get(path)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def fetch_key_result(client, key_result_id):
+    return fetch(client, f"/v1/keyresults/{key_result_id}")
+
+
+def thread_connection(app):
+    """The database connection of this thread: the one the app's requests on it use."""
+    return app.extensions["okr_connections"].db
+
+
+def statements_of(app, client, request):
+    """The SQL statements a request runs on this thread's connection, as SQLite traces them.
+
+    request: a path to GET, or a function that sends the request and returns its response (a 200).
+    """
+    client.get("/healthz")  # opens this thread's connection
+    connection = thread_connection(app)
+    statements = []
+    connection.set_trace_callback(statements.append)
+    try:
+        response = client.get(request) if isinstance(request, str) else request()
+    finally:
+        connection.set_trace_callback(None)
+    assert response.status_code == 200, response.get_json()
+    return statements
+
+
 def create_key(runner, name="test", read_only=False):
     """An API key, as `okr keys create --json` prints it (credential, secret, name...)."""
     result = runner.invoke(args=["keys", "create", "--name", name, "--json", *(["--read-only"] if read_only else [])])
@@ -92,6 +128,34 @@ def make_user(runner, name="Ada Lovelace", email="ada@example.com"):
     result = runner.invoke(args=["users", "add", "--name", name, "--email", email])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
+
+
+def set_active(runner, email, active):
+    result = runner.invoke(args=["users", "activate" if active else "deactivate", email])
+    assert result.exit_code == 0, result.output
+
+
+def stored_users(app):
+    """The users table as stored: (name, email, email_key, is_active) in creation order."""
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return db.execute("SELECT name, email, email_key, is_active FROM users ORDER BY seq").fetchall()
+
+
+def write_csv(tmp_path, text, name="users.csv"):
+    """A UTF-8 file of text in tmp_path, for users import: its path."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def token_of(text):
+    """text as a page token spells it (URL-safe base64), to send tokens the service never made."""
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+def file_mode(path):
+    """A file's permission bits, such as 0o600."""
+    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 class HttpClient:
@@ -144,6 +208,19 @@ APP_PY = REPO / "app.py"
 SCHEMA_V0 = REPO / "tests" / "fixtures" / "schema_v0.sql"
 
 
+# A child process's environment: this one's without the OKR_ settings of whoever runs the tests.
+ENV_WITHOUT_OKR = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
+
+
+def run_okr(*args, cwd, env=None, timeout=60):
+    """`python app.py ARGS` as its own process in the folder cwd, until it ends; env adds OKR_ settings.
+
+    cwd is always named: ./okr.db is the default database, so the folder pytest runs in must not matter.
+    """
+    return subprocess.run([sys.executable, str(APP_PY), *map(str, args)], cwd=cwd,
+                          env={**ENV_WITHOUT_OKR, **(env or {})}, capture_output=True, text=True, timeout=timeout)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -167,6 +244,16 @@ def start_service(port, *args, env=None, program=None, **popen):
             time.sleep(0.05)
     process.kill()
     pytest.fail(f"service did not start: {process.communicate()[0].decode()}")
+
+
+def stop_process(process, timeout=15):
+    """SIGTERM, as a service manager stops a server, then SIGKILL if it has not ended within timeout seconds."""
+    process.terminate()
+    try:
+        process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
 
 
 def keep_file_permissions():

@@ -20,7 +20,7 @@ import pytest
 from okr import create_app
 from okr.db import connect, init_db, new_id, utc_now
 
-from helpers import APP_PY, HttpClient, free_port
+from helpers import APP_PY, HttpClient, free_port, stop_process
 
 
 def seed(path, objectives, key_results_each=0, description=""):
@@ -59,19 +59,10 @@ def start(port, log, *args):
     deadline = time.monotonic() + 15
     while quick_status(port, "/healthz", 1) != 200:
         if time.monotonic() > deadline or process.poll() is not None:
-            stop(process)
+            stop_process(process)
             pytest.fail(f"service did not start: {Path(log).read_text()}")
         time.sleep(0.05)
     return process
-
-
-def stop(process):
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def open_connections(pid):
@@ -187,7 +178,7 @@ def test_bad_clients_do_not_stop_the_service_answering_others(page_database):
     finally:
         for sock in bad:
             sock.close()
-        stop(process)
+        stop_process(process)
 
 
 def quick_status(port, path, timeout):
@@ -234,7 +225,7 @@ def test_idle_stalled_and_non_reading_connections_are_dropped_after_the_channel_
     finally:
         for sock in (stalled, idle, *pipelining):
             sock.close()
-        stop(process)
+        stop_process(process)
 
 
 class Load(threading.Thread):
@@ -298,7 +289,7 @@ def test_a_big_cycle_delete_stalls_no_read_and_fails_no_write(tmp_path):
         time.sleep(1)
         results = {name: load.finish() for name, load in loads.items()}
     finally:
-        stop(process)
+        stop_process(process)
     assert deleted_in > 0.3  # the delete was long enough to matter
     assert {outcome for outcome, _ in results["write"]} == {200}, results["write"]
     assert {outcome for outcome, _ in results["read"] + results["healthz"]} == {200}

@@ -12,7 +12,7 @@ import pytest
 from flask import Flask
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-from helpers import (KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, USER_FIELDS, create_key, free_port, make_user,
+from helpers import (KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, USER_FIELDS, free_port, make_user,
                      served_in_thread)
 import okr.client as client_module
 from okr.client import ApiError, Client, Resource, authorization_header
@@ -20,11 +20,6 @@ from okr.client import ApiError, Client, Resource, authorization_header
 VECTOR_HEADER = ("S1-HMAC-SHA256 Credential=mycredential&Timestamp=2019-02-03T01:55:37Z"
                  "&Signature=ab9b15c8321dd0e00bbbcc8e33629adcb273b1dfeedb54387cb305fca6c409fa")
 
-
-
-@pytest.fixture
-def key(runner):
-    return create_key(runner)
 
 
 @pytest.fixture

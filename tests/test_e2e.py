@@ -3,13 +3,10 @@ import base64
 import os
 import signal
 import threading
-from pathlib import Path
 
 import pytest
 
 from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, free_port, make_user, start_service
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_a_users_day(live_server, runner):

@@ -23,9 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, HttpClient, free_port
-
-REPO = Path(__file__).resolve().parent.parent
+from helpers import APP_PY, KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, HttpClient, free_port
 
 # What a client sees when the server dies under it: refused, reset, closed mid-response.
 NO_ANSWER = (OSError, http.client.HTTPException)
@@ -43,7 +41,7 @@ class Service:
         self.port = free_port()
         with open(log, "ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, str(REPO / "app.py"), "--host", "127.0.0.1",
+                [sys.executable, str(APP_PY), "--host", "127.0.0.1",
                  "--port", str(self.port), "--database", str(database)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )

@@ -5,14 +5,14 @@ import os
 import sqlite3
 import subprocess
 import sys
-import stat
 import threading
 import time
 import uuid
 from contextlib import closing, contextmanager
 
 import pytest
-from helpers import APP_PY, assert_error, free_port, make_cycle, make_key_result, make_objective, start_service
+from helpers import (APP_PY, assert_error, file_mode, free_port, make_cycle, make_key_result, make_objective,
+                     start_service, thread_connection)
 from marshmallow import ValidationError
 
 import okr.api.cycles
@@ -32,10 +32,6 @@ def db_path(app):
 def count(app, table):
     with sqlite3.connect(db_path(app)) as db:
         return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-
-
-def mode(path):
-    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 # --- schema and file ---------------------------------------------------------
@@ -69,7 +65,7 @@ def test_database_file_is_created_owner_only(tmp_path):
     with app.app_context():
         init_db()
     assert path.exists()
-    assert mode(path) == 0o600
+    assert file_mode(path) == 0o600
 
 
 def test_wal_file_is_owner_only_too(app, client):
@@ -80,7 +76,7 @@ def test_wal_file_is_owner_only_too(app, client):
     try:
         wal = db_path(app) + "-wal"
         assert os.path.exists(wal)
-        assert mode(wal) == 0o600
+        assert file_mode(wal) == 0o600
     finally:
         keep.close()
 
@@ -576,10 +572,6 @@ def test_a_background_checkpoint_on_a_vanished_file_is_logged_and_creates_none(a
     okr.db.checkpoint(str(vanished), app.logger)
     assert "checkpoint after a bulk delete failed" in caplog.text
     assert not vanished.exists()
-
-
-def thread_connection(app):
-    return app.extensions["okr_connections"].db
 
 
 @pytest.mark.parametrize("method, path, body", [

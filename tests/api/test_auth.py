@@ -3,11 +3,8 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
 
@@ -26,10 +23,11 @@ from okr.signing import sign
 from okr.db import init_db
 from okr.cli.serve import waitress_settings
 
-APP_PY = str(helpers.APP_PY)
-ENV_NAMES = ("OKR_HOST", "OKR_PORT", "OKR_DATABASE", "OKR_THREADS", "OKR_CREDENTIAL", "OKR_SECRET")
 VECTOR = ("mycredential", "mysecret", "2019-02-03T01:55:37Z")
 VECTOR_SIGNATURE = "ab9b15c8321dd0e00bbbcc8e33629adcb273b1dfeedb54387cb305fca6c409fa"
+
+# The servers and commands here judge their own settings: none may come from the shell running the tests.
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def stamp(offset=timedelta()):
@@ -66,17 +64,6 @@ def assert_401(response):
 def count(app, table):
     with sqlite3.connect(app.config["DATABASE"]) as db:
         return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-
-
-@pytest.fixture
-def key(runner):
-    return create_key(runner)
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ENV_NAMES:
-        monkeypatch.delenv(name, raising=False)
 
 
 # --- the signature -------------------------------------------------------------------------
@@ -422,19 +409,11 @@ def test_non_loopback_hosts(host):
     assert not is_loopback(host)
 
 
-def clean_environ():
-    return {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
-
-
-def run_app(args, timeout=20):
-    return subprocess.run([sys.executable, APP_PY, *args], env=clean_environ(),
-                          capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.mark.parametrize("host", ["0.0.0.0", "::"])
 def test_serve_refuses_non_loopback_host_without_a_key(tmp_path, host):
     # It must exit before binding; the timeout catches a server left listening.
-    result = run_app(["--host", host, "--port", str(free_port()), "--database", str(tmp_path / "x.db")])
+    result = helpers.run_okr("--host", host, "--port", free_port(), "--database", tmp_path / "x.db", cwd=tmp_path,
+                             timeout=20)
     assert result.returncode != 0
     assert "okr keys create" in result.stderr
 
@@ -513,14 +492,14 @@ def http_response(r):
 
 
 def cli(database, *args):
-    result = run_app(["--database", str(database), *args])
+    result = helpers.run_okr("--database", database, *args, cwd=database.parent, timeout=20)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def test_end_to_end_signed_requests_and_revocation(tmp_path):
     database = tmp_path / "e2e.db"
-    process, http = start_service(free_port(), "--database", str(database), env=clean_environ())
+    process, http = start_service(free_port(), "--database", str(database), env=helpers.ENV_WITHOUT_OKR)
     try:
         assert http.get("/v1/cycles").status == 200  # open: no key yet
 

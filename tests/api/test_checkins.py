@@ -1,5 +1,4 @@
 """Check-ins: POST and GET /v1/keyresults/{id}/checkins, and the ones key-result writes record."""
-import base64
 import sqlite3
 import uuid
 from contextlib import closing
@@ -12,10 +11,12 @@ from helpers import (
     TIMESTAMP,
     UUID4,
     assert_error,
+    fetch_key_result,
     make_cycle,
     make_key_result,
     make_objective,
     make_user,
+    token_of,
 )
 
 CHECKIN_FIELDS = ["id", "key_result_id", "value", "confidence", "comment", "author_id", "created_at"]
@@ -23,19 +24,14 @@ UNKNOWN_IDS = (str(uuid.uuid4()), "not-an-id")
 
 
 @pytest.fixture
-def cycle(client):
-    return make_cycle(client)
+def key_result_fields():
+    return {"current_value": "10", "confidence": "0.8"}
 
 
 @pytest.fixture
-def objective(client, cycle):
-    return make_objective(client, cycle["id"])
-
-
-@pytest.fixture
-def key_result(client, objective, clock):
-    clock.now = "2026-01-01T00:00:00Z"
-    return make_key_result(client, objective["id"], current_value="10", confidence="0.8")
+def clock_after_making():
+    """The key result is made at the clock's start, which it still shows when a test begins."""
+    return "2026-01-01T00:00:00Z"
 
 
 def post_checkin(client, key_result_id, headers=None, **body):
@@ -58,12 +54,6 @@ def list_page(client, key_result_id, **query):
 
 def all_checkins(client, key_result_id):
     return list_page(client, key_result_id, page_size=1000)["checkins"]
-
-
-def fetch(client, key_result_id):
-    response = client.get(f"/v1/keyresults/{key_result_id}")
-    assert response.status_code == 200, response.get_json()
-    return response.get_json()
 
 
 def checkin_owner(app, key_result_id):
@@ -115,7 +105,7 @@ def test_post_answers_exactly_the_seven_fields_in_order(client, key_result, cloc
 def test_post_sets_the_key_results_value_confidence_and_modified_at(client, key_result, clock):
     clock.now = "2026-02-03T04:05:06Z"
     checkin(client, key_result["id"], value="42", confidence="0.7")
-    after = fetch(client, key_result["id"])
+    after = fetch_key_result(client, key_result["id"])
     assert (after["current_value"], after["confidence"]) == ("42.00", "0.70")
     assert after["modified_at"] == "2026-02-03T04:05:06Z"
     assert after["created_at"] == key_result["created_at"] == "2026-01-01T00:00:00Z"
@@ -135,7 +125,7 @@ def test_confidence_defaults_to_the_key_results_present_confidence(client, key_r
     checkin(client, key_result["id"], value="12", confidence="0.3")
     # the present confidence, not the one the key result was created with
     assert checkin(client, key_result["id"], value="13")["confidence"] == "0.30"
-    assert fetch(client, key_result["id"])["confidence"] == "0.30"
+    assert fetch_key_result(client, key_result["id"])["confidence"] == "0.30"
 
 
 def test_comment_and_author_are_stored(client, runner, key_result):
@@ -157,7 +147,7 @@ def test_comment_and_author_may_be_null(client, key_result):
 def test_value_is_canonicalised_like_other_decimals(client, key_result, value, expected):
     made = checkin(client, key_result["id"], value=value)
     assert made["value"] == expected
-    assert fetch(client, key_result["id"])["current_value"] == expected
+    assert fetch_key_result(client, key_result["id"])["current_value"] == expected
     assert all_checkins(client, key_result["id"])[-1]["value"] == expected
 
 
@@ -167,14 +157,14 @@ def test_value_is_canonicalised_like_other_decimals(client, key_result, value, e
 def test_confidence_is_canonicalised_like_other_decimals(client, key_result, confidence, expected):
     made = checkin(client, key_result["id"], value="1", confidence=confidence)
     assert made["confidence"] == expected
-    assert fetch(client, key_result["id"])["confidence"] == expected
+    assert fetch_key_result(client, key_result["id"])["confidence"] == expected
 
 
 # --- POST: bad input ------------------------------------------------------------------------
 
 
 def assert_nothing_changed(client, key_result, checkins_before):
-    assert fetch(client, key_result["id"]) == key_result
+    assert fetch_key_result(client, key_result["id"]) == key_result
     assert all_checkins(client, key_result["id"]) == checkins_before
 
 
@@ -289,11 +279,11 @@ def test_post_honours_if_match_against_the_key_results_etag(client, key_result, 
     assert etag, "GET /v1/keyresults/{id} has no ETag"
     clock.now = "2026-02-01T00:00:00Z"
     assert post_checkin(client, key_result["id"], headers={"If-Match": etag}, value="20").status_code == 200
-    changed = fetch(client, key_result["id"])
+    changed = fetch_key_result(client, key_result["id"])
     before = all_checkins(client, key_result["id"])
     clock.now = "2026-03-01T00:00:00Z"
     assert_error(post_checkin(client, key_result["id"], headers={"If-Match": etag}, value="30"), 412)
-    assert fetch(client, key_result["id"]) == changed
+    assert fetch_key_result(client, key_result["id"]) == changed
     assert all_checkins(client, key_result["id"]) == before
     assert post_checkin(client, key_result["id"], headers={"If-Match": "*"}, value="30").status_code == 200
 
@@ -362,11 +352,7 @@ def test_paging_is_not_thrown_by_checkins_of_other_key_results(client, objective
     assert second["next_page_token"] is None
 
 
-def encode(text):
-    return base64.urlsafe_b64encode(text.encode()).decode()
-
-
-@pytest.mark.parametrize("token", ["!!!", "ü", encode("abc"), encode("-1"), encode("1.5")])
+@pytest.mark.parametrize("token", ["!!!", "ü", token_of("abc"), token_of("-1"), token_of("1.5")])
 def test_bad_page_token_is_400(client, key_result, token):
     response = client.get(f"/v1/keyresults/{key_result['id']}/checkins", query_string={"page_token": token})
     assert_error(response, 400, "page_token")
@@ -459,7 +445,7 @@ def test_each_changing_update_records_one_more(client, key_result):
     client.patch(f"/v1/keyresults/{key_result['id']}", json={"current_value": "20"})
     client.patch(f"/v1/keyresults/{key_result['id']}", json={"confidence": "0.1"})
     client.post(f"/v1/keyresults/{key_result['id']}",
-                json=full_update(fetch(client, key_result["id"]), current_value="30"))
+                json=full_update(fetch_key_result(client, key_result["id"]), current_value="30"))
     values = [(c["value"], c["confidence"]) for c in all_checkins(client, key_result["id"])]
     assert values == [("10.00", "0.80"), ("20.00", "0.80"), ("20.00", "0.10"), ("30.00", "0.10")]
 

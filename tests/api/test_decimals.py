@@ -13,11 +13,6 @@ VALUE_FIELDS = ("current_value", "target_value_min", "target_value_max")
 BIGGEST = "999999999999999.999999"
 
 
-@pytest.fixture
-def objective(client):
-    return make_objective(client, make_cycle(client)["id"])
-
-
 def body_with(field, value):
     """A valid key result body in which field carries value and the type allows it."""
     body = {"name": "KR", "type": "baseline"}

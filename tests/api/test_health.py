@@ -7,15 +7,12 @@ from contextlib import closing
 import pytest
 from werkzeug import Response
 
-from helpers import HttpResponse, assert_error, free_port, keep_file_permissions, make_cycle, start_service
+from helpers import (HttpResponse, assert_error, free_port, keep_file_permissions, make_cycle, start_service,
+                     thread_connection)
 from okr.signing import authorization_header
 from okr.db import utc_now
 
 CYCLE_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
-
-
-def thread_connection(app):
-    return app.extensions["okr_connections"].db
 
 
 def count_cycles(app):

@@ -8,6 +8,7 @@ from helpers import (
     TIMESTAMP,
     UUID4,
     assert_error,
+    fetch_key_result,
     make_cycle,
     make_key_result,
     make_objective,
@@ -17,28 +18,12 @@ TYPES = ("milestone", "baseline", "range", "positive", "negative")
 UNKNOWN_IDS = (str(uuid.uuid4()), "not-an-id")
 
 
-@pytest.fixture
-def cycle(client):
-    return make_cycle(client)
-
-
-@pytest.fixture
-def objective(client, cycle):
-    return make_objective(client, cycle["id"])
-
-
 def create(client, objective_id, **body):
     return client.post(f"/v1/objectives/{objective_id}/keyresults", json=body)
 
 
 def update(client, key_result_id, **body):
     return client.post(f"/v1/keyresults/{key_result_id}", json=body)
-
-
-def fetch(client, key_result_id):
-    response = client.get(f"/v1/keyresults/{key_result_id}")
-    assert response.status_code == 200, response.get_json()
-    return response.get_json()
 
 
 def listed_ids(response):
@@ -70,7 +55,7 @@ def test_create_returns_exactly_the_key_result_fields(client, objective, clock):
     assert body["objective_id"] == objective["id"]
     assert (body["name"], body["type"]) == ("Ship it", "positive")
     assert (body["target_value_min"], body["target_value_max"]) == ("10.00", None)
-    assert fetch(client, body["id"]) == body
+    assert fetch_key_result(client, body["id"]) == body
 
 
 def test_each_create_gets_a_new_id(client, objective):
@@ -111,7 +96,7 @@ def test_create_rejects_bad_name(client, objective, name):
 @pytest.mark.parametrize("name", ["x" * 500, "  padded\t", "Ünïcødé ✓ 🚀"])
 def test_create_stores_name_exactly(client, objective, name):
     key_result = make_key_result(client, objective["id"], name=name)
-    assert fetch(client, key_result["id"])["name"] == name
+    assert fetch_key_result(client, key_result["id"])["name"] == name
 
 
 def test_create_defaults_confidence_and_current_value(client, objective):
@@ -168,7 +153,7 @@ INVALID_TARGETS = [
 def test_create_stores_targets_by_type(client, objective, kind, targets, low, high):
     response = create(client, objective["id"], name="KR", type=kind, **targets)
     assert response.status_code == 200, response.get_json()
-    stored = fetch(client, response.get_json()["id"])
+    stored = fetch_key_result(client, response.get_json()["id"])
     assert (stored["target_value_min"], stored["target_value_max"]) == (low, high)
 
 
@@ -187,12 +172,7 @@ def test_range_with_min_above_max_is_400(client, objective):
 
 
 # --- update ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def key_result(client, objective):
-    return make_key_result(client, objective["id"], name="Original", type="positive",
-                           confidence="0.9", current_value="5", target_value_min="10")
+# key_result (tests/conftest.py): positive, at 5 of a 10 target, confidence 0.9.
 
 
 def test_update_is_a_full_replacement(client, key_result):
@@ -204,7 +184,7 @@ def test_update_is_a_full_replacement(client, key_result):
     assert body["confidence"] == "0.00"
     assert body["current_value"] == "0.00"
     assert body["target_value_min"] is None and body["target_value_max"] is None
-    assert fetch(client, key_result["id"]) == body
+    assert fetch_key_result(client, key_result["id"]) == body
 
 
 def test_update_sets_every_sent_value(client, key_result):
@@ -224,8 +204,8 @@ def test_positive_update_without_min_is_400(client, key_result):
 def test_milestone_update_without_min_stores_one(client, key_result):
     response = update(client, key_result["id"], name="Original", type="milestone")
     assert response.status_code == 200, response.get_json()
-    assert fetch(client, key_result["id"])["target_value_min"] == "1.00"
-    assert fetch(client, key_result["id"])["target_value_max"] is None
+    assert fetch_key_result(client, key_result["id"])["target_value_min"] == "1.00"
+    assert fetch_key_result(client, key_result["id"])["target_value_max"] is None
 
 
 @pytest.mark.parametrize("field", ["name", "type"])
@@ -245,7 +225,7 @@ def test_update_can_change_type_with_matching_targets(client, key_result, kind, 
                                                        high):
     response = update(client, key_result["id"], name="KR", type=kind, **targets)
     assert response.status_code == 200, response.get_json()
-    stored = fetch(client, key_result["id"])
+    stored = fetch_key_result(client, key_result["id"])
     assert (stored["type"], stored["target_value_min"], stored["target_value_max"]) == (
         kind, low, high)
 
@@ -253,7 +233,7 @@ def test_update_can_change_type_with_matching_targets(client, key_result, kind, 
 @pytest.mark.parametrize("kind, targets, field", INVALID_TARGETS)
 def test_update_rejects_targets_the_type_forbids(client, key_result, kind, targets, field):
     assert_error(update(client, key_result["id"], name="KR", type=kind, **targets), 400, field)
-    assert fetch(client, key_result["id"]) == key_result
+    assert fetch_key_result(client, key_result["id"]) == key_result
 
 
 def test_update_ignores_read_only_fields(client, cycle, key_result):
@@ -288,7 +268,7 @@ def test_update_keeps_created_at_and_moves_modified_at(client, objective, clock)
         updated = update(client, key_result["id"], name="Again", type="baseline").get_json()
         assert updated["created_at"] == "2026-01-01T00:00:00Z"
         assert updated["modified_at"] == now
-        assert fetch(client, key_result["id"]) == updated
+        assert fetch_key_result(client, key_result["id"]) == updated
 
 
 @pytest.mark.parametrize("body", [
@@ -304,7 +284,7 @@ def test_update_keeps_created_at_and_moves_modified_at(client, objective, clock)
 def test_failed_update_leaves_the_key_result_unchanged(client, key_result, clock, body):
     clock.now = "2031-01-01T00:00:00Z"
     assert_error(client.post(f"/v1/keyresults/{key_result['id']}", json=body), 400)
-    assert fetch(client, key_result["id"]) == key_result
+    assert fetch_key_result(client, key_result["id"]) == key_result
 
 
 # --- lists ----------------------------------------------------------------------------------
@@ -351,7 +331,7 @@ def test_key_results_follow_their_objective_to_a_new_cycle(client):
     assert response.status_code == 200, response.get_json()
     assert listed_ids(cycle_list(client, cycle_a["id"])) == [kept["id"]]
     assert listed_ids(cycle_list(client, cycle_b["id"])) == [moved["id"]]
-    assert fetch(client, moved["id"])["objective_id"] == moving["id"]
+    assert fetch_key_result(client, moved["id"])["objective_id"] == moving["id"]
 
 
 def test_objective_list_holds_only_that_objectives_key_results(client, cycle):

@@ -9,21 +9,12 @@ UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
 
 
 @pytest.fixture
-def world(client, runner):
+def world(client, alignment):
     """Two cycles, two teams, two users, objectives with parents, key results of every type."""
-    cycle, other_cycle = make_cycle(client, "Q1"), make_cycle(client, "Q2")
-    red, blue = make_team(client, "Red")["id"], make_team(client, "Blue")["id"]
-    ada = make_user(runner)["id"]
-    bob = make_user(runner, "Bob", "bob@example.com")["id"]
-    c = cycle["id"]
-    o = {}
-    o["root"] = make_objective(client, c, "root", team_id=red, assignee_id=ada, is_company=True)
-    o["child"] = make_objective(client, c, "child", team_id=blue, assignee_id=ada,
-                                parent_objective_id=o["root"]["id"])
-    o["mine"] = make_objective(client, c, "mine", team_id=red, assignee_id=bob, is_personal=True,
-                               parent_objective_id=o["root"]["id"])
-    o["loose"] = make_objective(client, c, "loose")
-    o["elsewhere"] = make_objective(client, other_cycle["id"], "elsewhere", team_id=red, assignee_id=ada)
+    other_cycle = make_cycle(client, "Q2")
+    o = alignment["o"]
+    o["elsewhere"] = make_objective(client, other_cycle["id"], "elsewhere", team_id=alignment["red"],
+                                    assignee_id=alignment["ada"])
     k = {}
     root = o["root"]["id"]
     k["pos"] = make_key_result(client, root, "pos")
@@ -33,8 +24,7 @@ def world(client, runner):
     k["base"] = make_key_result(client, o["child"]["id"], "base", type="baseline", target_value_min=None)
     k["pos2"] = make_key_result(client, o["child"]["id"], "pos2")
     k["neg"] = make_key_result(client, o["elsewhere"]["id"], "neg", type="negative")
-    return {"cycle": c, "other_cycle": other_cycle["id"], "red": red, "blue": blue, "ada": ada,
-            "bob": bob, "o": o, "k": k}
+    return {**alignment, "other_cycle": other_cycle["id"], "k": k}
 
 
 def names(response, key):

@@ -40,11 +40,6 @@ def fetch(client, objective_id):
     return response.get_json()
 
 
-@pytest.fixture
-def cycle(client):
-    return make_cycle(client)
-
-
 # --- create and get ---------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ import pytest
 import okr.api.key_results
 import okr.api.objectives
 from helpers import assert_error, make_cycle, make_key_result, make_objective, make_team, make_user
+from helpers import fetch, statements_of
 
 MISSING_ID = "00000000-0000-4000-8000-000000000000"
 MERGE_PATCH = "application/merge-patch+json"
@@ -14,12 +15,6 @@ MERGE_PATCH = "application/merge-patch+json"
 
 def patch(client, path, body, content_type=MERGE_PATCH):
     return client.patch(path, data=json.dumps(body), content_type=content_type)
-
-
-def fetch(client, path):
-    response = client.get(path)
-    assert response.status_code == 200, response.get_json()
-    return response.get_json()
 
 
 def patched(client, path, body):
@@ -32,26 +27,15 @@ def patched(client, path, body):
 
 
 @pytest.fixture
-def cycle(client):
-    return make_cycle(client)
+def objective_fields():
+    """A personal objective with a description: a patch has fields to keep, clear and swap."""
+    return {"name": "Grow", "description": "Old", "is_personal": True}
 
 
 @pytest.fixture
-def objective(client, clock, cycle):
-    clock.now = "2026-01-01T00:00:00Z"
-    found = make_objective(client, cycle["id"], name="Grow", description="Old", is_personal=True)
-    clock.now = "2026-02-02T00:00:00Z"
-    return found
-
-
-@pytest.fixture
-def key_result(client, clock, cycle):
-    clock.now = "2026-01-01T00:00:00Z"
-    owner = make_objective(client, cycle["id"], name="Owner")
-    found = make_key_result(client, owner["id"], name="Reach", type="positive", confidence="0.9",
-                            current_value="5", target_value_min="10")
-    clock.now = "2026-02-02T00:00:00Z"
-    return found
+def clock_after_making():
+    """Made on 2026-01-01, patched on 2026-02-02: modified_at shows that a patch wrote."""
+    return "2026-02-02T00:00:00Z"
 
 
 def objective_path(objective):
@@ -365,27 +349,14 @@ def test_patch_failing_after_its_write_is_rolled_back(request, client, monkeypat
     assert fetch(client, path_of(stored)) == stored
 
 
-def statements_of(app, client, request):
-    """The SQL a request runs on its thread's connection, in order."""
-    client.get("/healthz")  # opens this thread's connection
-    connection = app.extensions["okr_connections"].db
-    statements = []
-    connection.set_trace_callback(statements.append)
-    try:
-        response = request()
-    finally:
-        connection.set_trace_callback(None)
-    assert response.status_code == 200, response.get_json()
-    return [" ".join(statement.split()) for statement in statements]
-
-
 @pytest.mark.parametrize("fixture, path_of, table", [
     ("objective", objective_path, "objectives"),
     ("key_result", key_result_path, "key_results"),
 ])
 def test_patch_reads_merges_and_writes_in_one_write_transaction(request, app, client, fixture, path_of, table):
     stored = request.getfixturevalue(fixture)
-    statements = statements_of(app, client, lambda: patch(client, path_of(stored), {"name": "Once"}))
+    statements = [" ".join(sql.split())
+                  for sql in statements_of(app, client, lambda: patch(client, path_of(stored), {"name": "Once"}))]
     begin = statements.index("BEGIN IMMEDIATE")
     read = next(i for i, s in enumerate(statements) if s.startswith(f"SELECT * FROM {table} WHERE id ="))
     write = next(i for i, s in enumerate(statements) if s.startswith(f"UPDATE {table} SET"))

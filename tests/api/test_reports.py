@@ -14,11 +14,13 @@ from helpers import (
     KEY_RESULT_FIELDS,
     OBJECTIVE_FIELDS,
     assert_error,
+    fetch,
     make_cycle,
     make_key_result,
     make_objective,
     make_team,
     make_user,
+    statements_of,
 )
 from okr.reports import recent_values
 
@@ -76,22 +78,6 @@ def kr_node(report, key_result_id):
 def shape(nodes):
     """The tree as (name, [children]) pairs."""
     return [(node["name"], shape(node["children"])) for node in nodes]
-
-
-def fetch(client, path):
-    response = client.get(path)
-    assert response.status_code == 200, response.get_json()
-    return response.get_json()
-
-
-@pytest.fixture
-def cycle(client):
-    return make_cycle(client, "Q1")
-
-
-@pytest.fixture
-def objective(client, cycle):
-    return make_objective(client, cycle["id"], "Grow")
 
 
 def one_key_result_progress(client, objective_id, kind, start, values, low=None, high=None):
@@ -523,25 +509,15 @@ def test_deleted_objectives_leave_the_report(client, cycle):
 
 
 @pytest.fixture
-def world(client, runner, cycle):
-    red, blue = make_team(client, "Red")["id"], make_team(client, "Blue")["id"]
-    ada = make_user(runner)["id"]
-    bob = make_user(runner, "Bob", "bob@example.com")["id"]
-    c = cycle["id"]
-    o = {}
-    o["root"] = make_objective(client, c, "root", team_id=red, assignee_id=ada)
-    o["child"] = make_objective(client, c, "child", team_id=blue, assignee_id=ada,
-                                parent_objective_id=o["root"]["id"])
-    o["mine"] = make_objective(client, c, "mine", team_id=red, assignee_id=bob,
-                               parent_objective_id=o["root"]["id"])
-    o["loose"] = make_objective(client, c, "loose")
+def world(client, alignment):
+    o = alignment["o"]
     add_kr(client, o["root"]["id"], "r", "0", "100", "100")     # 1
     add_kr(client, o["child"]["id"], "c", "0", "0", "100")      # 0
     add_kr(client, o["mine"]["id"], "m", "0", "50", "100")      # 0.5
     make_key_result(client, o["mine"]["id"], "mb", type="baseline", target_value_min=None)
     mile = make_key_result(client, o["loose"]["id"], "l", type="milestone", target_value_min="1")
     checkin(client, mile["id"], "1")                            # 1
-    return {"cycle": c, "red": red, "blue": blue, "ada": ada, "bob": bob, "o": o}
+    return alignment
 
 
 def names_in(report):
@@ -708,20 +684,6 @@ def test_a_patch_of_current_value_is_a_checkin(client, clock):
 
 
 # --- a fixed number of statements -----------------------------------------------------------
-
-
-def statements_of(app, client, path):
-    """The SQL statements a GET runs on this thread's connection."""
-    client.get("/healthz")  # opens this thread's connection
-    connection = app.extensions["okr_connections"].db
-    statements = []
-    connection.set_trace_callback(statements.append)
-    try:
-        response = client.get(path)
-    finally:
-        connection.set_trace_callback(None)
-    assert response.status_code == 200, response.get_json()
-    return statements
 
 
 @pytest.fixture

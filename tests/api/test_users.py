@@ -3,12 +3,7 @@ import uuid
 
 import pytest
 
-from helpers import TIMESTAMP, USER_FIELDS, UUID4, assert_error, make_user
-
-
-def set_active(runner, email, active):
-    result = runner.invoke(args=["users", "activate" if active else "deactivate", email])
-    assert result.exit_code == 0, result.output
+from helpers import TIMESTAMP, USER_FIELDS, UUID4, assert_error, make_user, set_active
 
 
 def test_list_is_empty_without_users(client):

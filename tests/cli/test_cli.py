@@ -3,19 +3,14 @@ import json
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 
 import pytest
 
 import helpers
 
 import okr.__main__ as cli
-from helpers import TIMESTAMP, USER_FIELDS, UUID4, make_user
+from helpers import TIMESTAMP, USER_FIELDS, UUID4, make_user, write_csv
 from okr import create_app
-
-APP_PY = str(helpers.APP_PY)
-ENV_NAMES = ("OKR_HOST", "OKR_PORT", "OKR_DATABASE", "OKR_THREADS")
 
 
 def users_in(path):
@@ -27,22 +22,6 @@ def users_in(path):
 
 def stored(app):
     return users_in(app.config["DATABASE"])
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ENV_NAMES:
-        monkeypatch.delenv(name, raising=False)
-
-
-def run_app(args, cwd, env=None, timeout=30):
-    """Runs `python app.py ARGS` as its own process; it must finish on its own."""
-    base = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
-    base.update(env or {})
-    return subprocess.run(
-        [sys.executable, APP_PY, *args], cwd=cwd, env=base, capture_output=True, text=True,
-        timeout=timeout,
-    )
 
 
 def add(runner, name, email):
@@ -147,12 +126,6 @@ def test_unknown_email_fails(app, runner, command):
 
 
 # --- users import ------------------------------------------------------------
-
-
-def write_csv(tmp_path, text, name="users.csv"):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def import_csv(runner, path):
@@ -320,16 +293,15 @@ def test_main_flag_beats_env_database(tmp_path, monkeypatch, capsys):
 
 
 def init_db_process(database, cwd, env=None):
-    result = run_app(["init-db"] if database is None else ["init-db", "--database", str(database)], cwd, env=env)
+    result = helpers.run_okr("init-db", *([] if database is None else ["--database", database]), cwd=cwd, env=env)
     assert result.returncode == 0, result.stderr
 
 
 def test_process_database_flag_adds_the_user_there(tmp_path):
     database = tmp_path / "chosen.db"
     init_db_process(database, tmp_path)
-    result = run_app(
-        ["--database", str(database), "users", "add", "--name", "Ada", "--email", "ada@example.com"], tmp_path
-    )
+    result = helpers.run_okr("--database", database, "users", "add", "--name", "Ada", "--email", "ada@example.com",
+                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["is_active"] is True
     assert users_in(database) == [("Ada", "ada@example.com", 1)]
@@ -339,9 +311,8 @@ def test_process_database_flag_adds_the_user_there(tmp_path):
 def test_process_database_flag_after_command(tmp_path):
     database = tmp_path / "after.db"
     init_db_process(database, tmp_path)
-    result = run_app(
-        ["users", "add", "--name", "Ada", "--email", "ada@example.com", "--database", str(database)], tmp_path
-    )
+    result = helpers.run_okr("users", "add", "--name", "Ada", "--email", "ada@example.com", "--database", database,
+                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert len(users_in(database)) == 1
 
@@ -349,10 +320,8 @@ def test_process_database_flag_after_command(tmp_path):
 def test_process_honours_okr_database_env(tmp_path):
     database = tmp_path / "from-env.db"
     init_db_process(None, tmp_path, env={"OKR_DATABASE": str(database)})
-    result = run_app(
-        ["users", "add", "--name", "Grace", "--email", "grace@example.com"], tmp_path,
-        env={"OKR_DATABASE": str(database)},
-    )
+    result = helpers.run_okr("users", "add", "--name", "Grace", "--email", "grace@example.com", cwd=tmp_path,
+                             env={"OKR_DATABASE": str(database)})
     assert result.returncode == 0, result.stderr
     assert users_in(database) == [("Grace", "grace@example.com", 1)]
     assert not (tmp_path / "okr.db").exists()
@@ -361,13 +330,13 @@ def test_process_honours_okr_database_env(tmp_path):
 def test_process_init_db_creates_private_file(tmp_path):
     database = tmp_path / "new.db"
     for _ in range(2):
-        result = run_app(["init-db", "--database", str(database)], tmp_path)
+        result = helpers.run_okr("init-db", "--database", database, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
     assert stat.S_IMODE(os.stat(database).st_mode) == 0o600
 
 
 def test_process_bad_command_exits_non_zero(tmp_path):
-    result = run_app(["no-such-command"], tmp_path)
+    result = helpers.run_okr("no-such-command", cwd=tmp_path)
     assert result.returncode != 0
     assert "no-such-command" in result.stderr
 
@@ -384,7 +353,7 @@ def test_process_bad_command_exits_non_zero(tmp_path):
 )
 def test_process_bad_port_or_threads_exits_with_message(tmp_path, args, env, word):
     # A bad value must stop the process before it listens; the timeout catches a server left running.
-    result = run_app(["--database", str(tmp_path / "x.db"), *args], tmp_path, env=env, timeout=20)
+    result = helpers.run_okr("--database", tmp_path / "x.db", *args, cwd=tmp_path, env=env, timeout=20)
     assert result.returncode != 0
     assert word in result.stderr.lower()
 
@@ -449,8 +418,7 @@ def test_a_failed_backup_leaves_no_temporary_file(tmp_path):
                                      ["keys", "list"], ["init-db"], ["serve"]])
 def test_an_unusable_database_fails_with_a_message(tmp_path, make_database, command):
     database = make_database(tmp_path)
-    result = subprocess.run([sys.executable, str(APP_PY), "--database", str(database), "--port", "0", *command],
-                            capture_output=True, text=True, timeout=20, cwd=tmp_path)
+    result = helpers.run_okr("--database", database, "--port", "0", *command, cwd=tmp_path, timeout=20)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr, result.stderr
     assert str(database) in result.stderr or "database" in result.stderr

@@ -1,21 +1,9 @@
 """Which database a command uses: it is named on stderr, and only init-db, serve and restore create one."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-import helpers
-from helpers import make_user
-
-ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
-
-
-def okr(*args, cwd, env=None):
-    return subprocess.run([sys.executable, str(helpers.APP_PY), *args], cwd=cwd, env={**ENV, **(env or {})},
-                          capture_output=True, text=True, timeout=30)
-
+from helpers import make_user, run_okr
 
 NEEDS_A_DATABASE = [
     ["users", "add", "--name", "Ada", "--email", "ada@example.com"],
@@ -35,7 +23,7 @@ NEEDS_A_DATABASE = [
 @pytest.mark.parametrize("command", NEEDS_A_DATABASE, ids=" ".join)
 def test_a_command_on_a_missing_database_says_so_and_creates_nothing(tmp_path, command):
     (tmp_path / "users.csv").write_text("name,email\nAda,ada@example.com\n")
-    result = okr(*command, cwd=tmp_path)
+    result = run_okr(*command, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr == "okr: no database at ./okr.db; run okr init-db or pass --database\n"
     assert result.stdout == ""
@@ -46,14 +34,14 @@ def test_a_command_on_a_missing_database_says_so_and_creates_nothing(tmp_path, c
 def test_the_missing_database_is_named_as_configured(tmp_path, how):
     (tmp_path / "data").mkdir()
     args, env = (["--database", "data/team.db"], None) if how == "flag" else ([], {"OKR_DATABASE": "data/team.db"})
-    result = okr(*args, "keys", "list", cwd=tmp_path, env=env)
+    result = run_okr(*args, "keys", "list", cwd=tmp_path, env=env)
     assert result.returncode == 1
     assert result.stderr == "okr: no database at data/team.db; run okr init-db or pass --database\n"
     assert list((tmp_path / "data").iterdir()) == []
 
 
 def test_init_db_creates_the_database_and_names_it(tmp_path):
-    result = okr("init-db", cwd=tmp_path)
+    result = run_okr("init-db", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stderr == f"okr: using database {tmp_path / 'okr.db'}\n"
     assert (tmp_path / "okr.db").is_file()
@@ -69,24 +57,24 @@ def test_init_db_creates_the_database_and_names_it(tmp_path):
 ], ids=lambda value: " ".join(value) if isinstance(value, list) else "")
 def test_each_command_names_its_database_on_stderr_and_keeps_stdout_clean(tmp_path, command, parse):
     (tmp_path / "data").mkdir()
-    assert okr("init-db", cwd=tmp_path).returncode == 0  # ./okr.db, a backup for restore
-    result = okr("--database", "data/live.db", "init-db", cwd=tmp_path)
+    assert run_okr("init-db", cwd=tmp_path).returncode == 0  # ./okr.db, a backup for restore
+    result = run_okr("--database", "data/live.db", "init-db", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    result = okr(*command, "--database", "data/live.db", cwd=tmp_path)
+    result = run_okr(*command, "--database", "data/live.db", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stderr == f"okr: using database {tmp_path / 'data' / 'live.db'}\n"
     parse(result.stdout)
 
 
 def test_restore_may_create_its_target(tmp_path):
-    assert okr("init-db", cwd=tmp_path).returncode == 0
-    result = okr("--database", "new.db", "restore", "okr.db", cwd=tmp_path)
+    assert run_okr("init-db", cwd=tmp_path).returncode == 0
+    result = run_okr("--database", "new.db", "restore", "okr.db", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "new.db").is_file()
 
 
 def test_auth_header_needs_no_database(tmp_path):
-    result = okr("auth-header", "--credential", "c", "--secret", "s", cwd=tmp_path)
+    result = run_okr("auth-header", "--credential", "c", "--secret", "s", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Authorization: S1-HMAC-SHA256 ") and result.stderr == ""
     assert list(tmp_path.iterdir()) == []

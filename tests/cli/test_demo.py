@@ -24,17 +24,10 @@ import okr.db
 from okr.db import init_db
 from okr.cli.demo_company import DEMO_APPLICATION_ID, create_demo, not_a_demo_database
 
-ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
 CREATED = re.compile(r"created (\S+) in (\d+\.\d) s \(seed (\d+)\): 2 cycles, 4 teams, 12 users, 20 objectives, "
                      r"60 key results, (\d+) check-ins")
 # 60 key results: a first check-in each, ten weekly ones, less three for each of the three that went stale.
 CHECKINS = 60 + 600 - 9
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in [name for name in os.environ if name.startswith("OKR_")]:
-        monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="module")
@@ -401,7 +394,7 @@ def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
     # --port 0: okr demo picks a free port, and prints it.
     process = subprocess.Popen(
         [sys.executable, str(helpers.APP_PY), "--port", "0", "--no-access-log", "demo", "--seed", "5"], cwd=tmp_path,
-        env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=helpers.ENV_WITHOUT_OKR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     watchdog = threading.Timer(60, process.kill)
     watchdog.start()

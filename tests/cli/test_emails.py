@@ -5,13 +5,8 @@ from contextlib import closing
 
 import pytest
 
-from helpers import make_user
+from helpers import make_user, set_active, stored_users, write_csv
 from okr.emails import email_key
-
-
-def set_active(runner, email, active):
-    result = runner.invoke(args=["users", "activate" if active else "deactivate", email])
-    assert result.exit_code == 0, result.output
 
 
 # Pairs that name the same user. None of them is the same under SQLite's NOCASE,
@@ -22,17 +17,6 @@ SAME_EMAIL = {
     "sharp s": ("straße@x.org", "STRASSE@x.org"),
     "NFC and NFD": ("\u00e9mile@x.org", "e\u0301mile@x.org"),
 }
-
-
-def stored_users(app):
-    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
-        return db.execute("SELECT name, email, email_key, is_active FROM users ORDER BY seq").fetchall()
-
-
-def write_csv(tmp_path, text):
-    path = tmp_path / "users.csv"
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def test_email_key_is_nfc_then_casefold():

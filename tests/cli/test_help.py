@@ -2,8 +2,6 @@
 import configparser
 import os
 import re
-import subprocess
-import sys
 from importlib import metadata
 
 import pytest
@@ -12,20 +10,6 @@ import helpers
 import okr.__main__ as program
 from okr import create_app
 from okr.cli import COMMANDS
-
-ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
-
-
-def okr(*args, cwd):
-    return subprocess.run([sys.executable, str(helpers.APP_PY), *args], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=30)
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in [name for name in os.environ if name.startswith("OKR_")]:
-        monkeypatch.delenv(name)
-
 
 def help_text(capsys, *args):
     assert program.main(list(args)) in (0, None)
@@ -79,18 +63,19 @@ def test_help_is_not_the_module_docstring_and_click_help(capsys):
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
-def test_serve_help_shows_the_serving_options(capsys, tmp_path, flag):
+def test_serve_help_shows_the_serving_options(capsys, tmp_path, monkeypatch, flag):
+    monkeypatch.chdir(tmp_path)  # a folder of its own: the one pytest runs in may hold a user's ./okr.db
     text = help_text(capsys, "serve", flag)
     assert text.startswith("usage: okr [serve]")
     assert option_default(text, "--port") == "8080" and "--no-access-log" in text
-    assert not (tmp_path / "okr.db").exists() and not os.path.exists("okr.db")
+    assert not os.path.exists("okr.db") and os.listdir(tmp_path) == []  # help touches no database
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 @pytest.mark.parametrize("command", [["users"], ["users", "add"], ["users", "update"], ["keys", "list"],
                                      ["backup"], ["restore"], ["init-db"], ["auth-header"]])
 def test_every_command_has_help(tmp_path, command, flag):
-    result = okr(*command, flag, cwd=tmp_path)
+    result = helpers.run_okr(*command, flag, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"Usage: okr {' '.join(command)}")
     assert "see okr --help" in result.stdout  # where --database and the other global options are
@@ -98,7 +83,7 @@ def test_every_command_has_help(tmp_path, command, flag):
 
 
 def test_help_through_the_program(tmp_path):
-    result = okr("--help", cwd=tmp_path)
+    result = helpers.run_okr("--help", cwd=tmp_path)
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout.startswith("usage: okr") and "  serve " in result.stdout
     assert list(tmp_path.iterdir()) == []
@@ -114,7 +99,7 @@ def checkout_version():
 
 
 def test_version_is_the_installed_packages(tmp_path):
-    result = okr("--version", cwd=tmp_path)
+    result = helpers.run_okr("--version", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"okr {metadata.version('okr-service')}\n"
 
@@ -138,15 +123,15 @@ def test_version_of_a_checkout_that_is_not_installed(capsys, monkeypatch):
     (["keys", "revoke", "nope"], "okr: no database at ./okr.db; run okr init-db or pass --database"),
 ])
 def test_errors_are_one_line_that_starts_with_okr(tmp_path, args, message):
-    result = okr(*args, cwd=tmp_path)
+    result = helpers.run_okr(*args, cwd=tmp_path)
     assert result.returncode != 0
     assert result.stderr.splitlines() == [message]
     assert result.stdout == ""
 
 
 def test_a_command_error_is_one_line(tmp_path):
-    assert okr("init-db", cwd=tmp_path).returncode == 0
-    result = okr("users", "add", "--name", "Ada", "--email", "not-an-email", cwd=tmp_path)
+    assert helpers.run_okr("init-db", cwd=tmp_path).returncode == 0
+    result = helpers.run_okr("users", "add", "--name", "Ada", "--email", "not-an-email", cwd=tmp_path)
     assert result.returncode == 1
     [*_, last] = result.stderr.splitlines()
     assert last.startswith("okr: email: ") and "Error" not in result.stderr

@@ -3,9 +3,6 @@ import json
 import os
 import re
 import sqlite3
-import stat
-import subprocess
-import sys
 import threading
 import time
 from contextlib import closing
@@ -14,19 +11,11 @@ from datetime import datetime, timezone
 import pytest
 
 import helpers
-from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error, create_key
+from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error, create_key, file_mode
 from okr import create_app
 
-APP_PY = str(helpers.APP_PY)
-ENV_NAMES = ("OKR_HOST", "OKR_PORT", "OKR_DATABASE", "OKR_THREADS", "OKR_CREDENTIAL", "OKR_SECRET")
 VECTOR_LINE = ("Authorization: S1-HMAC-SHA256 Credential=mycredential&Timestamp=2019-02-03T01:55:37Z"
                "&Signature=ab9b15c8321dd0e00bbbcc8e33629adcb273b1dfeedb54387cb305fca6c409fa")
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for name in ENV_NAMES:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -35,10 +24,6 @@ def umask_022():
     previous = os.umask(0o022)
     yield
     os.umask(previous)
-
-
-def mode(path):
-    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 
@@ -136,9 +121,7 @@ def test_keys_create_read_only_stores_the_flag(app, runner):
 
 @pytest.fixture
 def reader_and_writer(runner):
-    result = runner.invoke(args=["keys", "create", "--name", "reader", "--read-only", "--json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output), create_key(runner, "writer")
+    return create_key(runner, "reader", read_only=True), create_key(runner, "writer")
 
 
 def test_keys_list_shows_which_keys_are_read_only(runner, reader_and_writer):
@@ -230,17 +213,15 @@ def test_database_file_is_created_owner_only(tmp_path, umask_022):
     runner = create_app({"TESTING": True, "DATABASE": tmp_path / "fresh.db"}).test_cli_runner()
     assert runner.invoke(args=["init-db"]).exit_code == 0
     create_key(runner)
-    assert mode(tmp_path / "fresh.db") == 0o600
+    assert file_mode(tmp_path / "fresh.db") == 0o600
 
 
 def test_database_file_created_by_the_init_db_process_is_owner_only(tmp_path, umask_022):
     database = tmp_path / "process.db"
     for command in (["init-db"], ["keys", "create", "--name", "n"]):
-        result = subprocess.run([sys.executable, APP_PY, "--database", str(database), *command],
-                                env={k: v for k, v in os.environ.items() if k not in ENV_NAMES},
-                                capture_output=True, text=True, timeout=30)
+        result = helpers.run_okr("--database", database, *command, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
-    assert mode(database) == 0o600
+    assert file_mode(database) == 0o600
 
 
 # --- backup --------------------------------------------------------------------------------
@@ -304,7 +285,7 @@ def test_backup_while_serving_writes_is_a_consistent_working_copy(app, live_serv
     assert failures == []
     assert json.loads(result.output)["integrity_check"] == "ok"
     assert integrity(target) == ("ok", [])
-    assert mode(target) == 0o600
+    assert file_mode(target) == 0o600
 
     copy = create_app({"TESTING": True, "DATABASE": target}).test_client()
     copied = all_objectives(lambda path: copy.get(path).get_json(), cycle["id"])
@@ -361,10 +342,8 @@ def test_backup_refuses_a_missing_database(tmp_path):
 def test_backup_through_the_real_cli(runner, client, tmp_path, umask_022):
     client.post("/v1/cycles", json={"name": "Q1"})
     database, target = client.application.config["DATABASE"], tmp_path / "cli-copy.db"
-    result = subprocess.run([sys.executable, APP_PY, "--database", database, "backup", str(target)],
-                            env={k: v for k, v in os.environ.items() if k not in ENV_NAMES},
-                            capture_output=True, text=True, timeout=30)
+    result = helpers.run_okr("--database", database, "backup", target, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["integrity_check"] == "ok" and report["backup"] == str(target.resolve())
-    assert integrity(target) == ("ok", []) and mode(target) == 0o600
+    assert integrity(target) == ("ok", []) and file_mode(target) == 0o600

@@ -3,8 +3,6 @@ import json
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 import uuid
 from contextlib import closing
 from pathlib import Path
@@ -16,9 +14,7 @@ from helpers import free_port, start_service
 from okr import create_app, schema_path
 from okr.db import SCHEMA_VERSION, init_db, schema_objects
 
-APP_PY = str(helpers.APP_PY)
 SCHEMA_V0 = helpers.SCHEMA_V0
-ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
 
 
 def schema_tables():
@@ -288,8 +284,7 @@ def test_a_database_held_by_a_server_is_refused_unless_forced(runner, live, clie
 
 
 def okr(database, *args):
-    return subprocess.run([sys.executable, APP_PY, "--database", str(database), *args],
-                          env=ENV, capture_output=True, text=True, timeout=60)
+    return helpers.run_okr("--database", database, *args, cwd=Path(database).parent)
 
 
 def stop(process):
@@ -312,7 +307,7 @@ def test_a_running_server_blocks_a_restore_and_force_restores_under_it(tmp_path)
     database = tmp_path / "live.db"
     backup = make_backup(tmp_path, cycles=("restored",))
     change(backup, "PRAGMA page_size = 8192", "VACUUM")  # the live file is in WAL mode, with 4096
-    process, http = start_service(free_port(), "--database", str(database), env=ENV)
+    process, http = start_service(free_port(), "--database", str(database), env=helpers.ENV_WITHOUT_OKR)
     try:
         http.post("/v1/cycles", {"name": "served"}).ok()
         before = files(database)
@@ -335,9 +330,9 @@ def test_a_running_server_blocks_a_restore_and_force_restores_under_it(tmp_path)
 def test_two_servers_both_block_a_restore_until_both_have_stopped(tmp_path):
     database = tmp_path / "live.db"
     backup = make_backup(tmp_path, cycles=("restored",))
-    first, http = start_service(free_port(), "--database", str(database), env=ENV)
+    first, http = start_service(free_port(), "--database", str(database), env=helpers.ENV_WITHOUT_OKR)
     try:
-        second, _ = start_service(free_port(), "--database", str(database), env=ENV)
+        second, _ = start_service(free_port(), "--database", str(database), env=helpers.ENV_WITHOUT_OKR)
         try:
             http.post("/v1/cycles", {"name": "served"}).ok()
             assert okr(database, "restore", str(backup)).returncode == 1

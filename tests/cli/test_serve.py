@@ -1,12 +1,9 @@
 """okr serve at start: a port in use, what it logs, and the access log."""
 import io
 import logging
-import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import time
 from types import SimpleNamespace
 
@@ -20,13 +17,7 @@ from okr import create_app
 from okr.__main__ import parse_options
 from okr.cli.serve import AccessLog, make_server
 
-ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
 ACCESS_LINE = re.compile(r"okr\.access: GET /v1/cycles\?page_size=5 200 \d+\.\d ms$", re.MULTILINE)
-
-
-def okr(*args, cwd, timeout=30):
-    return subprocess.run([sys.executable, str(helpers.APP_PY), *args], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 # --- a port in use ---------------------------------------------------------------------------
@@ -37,7 +28,7 @@ def test_a_port_in_use_ends_with_one_line_and_creates_no_database(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = okr("--port", str(port), cwd=tmp_path)
+        result = helpers.run_okr("--port", str(port), cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [f"okr: port {port} is in use; pass --port"]
     assert list(tmp_path.iterdir()) == []
@@ -46,16 +37,16 @@ def test_a_port_in_use_ends_with_one_line_and_creates_no_database(tmp_path):
 def test_an_address_that_is_not_this_machines_is_named(tmp_path):
     # 192.0.2.0/24 is for documentation: never an address of this machine. A key first, so
     # that serving there is not refused for want of one.
-    assert okr("init-db", cwd=tmp_path).returncode == 0
-    assert okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
-    result = okr("--host", "192.0.2.1", "--port", str(free_port()), cwd=tmp_path)
+    assert helpers.run_okr("init-db", cwd=tmp_path).returncode == 0
+    assert helpers.run_okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
+    result = helpers.run_okr("--host", "192.0.2.1", "--port", str(free_port()), cwd=tmp_path)
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
     assert line.startswith("okr: cannot listen on 192.0.2.1 port ") and "Traceback" not in result.stderr
 
 
 def test_a_refused_non_loopback_host_creates_no_database(tmp_path):
-    result = okr("--host", "0.0.0.0", "--port", str(free_port()), cwd=tmp_path)
+    result = helpers.run_okr("--host", "0.0.0.0", "--port", str(free_port()), cwd=tmp_path)
     assert result.returncode == 1 and "okr keys create" in result.stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -66,7 +57,7 @@ def test_a_refused_non_loopback_host_creates_no_database(tmp_path):
 def serve_and_stop(tmp_path, *args, env=None):
     """Starts a server, asks it one question, stops it; returns its output."""
     process, http = start_service(free_port(), "--database", str(tmp_path / "okr.db"), *args,
-                                  env={**ENV, **(env or {})}, cwd=tmp_path)
+                                  env={**helpers.ENV_WITHOUT_OKR, **(env or {})}, cwd=tmp_path)
     try:
         http.get("/v1/cycles?page_size=5")  # a 401 once a key exists
     finally:
@@ -86,8 +77,8 @@ def test_the_start_names_the_address_the_database_and_an_open_api(tmp_path):
 
 
 def test_no_warning_once_a_key_exists(tmp_path):
-    assert okr("init-db", cwd=tmp_path).returncode == 0
-    assert okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
+    assert helpers.run_okr("init-db", cwd=tmp_path).returncode == 0
+    assert helpers.run_okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
     output = serve_and_stop(tmp_path)
     assert " WARNING " not in output and "listening on" in output
 
@@ -110,8 +101,7 @@ def test_the_access_log_flag_beats_the_environment(tmp_path):
 
 
 def test_a_bad_access_log_setting_is_refused_before_anything(tmp_path):
-    result = subprocess.run([sys.executable, str(helpers.APP_PY), "--port", str(free_port())], cwd=tmp_path,
-                            env={**ENV, "OKR_ACCESS_LOG": "maybe"}, capture_output=True, text=True, timeout=30)
+    result = helpers.run_okr("--port", free_port(), cwd=tmp_path, env={"OKR_ACCESS_LOG": "maybe"})
     assert result.returncode == 1
     assert result.stderr.splitlines() == ["okr: access log must be on or off (1 or 0), not 'maybe'"]
     assert list(tmp_path.iterdir()) == []

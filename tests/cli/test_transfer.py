@@ -4,8 +4,6 @@ import io
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import tracemalloc
 from contextlib import closing
 from pathlib import Path
@@ -21,7 +19,6 @@ from okr.db import connect, init_db, new_id
 from okr.emails import email_key
 from okr.progress import parse_timestamp
 
-ENV = {name: value for name, value in os.environ.items() if not name.startswith("OKR_")}
 SECTIONS = ["users", "teams", "cycles", "objectives", "key_results", "checkins"]
 
 
@@ -766,31 +763,26 @@ def test_the_export_file_is_private(app, seeded, tmp_path):
 # --- the program ---------------------------------------------------------------------------------
 
 
-def okr_process(*args, cwd):
-    return subprocess.run([sys.executable, str(helpers.APP_PY), *map(str, args)], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=60)
-
-
 def test_the_program_exports_and_imports_and_refuses_in_one_okr_line(app, seeded, tmp_path):
     database = app.config["DATABASE"]
-    done = okr_process("--database", database, "export", "all.json", cwd=tmp_path)
+    done = helpers.run_okr("--database", database, "export", "all.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["objectives"] == 3
-    assert okr_process("--database", "new.db", "init-db", cwd=tmp_path).returncode == 0
-    done = okr_process("--database", "new.db", "import", "all.json", cwd=tmp_path)
+    assert helpers.run_okr("--database", "new.db", "init-db", cwd=tmp_path).returncode == 0
+    done = helpers.run_okr("--database", "new.db", "import", "all.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert okr_process("--database", "new.db", "export", "again.json", cwd=tmp_path).returncode == 0
+    assert helpers.run_okr("--database", "new.db", "export", "again.json", cwd=tmp_path).returncode == 0
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "all.json").read_bytes()
 
-    done = okr_process("--database", "new.db", "import", "all.json", cwd=tmp_path)
+    done = helpers.run_okr("--database", "new.db", "import", "all.json", cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines()[-1].startswith("okr: cannot import all.json: nothing imported: the database "
                                                    "is not empty: it holds 3 users, 2 teams, 2 cycles")
     cut(tmp_path / "all.json", 0.5)
-    done = okr_process("--database", "new.db", "import", "--merge", "all.json", cwd=tmp_path)
+    done = helpers.run_okr("--database", "new.db", "import", "--merge", "all.json", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1].startswith("okr: cannot import all.json: nothing imported: it ends early")
-    done = okr_process("--database", "new.db", "export", "missing/all.json", cwd=tmp_path)
+    done = helpers.run_okr("--database", "new.db", "export", "missing/all.json", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == "okr: cannot export to missing/all.json: the folder missing does not exist"
 

@@ -6,12 +6,7 @@ from contextlib import closing
 
 import pytest
 
-from helpers import USER_FIELDS, make_user
-
-
-def stored_users(app):
-    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
-        return db.execute("SELECT name, email, email_key, is_active FROM users ORDER BY seq").fetchall()
+from helpers import USER_FIELDS, make_user, stored_users, write_csv
 
 
 def invoke(runner, *args):
@@ -159,12 +154,6 @@ def test_deactivate_help_says_what_inactive_means(runner):
 
 
 # --- users import: the columns named --------------------------------------------------------
-
-
-def write_csv(tmp_path, text):
-    path = tmp_path / "users.csv"
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 @pytest.mark.parametrize("text, message", [

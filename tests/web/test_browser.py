@@ -12,8 +12,6 @@ writes the README's picture of a cycle page (a 1000 px wide window, its top 1000
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -23,7 +21,7 @@ import pytest
 
 from okr.signing import authorization_header
 
-from helpers import APP_PY, HttpClient, free_port, start_service
+from helpers import HttpClient, free_port, run_okr, start_service, stop_process
 
 try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling module
     import a11y
@@ -139,10 +137,7 @@ class SignedClient(HttpClient):
 
 def okr_command(database, *args):
     """`python app.py --database DB ARGS`: the admin CLI, as an administrator runs it."""
-    result = subprocess.run(
-        [sys.executable, str(APP_PY), "--database", str(database), *args],
-        capture_output=True, text=True, timeout=30,
-    )
+    result = run_okr("--database", database, *args, cwd=database.parent)
     assert result.returncode == 0, (args, result.stdout, result.stderr)
     return json.loads(result.stdout)
 
@@ -247,12 +242,7 @@ def service(browser, tmp_path_factory):
         ids.update(users)
         yield Service(http, api, database, key, ids)
     finally:
-        process.terminate()
-        try:
-            process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
+        stop_process(process)
 
 
 def log_in(page, service, next_path="/"):

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from helpers import make_cycle, make_key_result, make_objective
+from helpers import fetch_key_result
 from html_tree import BROWSER, parse
 
 CSRF_WORDS = "expired or did not come from this page"
@@ -23,26 +23,15 @@ def html_of(response, status):
 
 
 @pytest.fixture
-def key_result(client, clock):
-    clock.now = "2026-01-01T00:00:00Z"
-    cycle = make_cycle(client, "Q1")
-    objective = make_objective(client, cycle["id"], "Grow revenue")
-    created = make_key_result(client, objective["id"], "Reach 500 customers", type="positive",
-                              current_value="100", target_value_min="500", confidence="0.8")
-    clock.now = "2026-01-02T00:00:00Z"
-    return created
+def clock_after_making():
+    """The key result (100 of 500, confidence 0.8) is made on 2026-01-01; the tests check in from the 2nd on."""
+    return "2026-01-02T00:00:00Z"
 
 
 def checkins(client, key_result_id):
     response = client.get(f"/v1/keyresults/{key_result_id}/checkins", query_string={"page_size": 1000})
     assert response.status_code == 200, response.get_json()
     return response.get_json()["checkins"]
-
-
-def fetch(client, key_result_id):
-    response = client.get(f"/v1/keyresults/{key_result_id}")
-    assert response.status_code == 200, response.get_json()
-    return response.get_json()
 
 
 def form_page(client, key_result_id):
@@ -86,7 +75,7 @@ def test_check_in_is_recorded_and_redirects_back_to_the_page(client, key_result,
     assert {k: recorded[-1][k] for k in ("value", "confidence", "comment", "author_id", "created_at")} == {
         "value": "120.00", "confidence": "0.90", "comment": "A good week", "author_id": None,
         "created_at": "2026-01-03T12:00:00Z"}
-    now = fetch(client, key_result["id"])
+    now = fetch_key_result(client, key_result["id"])
     assert (now["current_value"], now["confidence"]) == ("120.00", "0.90")
 
     doc = form_page(client, key_result["id"])
@@ -145,7 +134,7 @@ def test_bad_input_shows_the_message_by_the_field_keeps_the_values_and_records_n
     assert controls["comment"].raw_text().strip("\n") == fields["comment"]
 
     assert len(checkins(client, key_result["id"])) == 1, "a refused check-in was recorded"
-    assert fetch(client, key_result["id"])["current_value"] == "100.00"
+    assert fetch_key_result(client, key_result["id"])["current_value"] == "100.00"
 
 
 def test_a_comment_of_exactly_10000_characters_is_taken(client, key_result):
@@ -172,7 +161,7 @@ def test_check_in_without_the_pages_csrf_token_is_refused(client, key_result, to
     doc = html_of(post(client, key_result["id"], token, value="150", confidence="0.7"), 400)
     assert CSRF_WORDS in doc.text
     assert len(checkins(client, key_result["id"])) == 1
-    assert fetch(client, key_result["id"])["current_value"] == "100.00"
+    assert fetch_key_result(client, key_result["id"])["current_value"] == "100.00"
 
 
 def test_check_in_with_no_session_at_all_is_refused(client, key_result):

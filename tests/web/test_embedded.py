@@ -5,7 +5,6 @@ timestamp only); the dashboard's links, forms, redirects, stylesheet and script 
 the session cookie's Path is the prefix; `next` stays within it. The parent app's own routes still
 answer. Unmounted, every link is what it always was.
 """
-import json
 import uuid
 from collections import deque
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit, urlunsplit
@@ -15,7 +14,7 @@ from flask import Flask
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.test import Client
 
-from helpers import HttpClient, create_key, served_in_thread, signed
+from helpers import HttpClient, create_key, make_user, served_in_thread, signed
 from html_tree import BROWSER, parse
 from okr import create_app
 from okr.db import init_db
@@ -62,19 +61,9 @@ class Api:
 
 
 @pytest.fixture
-def okr(tmp_path):
-    return okr_app(tmp_path / "okr.db")
-
-
-@pytest.fixture
-def key(okr):
-    return create_key(okr.test_cli_runner())
-
-
-@pytest.fixture
-def browser(okr):
+def browser(app):
     """A werkzeug test client on the parent app, keeping cookies as a browser would (by path)."""
-    return Client(host_app({PREFIX: okr}))
+    return Client(host_app({PREFIX: app}))
 
 
 @pytest.fixture
@@ -83,7 +72,7 @@ def api(browser, key):
 
 
 @pytest.fixture
-def data(okr, api):
+def data(runner, api):
     """21 cycles (so that the list has an "Older cycles" link), one with an alignment tree of every
     key result type and a check-in, and one with no objectives; two teams and a user."""
     for number in range(19):
@@ -92,9 +81,7 @@ def data(okr, api):
     cycle = api.post("/v1/cycles", {"name": "2026 Q1"})
     platform = api.post("/v1/teams", {"name": "Platform"})
     api.post("/v1/teams", {"name": "Idle team"})
-    added = okr.test_cli_runner().invoke(args=["users", "add", "--name", "Ada Lovelace", "--email", "ada@example.com"])
-    assert added.exit_code == 0, added.output
-    user = json.loads(added.output)
+    user = make_user(runner)
     company = api.post("/v1/objectives", {"name": "Grow revenue", "cycle_id": cycle["id"], "is_company": True,
                                           "is_personal": False})
     team = api.post("/v1/objectives", {"name": "Keep servers calm", "cycle_id": cycle["id"], "is_company": False,

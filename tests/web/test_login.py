@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from helpers import assert_error, create_key, make_cycle, make_key_result, make_objective, signed
+from helpers import assert_error, create_key, signed
 from html_tree import BROWSER
 from okr import create_app
 from okr.db import init_db
@@ -86,19 +86,15 @@ def session_cookies(response):
 
 
 @pytest.fixture
-def data(client):
+def data(cycle, objective, key_result):
     """A cycle, an objective and a key result, made while the API is still open."""
-    cycle = make_cycle(client, "Q1")
-    objective = make_objective(client, cycle["id"], "Grow revenue")
-    key_result = make_key_result(client, objective["id"], "Reach 500 customers", current_value="100",
-                                 target_value_min="500", confidence="0.8")
     return {"cycle": cycle, "objective": objective, "key_result": key_result}
 
 
-
 @pytest.fixture
-def key(runner, data):
-    return create_key(runner)
+def key(data, key):
+    """The API key, made once data is: from then on the API wants signed requests."""
+    return key
 
 
 

@@ -6,16 +6,7 @@ from contextlib import closing
 
 import pytest
 
-from helpers import make_cycle, make_key_result, make_objective
 from html_tree import BROWSER
-
-
-
-@pytest.fixture
-def key_result(client):
-    cycle = make_cycle(client)
-    objective = make_objective(client, cycle["id"])
-    return make_key_result(client, objective["id"])
 
 
 def run_sql(app, sql, *params):
