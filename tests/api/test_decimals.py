@@ -5,7 +5,7 @@ from decimal import Decimal
 import pytest
 from marshmallow import ValidationError
 
-from helpers import assert_error, make_cycle, make_objective
+from helpers import assert_error
 from okr.rules.fields import canonical_decimal
 
 DECIMAL_FIELDS = ("confidence", "current_value", "target_value_min", "target_value_max")
