@@ -63,8 +63,9 @@ def create_app(test_config=None):
 
     from . import api, cli, db, pipeline, web
 
-    db.init_app(app)
+    # The pipeline first: its after-request hooks then run last, on every answer, a failed commit's too.
     pipeline.init_app(app)
+    db.init_app(app)
     api.init_app(app)
     web.init_app(app)
     cli.init_app(app)

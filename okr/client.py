@@ -326,11 +326,13 @@ class Client:
                 self._drop()
                 connection = None
             if connection is None:
-                connection, reused = self._connect(), False
-            # The watchdog cuts the connection at the deadline: a server sending a byte now and then
-            # never lets a read time out, but cannot outlast this.
-            watchdog, response = _Watchdog(connection.sock, self.deadline), None
+                connection, reused = self._new_connection(), False
+            # The watchdog cuts the connection at the deadline: a server sending a byte now and then (in
+            # the TLS handshake too) never lets a read time out, but cannot outlast this.
+            watchdog, response = _Watchdog(connection, self.deadline), None
             try:
+                if not reused:
+                    self._open(connection, watchdog)
                 connection.request(method, target, body=data, headers=headers)
                 response = connection.getresponse()
                 payload = self._read_answer(response)
@@ -365,9 +367,12 @@ class Client:
         response.read()  # nothing is left: this marks the answer read, so the connection takes the next request
         return b"".join(chunks)
 
-    def _connect(self):
+    def _new_connection(self):
+        """A connection not yet opened: the watchdog can reach its socket from the first byte."""
         kind = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-        connection = kind(self._host, self._port, timeout=self.connect_timeout)
+        return kind(self._host, self._port, timeout=self.connect_timeout)
+
+    def _open(self, connection, watchdog):
         try:
             connection.connect()
         except ssl.SSLCertVerificationError as error:
@@ -375,10 +380,11 @@ class Client:
             raise ApiError(None, f"the server's certificate was refused: {error}") from error
         except OSError as error:
             connection.close()
+            if watchdog.fired:
+                raise DeadlinePassed() from error
             raise _NotSent() from error
         connection.sock.settimeout(self.read_timeout)
         self._connection = connection
-        return connection
 
     def _drop(self, response=None):
         if response is not None:
@@ -397,19 +403,22 @@ class DeadlinePassed(OSError):
 
 
 class _Watchdog:
-    """Shuts a socket down once `seconds` pass (never, for None), so that a read waiting on it ends."""
+    """Shuts a connection's socket down once `seconds` pass (never, for None), so that a read waiting on it
+    ends, whether it is the handshake's, the request's or the answer's."""
 
-    def __init__(self, sock, seconds):
+    def __init__(self, connection, seconds):
         self.fired, self._timer = False, None
         if seconds is not None:
-            self._timer = threading.Timer(seconds, self._fire, args=(sock,))
+            self._timer = threading.Timer(seconds, self._fire, args=(connection,))
             self._timer.daemon = True
             self._timer.start()
 
-    def _fire(self, sock):
+    def _fire(self, connection):
         self.fired = True
+        sock = connection.sock  # the plain socket while TLS is being set up, the wrapped one after
         try:
-            sock.shutdown(socket.SHUT_RDWR)
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
 

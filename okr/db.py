@@ -450,25 +450,41 @@ def schema_objects(db):
         "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY rowid")}
 
 
-def copy_rows(source_path, target):
-    """Copies every row of every table of target (a new database made by migrate) from the database at
-    source_path, which has the same tables and columns; in target's own transaction, foreign keys checked
-    by the caller afterwards. Rows keep their seq, so lists and page tokens stay as they were."""
-    target.execute("PRAGMA foreign_keys = OFF")  # an objective may come before its parent
+# Kept from the new database rather than copied: a backup that chose the secret that signs session cookies
+# could sign a session for any key's credential.
+NOT_RESTORED = frozenset({"web_secrets"})
+
+
+def copy_rows(source_path, target, check_foreign_keys):
+    """Copies every row of every table of target (a new database made by migrate) but NOT_RESTORED's from the
+    database at source_path, which has the same tables and columns, in one transaction of target's.
+
+    Rows keep their seq, and each table's AUTOINCREMENT counter the larger of the source's and its
+    rows' own, so that no seq is ever handed out twice and lists and page tokens stay as they were.
+    check_foreign_keys(target) runs before the commit, and may raise to roll everything back.
+    """
     target.execute("ATTACH DATABASE ? AS source", (source_path,))
+    target.execute("PRAGMA foreign_keys = OFF")  # an objective may come before its parent
     try:
         target.execute("BEGIN IMMEDIATE")
-        tables = [name for (kind, name) in schema_objects(target) if kind == "table"]
+        tables = [name for (kind, name) in schema_objects(target) if kind == "table" and name not in NOT_RESTORED]
         for table in tables:
             columns = ", ".join(row[1] for row in target.execute("SELECT * FROM pragma_table_info(?)", (table,)))
-            target.execute(f"DELETE FROM main.{table}")  # migrate made the session secret: the source's stays
             target.execute(f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM source.{table} ORDER BY rowid")
+        counters = target.execute(
+            "SELECT name, seq FROM source.sqlite_sequence WHERE typeof(seq) = 'integer' AND seq > 0").fetchall()
+        for table, counter in counters:
+            if table in tables:
+                target.execute("INSERT INTO main.sqlite_sequence (name, seq) SELECT ?, 0 WHERE NOT EXISTS "
+                               "(SELECT 1 FROM main.sqlite_sequence WHERE name = ?)", (table, table))
+                target.execute("UPDATE main.sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (counter, table))
+        check_foreign_keys(target)
         target.execute("COMMIT")
     finally:
         if target.in_transaction:
             target.execute("ROLLBACK")
-        target.execute("DETACH DATABASE source")
         target.execute("PRAGMA foreign_keys = ON")
+        target.execute("DETACH DATABASE source")
 
 
 def init_db():
@@ -521,10 +537,19 @@ def utc_now():
     return (moment or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def connect_read_only(path, busy_timeout_ms):
+    """A connection that cannot write the database, nor change its journal mode as connect() would."""
+    db = sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro", uri=True,
+                         isolation_level=None, timeout=busy_timeout_ms / 1000)
+    db.row_factory = sqlite3.Row
+    return db
+
+
 @contextmanager
 def transaction(write=True):
-    """A transaction outside any request, for the admin commands."""
-    db = connect(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
+    """A transaction outside any request, for the admin commands; one that only reads writes nothing."""
+    opened = connect if write else connect_read_only
+    db = opened(current_app.config["DATABASE"], current_app.config["BUSY_TIMEOUT_MS"])
     try:
         db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         yield db

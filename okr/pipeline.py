@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from flask import current_app, request
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound, RequestEntityTooLarge
 
-from .access import READ_METHODS, is_loopback
+from .access import READ_METHODS, answers_as_api, is_loopback
 from .api import auth
 from .api import errors as api_errors
 from .web import errors as page_errors
@@ -28,7 +28,8 @@ def host_name(host):
     host = host.strip().lower()
     if host.startswith("["):
         return host[1:].partition("]")[0]
-    return host.rpartition(":")[0] if host.count(":") == 1 else host
+    name = host.rpartition(":")[0] if host.count(":") == 1 else host
+    return name.rstrip(".")  # okr.example.com. is the same name, fully qualified
 
 
 def is_ip_address(name):
@@ -121,7 +122,7 @@ def answers_in_json():
     path = request.path
     if path == "/":
         return not page_errors.wants_page()
-    return auth.is_api_path(path) or path == "/healthz"
+    return answers_as_api(path)
 
 
 def answer_failure(error):
@@ -141,7 +142,7 @@ PAGE_HEADERS = {
 def add_security_headers(response):
     """nosniff on every answer; on pages (every answer outside /v1 and /healthz), the page policy too."""
     response.headers["X-Content-Type-Options"] = "nosniff"
-    if not (auth.is_api_path(request.path) or request.path == "/healthz"):
+    if not answers_as_api(request.path):
         response.headers.update(PAGE_HEADERS)
     return response
 
@@ -160,5 +161,6 @@ def init_app(app):
     for guard in GUARDS:
         app.before_request(guard)
     app.register_error_handler(Exception, answer_failure)
-    app.after_request(answer_options_without_content)
+    # After-request hooks run in the reverse order of registration: the headers go on last.
     app.after_request(add_security_headers)
+    app.after_request(answer_options_without_content)

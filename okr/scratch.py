@@ -21,12 +21,26 @@ def prefix(kind):
 
 
 @contextmanager
-def scratch_folder(database, kind):
-    """A new private folder beside database, held by this process until the block ends, then removed."""
-    folder = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(database)), prefix=prefix(kind))
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+def holding(path):
+    """An exclusive flock on a folder for as long as the block runs."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+@contextmanager
+def scratch_folder(database, kind):
+    """A new private folder beside database, held by this process until the block ends, then removed."""
+    parent = os.path.dirname(os.path.abspath(database))
+    # Made and held under the parent's lock: a cleanup scanning meanwhile never finds it made but not held.
+    with holding(parent):
+        folder = tempfile.mkdtemp(dir=parent, prefix=prefix(kind))
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -38,10 +52,15 @@ def remove_leftovers(database, kinds=KINDS):
     folder = os.path.dirname(os.path.abspath(database))
     removed = []
     try:
-        names = os.listdir(folder)
+        with holding(folder):
+            remove_unheld(folder, kinds, removed)
     except OSError:
-        return removed
-    for name in names:
+        pass  # a folder that cannot be read or locked holds nothing of ours to remove
+    return removed
+
+
+def remove_unheld(folder, kinds, removed):
+    for name in os.listdir(folder):
         if not name.startswith(tuple(prefix(kind) for kind in kinds)):
             continue
         path = os.path.join(folder, name)

@@ -41,6 +41,7 @@ What a run does:
 Memory: the objectives of every cycle are held while they are planned (about
 a kilobyte each); users, teams, cycles and key results a page at a time.
 """
+import hashlib
 import os
 import re
 import sqlite3
@@ -48,11 +49,11 @@ import urllib.parse
 from contextlib import closing
 from datetime import datetime, timezone
 
-from .rules.ids import UUID_PATTERN
 from .client import ApiError
 from .db import connect, migrate, new_id
-from .scratch import remove_leftovers, scratch_folder
 from .emails import email_key
+from .rules.ids import UUID_PATTERN
+from .scratch import remove_leftovers, scratch_folder
 from .store import bulk
 from .transfer.rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
 
@@ -82,6 +83,8 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 OBJECTIVES_BATCH = 500  # objectives to a transaction, at least
 # A source that never stops paging is cut off here (10 million rows at 100 a page), or sooner by a repeated token.
 MAX_PAGES = 100_000
+# A page token is a short opaque text (this service's are a few bytes); the ones seen are kept as digests.
+MAX_TOKEN = 4096
 
 
 class SourceError(Exception):
@@ -166,6 +169,10 @@ def lower_uuid(value):
     return value.lower() if isinstance(value, str) and UUID_ANY_CASE.fullmatch(value) else value
 
 
+def token_digest(token):
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+
 class Source:
     """The source's lists, a page at a time, each answer's shape checked; SourceError for what stops a run."""
 
@@ -191,10 +198,10 @@ class Source:
             token = page.get("next_page_token")
             if token is None or token == "":
                 return
-            if not isinstance(token, str) or token in seen:
+            if not isinstance(token, str) or len(token) > MAX_TOKEN or token_digest(token) in seen:
                 raise SourceError(f"{self.where(path)} does not answer like a Simple OKR API: "
-                                  f"its next_page_token {token!r} is not a new page's")
-            seen.add(token)
+                                  f"its next_page_token {token[:100]!r} is not a new page's")
+            seen.add(token_digest(token))
         raise SourceError(f"{self.where(path)} never stops paging: {MAX_PAGES:,} pages read")
 
     def where(self, path):

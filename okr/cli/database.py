@@ -11,7 +11,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from .. import scratch
-from ..db import (SCHEMA_VERSION, connect, copy_rows, create_private_file, init_db, migrate, schema_objects,
+from ..db import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, init_db, migrate, schema_objects,
                   schema_version, table_columns)
 from ..transfer.importer import check_stored
 from ..transfer.rows import Refusal
@@ -78,7 +78,7 @@ def backup(path):
     source_path = existing_database()
     with new_file_beside(path, "back up") as (handle, partial):
         os.close(handle)
-        source = connect(source_path, current_app.config["BUSY_TIMEOUT_MS"])
+        source = connect_read_only(source_path, current_app.config["BUSY_TIMEOUT_MS"])
         target = sqlite3.connect(partial)
         try:
             # One step: the copy is one read snapshot, and in WAL mode writers go on meanwhile.
@@ -192,6 +192,8 @@ def staged_backup(backup_path, staging):
 
         def check_columns(tables):
             for table, columns in expected.items():
+                if table not in tables:  # something else of that name (a view) stood in the table's place
+                    raise refusal(f"it is not an OKR database: no table {table}")
                 lacking, unknown = sorted(columns - tables[table]), sorted(tables[table] - columns)
                 if lacking:
                     raise refusal(f"it is not an OKR database: table {table} has no column {', '.join(lacking)}")
@@ -230,15 +232,15 @@ def check_foreign_keys(db, refusal):
 
 def rebuilt(staging, refusal):
     """A new database beside the checked copy, made by schema.sql alone, holding the copy's rows: whatever
-    else the backup's tables said (a default, a constraint) stays behind. Its open connection."""
+    else the backup's tables said (a default, a constraint) stays behind, and so does its session secret
+    (sessions end with a restore). Its open connection."""
     fresh = sqlite3.connect(os.path.join(os.path.dirname(staging), "restored.db"), isolation_level=None)
     try:
         migrate(fresh, current_app.config["SCHEMA"])
         try:
-            copy_rows(staging, fresh)
+            copy_rows(staging, fresh, lambda db: check_foreign_keys(db, refusal))
         except sqlite3.IntegrityError as error:
             raise refusal(f"a row breaks one of okr's rules: {error}") from None
-        check_foreign_keys(fresh, refusal)
         fresh.execute("PRAGMA journal_mode = DELETE")
     except BaseException:
         fresh.close()

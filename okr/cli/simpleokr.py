@@ -72,12 +72,17 @@ class Progress:
 
 
 # C0 and C1 controls and DEL: from the source, they could move the cursor, rewrite the title, clear the screen.
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+TERMINAL_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def json_shown(text):
+    """JSON for the terminal: json.dumps escapes C0 controls, not DEL or the C1 range (a lone CSI is one)."""
+    return re.sub(r"[\x7f-\x9f]", lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def shown(text):
     """Text from the source as the terminal may print it: every control character escaped (ESC as \\x1b)."""
-    return CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", str(text))
+    return TERMINAL_CONTROLS.sub(lambda match: f"\\x{ord(match.group()):02x}", str(text))
 
 
 def report_text(result):
@@ -172,7 +177,7 @@ def import_simpleokr_command(base_url, credential, secret, dry_run, as_json, max
         progress.done()
     touched = result is not None and any(any(counts.values()) for counts in result.counts.values())
     if result is not None and (result.complete or touched):
-        click.echo(json.dumps(result.as_json(), ensure_ascii=False) if as_json else report_text(result))
+        click.echo(json_shown(json.dumps(result.as_json(), ensure_ascii=False)) if as_json else report_text(result))
     if problem:
         raise click.ClickException(shown(problem) + ("; what was read before is imported whole: run it again to finish"
                                               if not dry_run and touched else ""))

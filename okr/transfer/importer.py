@@ -222,3 +222,8 @@ def check_stored(db):
                                   f"({proper!r})")
             check.record(name, index, values)
         check.section_done(name)
+    # Not a field of the format, but the key every lookup by email uses: a backup could hand one user's key
+    # to another. (An upgrade from version 0 leaves a clashing user's key NULL.)
+    for index, (email, key) in enumerate(db.execute("SELECT email, email_key FROM users ORDER BY seq")):
+        if key is not None and key != email_key(email):
+            raise Refusal(f"users[{index}]: email_key {key!r} is not the key of its email {email!r}")

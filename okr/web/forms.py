@@ -8,11 +8,11 @@ decimal: send a string ...") becomes a sentence for the person at the form
 import re
 from decimal import Decimal, InvalidOperation
 
-from ..rules.fields import DECIMAL_TEXT
-
 ENTER_A_NUMBER = "Enter a number such as 42 or 3.5."
 ENTER_A_CONFIDENCE = "Enter a number such as 0.8 or 80 %."
 PERCENT = re.compile(r"(.*?)\s*%")
+TYPED_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)")
+MAX_TYPED = 40  # characters: a 1,000,000-digit number is a typo or an attack, and slow to turn into text
 MAX_LENGTH = re.compile(r"Longer than maximum length (\d+)\.")
 
 # What the rules say, and what a person at a form reads instead.
@@ -45,9 +45,10 @@ def confidence(text):
 
 
 def decimal(text, message=ENTER_A_NUMBER):
-    """A number as typed, as a Decimal; FieldError with message unless it is one."""
+    """A number as typed (digits, a point, a sign: nobody types an exponent), as a Decimal; FieldError with
+    message unless it is one."""
     text = text.strip()
-    if not DECIMAL_TEXT.fullmatch(text):
+    if len(text) > MAX_TYPED or not TYPED_NUMBER.fullmatch(text):
         raise FieldError(message)
     try:
         return Decimal(text)

@@ -79,7 +79,7 @@ def test_names_given_with_allowed_host_are_served(tmp_path):
     with app.app_context():
         init_db()
     client = app.test_client()
-    for host in ("okr.example.com", "okr.example.com:443", "okr.example.org"):
+    for host in ("okr.example.com", "okr.example.com:443", "okr.example.org", "okr.example.com."):
         assert client.get("/healthz", headers={"Host": host}).status_code == 200, host
     assert_error(client.get("/healthz", headers={"Host": "attacker.example"}), 421)
 

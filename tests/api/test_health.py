@@ -114,6 +114,7 @@ def test_a_failure_at_commit_answers_in_the_error_shape(app, client, caplog, err
             local.db = real
     body = assert_error(response, status)
     assert body == {"code": status, "message": message}
+    assert response.headers["X-Content-Type-Options"] == "nosniff"  # a failed commit's answer is an answer too
     if status == 503:
         assert response.headers["Retry-After"] == "1"
     else:

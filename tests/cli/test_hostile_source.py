@@ -141,10 +141,6 @@ def test_a_source_paging_without_end_is_cut_off_at_the_page_cap(app, runner, mon
     assert "never stops paging: 7 pages read" in line and len(asked) == 7
 
 
-def test_the_page_cap_is_far_below_ten_million():
-    assert simpleokr.MAX_PAGES <= 100_000
-
-
 def test_control_characters_from_the_source_are_escaped_on_the_terminal(app, runner):
     title = "\x1b]0;pwned\x07\x1b[2J"
     users = [{**USER, "id": "x" + title}, {**USER, "id": "1f8fad5b-d9cb-469f-a165-70867728950e",
@@ -171,3 +167,45 @@ def test_a_source_that_redirects_is_refused(app, runner):
     with hostile(answer) as url:
         line = one_line_refusal(run(runner, url))
     assert "redirects" in line and "not followed" in line
+
+
+def test_the_json_report_escapes_del_and_c1_controls_too(app, runner):
+    """json.dumps escapes only C0: a lone CSI (U+009B) moves a terminal's cursor like ESC [ does."""
+    with hostile(lists([{**USER, "id": "x\x9b2J\x7f"}])) as url:
+        result = run(runner, url, "--json")
+    assert result.exit_code == 1
+    assert "\x9b" not in result.stdout and "\x7f" not in result.stdout
+    assert json.loads(result.stdout)["failed"][0]["id"] == "x\x9b2J\x7f"  # the JSON still says what it was
+
+
+def test_the_deadline_covers_a_tls_handshake_the_source_trickles():
+    """A server that sends the start of a TLS record and then a byte now and then holds the handshake."""
+    import socket
+
+    from okr.client import ApiError, Client
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle():
+        connection, _ = listener.accept()
+        with connection:
+            connection.sendall(b"\x16\x03\x03\x40\x00")  # a handshake record of 16 kB, never sent whole
+            while not stop.wait(0.3):
+                try:
+                    connection.sendall(b"\x00")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    try:
+        with Client(f"https://127.0.0.1:{listener.getsockname()[1]}", timeout=(5, 60), deadline=2) as client:
+            with pytest.raises(ApiError, match="no whole answer within 2 s"):
+                client.request("GET", "/v1/users")
+    finally:
+        stop.set()
+        listener.close()
+        thread.join(5)
+    assert time.monotonic() - started < 6

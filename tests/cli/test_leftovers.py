@@ -79,3 +79,20 @@ def test_serve_removes_leftovers_on_start(tmp_path):
         process.terminate()
         output = process.communicate(timeout=15)[0].decode()
     assert "removed .okr-restore-" in output and "killed" in output
+
+
+def test_a_cleanup_waits_while_a_run_makes_and_takes_its_folder(app, tmp_path):
+    """Made and locked under the folder's lock: a cleanup never finds a new folder made but not yet held."""
+    import threading
+
+    from okr.scratch import holding
+
+    database = app.config["DATABASE"]
+    finished = threading.Event()
+    with holding(str(tmp_path)):  # as scratch_folder does between making its folder and locking it
+        (tmp_path / ".okr-restore-new").mkdir()
+        cleanup = threading.Thread(target=lambda: (remove_leftovers(database), finished.set()), daemon=True)
+        cleanup.start()
+        assert not finished.wait(0.3), "the cleanup did not wait for the folder's lock"
+    cleanup.join(5)
+    assert finished.is_set()

@@ -1,6 +1,7 @@
-"""Commands that only read (keys list, users list, export, backup) never write the database: they work
-while a writer holds the lock (as on a full disk or a read-only file, where a write would fail), and refuse
-a database of another schema version, naming it, instead of migrating it."""
+"""Commands that only read (keys list, users list, export, backup) never write the database: they take no
+write lock (so they work while a writer holds it, as they would on a full disk, where a write fails), leave
+even the journal mode as it was, and refuse a database of another schema version, naming it, instead of
+migrating it."""
 import sqlite3
 from contextlib import closing
 
@@ -38,3 +39,17 @@ def test_a_reading_command_refuses_an_older_schema_naming_it_and_leaves_it(app, 
     assert f"schema version {SCHEMA_VERSION - 1}" in result.output and "okr init-db" in result.output
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION - 1
+
+
+@pytest.mark.parametrize("args", READERS, ids=lambda args: " ".join(args[:2]))
+def test_a_reading_command_leaves_a_rollback_journal_database_as_it_is(app, runner, tmp_path, args):
+    """A file okr backup wrote is in rollback-journal mode: reading it must not turn it to WAL."""
+    make_user(runner)
+    assert runner.invoke(args=["backup", str(tmp_path / "copy.db")]).exit_code == 0
+    app.config["DATABASE"] = str(tmp_path / "copy.db")
+    before = (tmp_path / "copy.db").read_bytes()
+    result = run(app, tmp_path, [arg.replace("copy.db", "again.db") for arg in args])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "copy.db").read_bytes() == before
+    with closing(sqlite3.connect(tmp_path / "copy.db")) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"

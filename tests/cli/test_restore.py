@@ -383,13 +383,16 @@ def test_a_trigger_with_okrs_name_and_another_body_is_refused(runner, live, tmp_
 
 def test_the_keys_secret_does_not_leak_after_a_refused_restore(runner, live, tmp_path):
     backup = make_backup(tmp_path)
-    change(backup, STEAL_KEYS)
+    # A team for the trigger to write each new key's secret into: restored, the next key would leak.
+    change(backup, "INSERT INTO teams (id, name, created_at) VALUES "
+                   "('0f8fad5b-d9cb-469f-a165-70867728950e', 'Platform', '2026-01-01T00:00:00Z')", STEAL_KEYS)
     assert restore(runner, backup).exit_code == 1
     result = runner.invoke(args=["keys", "create", "--name", "after", "--json"])
     assert result.exit_code == 0
+    secret = json.loads(result.output)["secret"]
     with closing(sqlite3.connect(live)) as db:
         names = [name for (name,) in db.execute("SELECT name FROM teams")]
-    assert all("after" not in name and len(name) < 40 for name in names)
+    assert secret not in names
 
 
 @pytest.mark.parametrize("statement, problem", [
@@ -438,3 +441,44 @@ def test_what_is_restored_has_okrs_schema_to_the_letter(app, runner, live, tmp_p
     with closing(sqlite3.connect(live)) as restored, closing(sqlite3.connect(fresh)) as made:
         assert schema_objects(restored) == schema_objects(made)
         assert [name for (name,) in restored.execute("SELECT name FROM cycles")] == ["from the backup"]
+
+
+def test_a_backups_session_secret_is_not_restored(runner, live, tmp_path):
+    """Whoever chose the secret that signs session cookies could sign a session for any key's credential."""
+    backup = make_backup(tmp_path)
+    change(backup, "UPDATE web_secrets SET value = 'attacker-knows-this' WHERE name = 'session'")
+    assert restore(runner, backup).exit_code == 0
+    with closing(sqlite3.connect(live)) as db:
+        [secret] = db.execute("SELECT value FROM web_secrets WHERE name = 'session'").fetchone()
+    assert secret != "attacker-knows-this" and len(secret) == 64
+
+
+def test_an_email_key_that_is_not_its_emails_is_refused(runner, live, tmp_path):
+    backup = make_backup(tmp_path)
+    change(backup, "INSERT INTO users (id, name, email, email_key, created_at) VALUES ("
+                   "'0f8fad5b-d9cb-469f-a165-70867728950e', 'Eve', 'eve@example.com', 'victim@example.com', "
+                   "'2026-01-01T00:00:00Z')")
+    before = files(live)
+    assert_refused(restore(runner, backup), backup, live, before,
+                   "users[0]: email_key 'victim@example.com' is not the key of its email 'eve@example.com'")
+
+
+def test_a_restore_hands_out_no_seq_twice(runner, live, tmp_path, app):
+    """Rows deleted before the backup leave the AUTOINCREMENT counter above the rows' own seqs."""
+    backup = make_backup(tmp_path, cycles=("one", "two", "three"))
+    change(backup, "DELETE FROM cycles WHERE name IN ('two', 'three')")
+    assert restore(runner, backup).exit_code == 0
+    app.test_client().post("/v1/cycles", json={"name": "after"})
+    with closing(sqlite3.connect(live)) as db:
+        assert [seq for (seq,) in db.execute("SELECT seq FROM cycles ORDER BY seq")] == [1, 4]
+
+
+def test_a_view_in_place_of_a_table_is_refused_not_a_traceback(runner, live, tmp_path):
+    backup = make_backup(tmp_path)
+    change(backup, "PRAGMA foreign_keys = OFF", "DROP TABLE teams", "CREATE VIEW teams AS SELECT * FROM cycles",
+           f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    before = files(live)
+    result = restore(runner, backup)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert f"cannot restore from {backup}: " in result.output
+    assert files(live) == before

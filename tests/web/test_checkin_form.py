@@ -213,9 +213,11 @@ def test_confidence_is_taken_as_the_page_shows_it_or_as_a_fraction(client, key_r
     ("confidence", {"value": "150", "confidence": "high"}, "Enter a number such as 0.8 or 80 %."),
     ("confidence", {"value": "150", "confidence": "80"}, "Enter a number such as 0.8 or 80 %."),
     ("confidence", {"value": "150", "confidence": "120 %"}, "Enter a number such as 0.8 or 80 %."),
+    ("confidence", {"value": "150", "confidence": "1e-999999999"}, "Enter a number such as 0.8 or 80 %."),
     ("comment", {"value": "150", "confidence": "0.7", "comment": "x" * 10_001},
      "Shorten this to at most 10,000 characters."),
-], ids=["word", "empty", "seven decimals", "confidence word", "80 without %", "over 100 %", "long comment"])
+], ids=["word", "empty", "seven decimals", "confidence word", "80 without %", "over 100 %", "exponent",
+        "long comment"])
 def test_a_refusal_is_worded_for_people_not_in_the_apis_words(client, key_result, field, fields, words):
     token = csrf_token(client, key_result["id"])
     doc = html_of(post(client, key_result["id"], token, **{"comment": "", **fields}), 400)
