@@ -49,6 +49,17 @@ def may_write(key, method):
     return method in READ_METHODS or key is None or not key["read_only"]
 
 
+def is_api_path(path):
+    """Whether path is the API's: /v1 and everything under it, which signed requests reach."""
+    return path == "/v1" or path.startswith("/v1/")
+
+
+def answers_as_api(path):
+    """Whether a path's answers are the API's (JSON, errors in the error shape, no session): /v1 and /healthz.
+    Every other path is a page."""
+    return is_api_path(path) or path == "/healthz"
+
+
 def is_loopback(host):
     """Whether host names this machine (localhost, 127.0.0.0/8, ::1): open mode never leaves it."""
     if host.lower() == "localhost":

@@ -55,14 +55,10 @@ def check_timestamp(timestamp, now):
         raise Unauthenticated("Timestamp is more than 10 minutes from the server's time")
 
 
-def is_api_path(path):
-    return path == "/v1" or path.startswith("/v1/")
-
-
 def authenticate():
     """Rejects a /v1 request without a valid signature, or a write signed with a read-only key,
     before routing reads anything and before a write takes the write lock."""
-    if not is_api_path(request.path) or request.path in OPEN_PATHS:
+    if not access.is_api_path(request.path) or request.path in OPEN_PATHS:
         return
     # A read checks the key inside its own snapshot (one snapshot, not two: the
     # dearer part of a small read); a write checks before it takes the write lock.

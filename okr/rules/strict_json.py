@@ -29,6 +29,7 @@ def json_depth(value):
 
 
 def loads(text):
-    """Parses JSON text with the service's rules; ValueError (RecursionError, InvalidOperation) when it breaks one."""
+    """Parses JSON text with the service's rules: ValueError when it breaks one, RecursionError when nested too
+    deep for the parser, decimal.InvalidOperation for a number whose exponent is out of range."""
     return json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=reject_constant,
                       object_pairs_hook=reject_duplicate_keys)

@@ -14,10 +14,6 @@ def fetch(table, resource, db, row_id):
     return row
 
 
-def exists(db, table, row_id):
-    return db.execute(f"SELECT 1 FROM {table} WHERE id = ?", (row_id,)).fetchone() is not None
-
-
 def deleted_or_missing(resource, answer):
     """NotFound unless a DELETE ... RETURNING answered a row."""
     if answer.fetchone() is None:

@@ -24,16 +24,14 @@ from .errors import FORM_REFUSED, PageError, SessionUnavailable, wants_page
 
 SESSION_HOURS = 12
 SESSION_SECONDS = SESSION_HOURS * 3600
-# Paths that are not pages: no session is opened for them (the API keeps to signatures, /healthz must
-# answer without a database, and static files need none).
-NOT_PAGES = ("/v1/", "/static/")
-NOT_PAGE_PATHS = frozenset({"/v1", "/healthz"})
 # Pages anyone may open: signing in, signing out, and the stylesheet and script.
 OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.static"})
 
 
 def is_page_path(path):
-    return path not in NOT_PAGE_PATHS and not path.startswith(NOT_PAGES)
+    """Whether a path needs a session: not the API's (it keeps to signatures, and /healthz must answer without
+    a database), nor a static file."""
+    return not access.answers_as_api(path) and not path.startswith("/static/")
 
 
 class DashboardSessions(SecureCookieSessionInterface):
