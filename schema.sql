@@ -181,3 +181,14 @@ CREATE TABLE IF NOT EXISTS web_secrets (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+
+-- The dashboard's sessions, one row each, so that signing out ends one for good: the cookie carries
+-- a random token, kept here only as its SHA-256. Not restored from a backup, nor exported.
+CREATE TABLE IF NOT EXISTS web_sessions (
+    token_hash  TEXT PRIMARY KEY,
+    credential  TEXT NOT NULL REFERENCES api_keys (credential) ON DELETE CASCADE,
+    created_at  TEXT NOT NULL,
+    ended_at    TEXT
+);
+-- The foreign key's cascade finds a key's sessions here.
+CREATE INDEX IF NOT EXISTS web_sessions_by_credential ON web_sessions (credential);

@@ -315,7 +315,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def table_columns(db, table):
@@ -384,7 +384,7 @@ def drop_narrow_checkins_index(db):
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
-# Version 3 added the web_secrets table, which schema.sql creates: no step of its own.
+# Versions 3 and 5 added the web_secrets and web_sessions tables, which schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index}
 FILLS = {2: record_first_checkins}
 
@@ -451,8 +451,8 @@ def schema_objects(db):
 
 
 # Kept from the new database rather than copied: a backup that chose the secret that signs session cookies
-# could sign a session for any key's credential.
-NOT_RESTORED = frozenset({"web_secrets"})
+# could sign a session for any key's credential, and a restore ends every session.
+NOT_RESTORED = frozenset({"web_secrets", "web_sessions"})
 
 
 def copy_rows(source_path, target, check_foreign_keys):

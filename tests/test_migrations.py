@@ -447,7 +447,7 @@ def test_a_version_3_database_gets_the_covering_checkins_index_and_keeps_its_row
         db.commit()
     with app_v1.app_context():
         init_db()
-    assert user_version(path) == SCHEMA_VERSION == 4
+    assert user_version(path) == SCHEMA_VERSION == 5
     assert structure(path) == structure(app.config["DATABASE"])
     assert v1_rows(path) == before
     with closing(sqlite3.connect(path)) as db:

@@ -1,5 +1,5 @@
-"""Who is signed in to the dashboard: sessions opened with an API key's credential and secret, CSRF tokens,
-and the two guards every page passes (okr.pipeline runs them).
+"""Who is signed in to the dashboard: sessions opened with an API key's credential and secret, kept server
+side so that signing out ends them, CSRF tokens, and the two guards every page passes (okr.pipeline runs them).
 
 Once sign-in is needed (okr.access: any API key exists), the pages need a session,
 opened at /login. The session is Flask's signed cookie, keyed with a secret generated
@@ -17,8 +17,8 @@ from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import URLSafeTimedSerializer
 
 from .. import access
-from ..db import READ_METHODS, DatabaseMissing, get_connection, transaction
-from ..store import web_secrets
+from ..db import READ_METHODS, DatabaseMissing, get_connection, get_db, transaction
+from ..store import web_secrets, web_sessions
 from ..switches import switch
 from .errors import FORM_REFUSED, PageError, SessionUnavailable, wants_page
 
@@ -89,23 +89,33 @@ def check_login(credential, secret):
 
 
 def log_in(key):
+    """Opens a session for the key: a row of its own (okr.store.web_sessions) and the cookie's token."""
     if g.get("session_secret") is None:
         raise SessionUnavailable()
     g.pop("session_key", None)
     session.clear()
     session.permanent = True
-    session["credential"] = key["credential"]
+    session["token"] = web_sessions.open_session(get_db(), key["credential"], timedelta(hours=SESSION_HOURS))
     session["login_at"] = int(time.time())
     session["csrf"] = secrets.token_urlsafe(32)
 
 
 def log_out():
+    """Ends this browser's session for good: its row is marked ended, so a copy of the cookie opens nothing."""
+    token = session.get("token")
+    if isinstance(token, str):
+        web_sessions.end(get_db(), token)
+    forget_session()
+
+
+def forget_session():
+    """Clears the cookie's session (for one that is already dead: nothing to end)."""
     g.pop("session_key", None)
     session.clear()
 
 
 def current_key():
-    """The key of this request's live session, or None: none, expired, or its key revoked.
+    """The key of this request's live session, or None: none, expired, ended, or its key revoked.
 
     Looked up once per request: the page check, the template and the form all ask.
     """
@@ -115,12 +125,14 @@ def current_key():
 
 
 def live_key():
-    credential, login_at = session.get("credential"), session.get("login_at")
-    if not isinstance(credential, str) or not isinstance(login_at, int):
+    token, login_at = session.get("token"), session.get("login_at")
+    if not isinstance(token, str) or not isinstance(login_at, int):
         return None
     if time.time() - login_at > SESSION_SECONDS:
         return None
-    return access.live_key(get_connection(), credential)
+    db = get_connection()
+    credential = web_sessions.live_credential(db, token)
+    return None if credential is None else access.live_key(db, credential)
 
 
 def csrf_token():
@@ -154,7 +166,7 @@ def require_session():
         return None
     key = current_key()
     if key is None:
-        log_out()
+        forget_session()
         return redirect(url_for("web.show_login", next=request.full_path.rstrip("?")), 303)
     if not access.may_write(key, request.method):
         raise PageError(403, "Not allowed",

@@ -331,6 +331,31 @@ def test_logout_ends_the_session(client, data, key):
         assert redirected_to_login(client.get(path, headers=BROWSER)), path
 
 
+def test_logout_ends_the_session_for_good_a_copied_cookie_opens_nothing(app, client, data, key):
+    """Sessions live server side: today's cookie, copied before the logout, is refused after it."""
+    logged_in(client, key)
+    copied = client.get_cookie("okr_session").value
+    elsewhere = app.test_client()
+    elsewhere.set_cookie("okr_session", copied)
+    assert elsewhere.get("/", headers=BROWSER).status_code == 200  # the copy works while the session lives
+    page = client.get("/", headers=BROWSER)
+    logout = [f for f in read(page).forms if (f["attrs"].get("action") or "").endswith("/logout")][0]
+    assert redirected_to_login(client.post("/logout", data=form_fields(logout), headers=BROWSER))
+    for path in pages(data):
+        assert redirected_to_login(elsewhere.get(path, headers=BROWSER)), path
+
+
+def test_the_database_keeps_only_a_digest_of_the_sessions_token(app, client, key):
+    import sqlite3
+    from contextlib import closing
+
+    logged_in(client, key)
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        rows = db.execute("SELECT token_hash, credential, ended_at FROM web_sessions").fetchall()
+    assert len(rows) == 1 and rows[0][1] == key["credential"] and rows[0][2] is None
+    assert len(rows[0][0]) == 64 and rows[0][0] not in client.get_cookie("okr_session").value
+
+
 def test_logout_needs_the_csrf_token(client, key):
     logged_in(client, key)
     client.post("/logout", data={}, headers=BROWSER)
