@@ -8,6 +8,12 @@ decimal: send a string ...") becomes a sentence for the person at the form
 import re
 from decimal import Decimal, InvalidOperation
 
+from marshmallow import ValidationError
+
+from ..errors import Invalid
+from ..rules.messages import flatten
+from ..rules.schemas import checkin_schema
+
 ENTER_A_NUMBER = "Enter a number such as 42 or 3.5."
 ENTER_A_CONFIDENCE = "Enter a number such as 0.8 or 80 %."
 PERCENT = re.compile(r"(.*?)\s*%")
@@ -68,3 +74,23 @@ def for_people(field, message, numbers=()):
     if field in numbers:
         return ENTER_A_NUMBER
     return message
+
+
+def checkin_values(form):
+    """The check-in form's fields (value, confidence, comment: text as typed) as CheckinSchema's values;
+    Invalid with a sentence for people beside each field that is wrong."""
+    errors, body = {}, {"value": form["value"].strip(), "comment": form["comment"] or None}
+    try:
+        typed = confidence(form["confidence"])
+        if typed is not None:  # left empty: the key result keeps its confidence
+            body["confidence"] = typed
+    except FieldError as error:
+        errors["confidence"] = str(error)
+    try:
+        values = checkin_schema.load(body)
+    except ValidationError as error:
+        for field, text in flatten(error.messages).items():
+            errors.setdefault(field, for_people(field, text, numbers=("value",)))
+    if errors:
+        raise Invalid(errors)
+    return values

@@ -10,7 +10,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, make_response, redirect, render_template, request, url_for
-from marshmallow import ValidationError
 
 from .. import reports
 from .. import index
@@ -18,8 +17,6 @@ from ..db import get_db, utc_now
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..rules.ids import MAX_ROW_ID, UUID_RE
-from ..rules.messages import flatten
-from ..rules.schemas import checkin_schema
 from ..store import checkins, cycles, objectives
 from . import forms, sessions, words
 from .errors import PageError, wants_page
@@ -128,33 +125,11 @@ def check_in_key_result(key_result_id):
     """Records a check-in from the form, through the store's own check-in."""
     form = {name: request.form.get(name, "") for name in CHECKIN_FIELDS}
     try:
-        body = checkin_body(form)
+        body = forms.checkin_values(form)
         checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"])
-    except forms.FieldError as error:
-        return render_key_result(key_result_id, form=form, errors=error.args[0]), 400
-    except Invalid as error:
+    except Invalid as error:  # the form's refusals, worded for people, and the store's
         return render_key_result(key_result_id, form=form, errors=error.fields), 400
     return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
-
-
-def checkin_body(form):
-    """The check-in form's fields as the rules' values; FieldError carrying {field: sentence} for people."""
-    errors, body = {}, {"value": form["value"].strip(), "comment": form["comment"] or None}
-    try:
-        body["confidence"] = forms.confidence(form["confidence"])
-    except forms.FieldError as error:
-        errors["confidence"] = str(error)
-    if body.get("confidence") is None:
-        body.pop("confidence", None)
-    try:
-        loaded = checkin_schema.load(body)
-    except ValidationError as error:
-        loaded = None
-        for field, text in flatten(error.messages).items():
-            errors.setdefault(field, forms.for_people(field, text, numbers=("value",)))
-    if errors:
-        raise forms.FieldError(errors)
-    return loaded
 
 
 def render_key_result(key_result_id, form=None, errors=None):
