@@ -31,10 +31,34 @@ CREATE TABLE IF NOT EXISTS users (
     is_active  INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
     created_at TEXT NOT NULL,
     email_key  TEXT,
-    revision   INTEGER NOT NULL DEFAULT 0
+    revision   INTEGER NOT NULL DEFAULT 0,
+    role       TEXT NOT NULL DEFAULT 'editor' CHECK (role IN ('admin', 'editor', 'viewer')),
+    password_hash TEXT
 );
 
 CREATE UNIQUE INDEX IF NOT EXISTS users_by_email_key ON users (email_key);
+-- Whether anyone has a password (auth is then on) is one probe of this index.
+CREATE INDEX IF NOT EXISTS users_with_password ON users (seq) WHERE password_hash IS NOT NULL;
+
+-- People sign in with a password, hashed with argon2id (okr/rules/passwords.py): role says what they may
+-- do (okr/access.py), password_hash is NULL until they choose one. An invitation is a one-time link to
+-- choose it: kept only as its token's SHA-256, one per user (a new one replaces the old), gone once used.
+CREATE TABLE IF NOT EXISTS invitations (
+    user_id    TEXT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+    token_hash TEXT NOT NULL UNIQUE,
+    expires_at TEXT NOT NULL
+);
+
+-- A team groups users (the spec): its members, in the order they joined (seq is the page tokens' key).
+CREATE TABLE IF NOT EXISTS team_members (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    team_id   TEXT NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    user_id   TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    joined_at TEXT NOT NULL,
+    UNIQUE (team_id, user_id)
+);
+-- The cascade from users, and a user's teams.
+CREATE INDEX IF NOT EXISTS team_members_by_user ON team_members (user_id);
 
 CREATE TABLE IF NOT EXISTS teams (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -172,8 +196,11 @@ CREATE TABLE IF NOT EXISTS api_keys (
     name       TEXT NOT NULL,
     created_at TEXT NOT NULL,
     revoked_at TEXT,
-    read_only  INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1))
+    read_only  INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1)),
+    user_id    TEXT REFERENCES users (id) ON DELETE CASCADE
 );
+-- A key with a user_id acts as that user, with that user's role; one without is a service key.
+CREATE INDEX IF NOT EXISTS api_keys_by_user ON api_keys (user_id) WHERE user_id IS NOT NULL;
 
 -- Secrets the server keeps for itself: "session" signs the dashboard's session
 -- cookies, made once on first use so that sessions survive restarts.
@@ -183,12 +210,28 @@ CREATE TABLE IF NOT EXISTS web_secrets (
 );
 
 -- The dashboard's sessions, one row each, so that signing out ends one for good: the cookie carries
--- a random token, kept here only as its SHA-256. Not restored from a backup, nor exported.
+-- a random token, kept here only as its SHA-256. A session is a user's (signed in with a password) or an
+-- API key's (signed in with its credential and secret). Not restored from a backup, nor exported.
 CREATE TABLE IF NOT EXISTS web_sessions (
     token_hash  TEXT PRIMARY KEY,
-    credential  TEXT NOT NULL REFERENCES api_keys (credential) ON DELETE CASCADE,
+    user_id     TEXT REFERENCES users (id) ON DELETE CASCADE,
+    credential  TEXT REFERENCES api_keys (credential) ON DELETE CASCADE,
     created_at  TEXT NOT NULL,
-    ended_at    TEXT
+    ended_at    TEXT,
+    CHECK ((user_id IS NULL) <> (credential IS NULL))
 );
--- The foreign key's cascade finds a key's sessions here.
-CREATE INDEX IF NOT EXISTS web_sessions_by_credential ON web_sessions (credential);
+-- The foreign keys' cascades, and ending all of a user's or a key's sessions, find them here.
+CREATE INDEX IF NOT EXISTS web_sessions_by_credential ON web_sessions (credential) WHERE credential IS NOT NULL;
+CREATE INDEX IF NOT EXISTS web_sessions_by_user ON web_sessions (user_id) WHERE user_id IS NOT NULL;
+
+-- Failed sign-ins (password, API key or invitation link) of the last 15 minutes, by client address and
+-- account (a user's email key, a key's credential, or "invitation"): okr/store/sign_ins.py throttles with
+-- them. failed_at is in Unix seconds. Not restored, nor exported.
+CREATE TABLE IF NOT EXISTS sign_in_failures (
+    seq       INTEGER PRIMARY KEY,
+    address   TEXT NOT NULL,
+    account   TEXT NOT NULL,
+    failed_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sign_in_failures_by_address ON sign_in_failures (address, account, failed_at);
+CREATE INDEX IF NOT EXISTS sign_in_failures_by_time ON sign_in_failures (failed_at);

@@ -1,27 +1,76 @@
-"""Who may do what, in one place: the API's signature check, the pages' sign-in and `okr serve` all ask here.
+"""Who may do what, in one place: the API's signature check, the pages' guards and `okr serve` all ask here.
 
 Auth is on, for /v1 and the pages alike, as soon as any API key has been created
-(revoked ones included): before that the service is open, for a laptop on
-loopback. A read-only key may read (GET, HEAD, OPTIONS) and nothing else.
+(revoked ones included) or any user has a password: before that the service is open,
+for a laptop on loopback, and whoever uses it may do anything.
+
+Once it is on, every request has an Actor: the person signed in (a password session),
+or the API key that signed the request or opened the session, and the key's user if it
+has one. What an actor may do is its role's:
+- viewer: read (GET, HEAD, OPTIONS), nothing else;
+- editor: read, and write cycles, teams and their members, objectives, key results, check-ins;
+- admin: all of that, and manage people (the /people page).
+A service key (no user) writes like an editor but manages no people; a read-only key
+only reads, whatever its user's role. An inactive user's keys and sessions are refused.
 """
 import hmac
 import ipaddress
 import secrets
+from dataclasses import dataclass
 
-from flask import current_app
+from flask import current_app, g
+from werkzeug.exceptions import Forbidden
 
 from .db import READ_METHODS
-from .store import keys
+from .store import keys, users
 
 # Compared against when the credential is unknown, so timing does not tell.
 UNKNOWN_KEY_SECRET = secrets.token_hex(32)
 
 
+@dataclass(frozen=True)
+class Actor:
+    """Who makes a request: user_id, user_name and role (None for a service key), and the key's credential,
+    name and read_only when a key signed the request or opened the session (else None)."""
+
+    user_id: str | None
+    user_name: str | None
+    role: str | None
+    credential: str | None = None
+    key_name: str | None = None
+    read_only: bool = False
+
+
+def current_actor():
+    """This request's actor: None when auth is off (or the request was not signed in)."""
+    return g.get("actor")
+
+
+def person_id():
+    """The id of the person this request acts for (a user's key or session), or None."""
+    actor = g.get("actor")
+    return None if actor is None else actor.user_id
+
+
+def key_actor(key):
+    """The actor of a live key (find_live's row); None when the key's user is deactivated."""
+    if key["user_id"] is not None and not key["is_active"]:
+        return None
+    return Actor(key["user_id"], key["user_name"], key["role"], key["credential"], key["name"],
+                 bool(key["read_only"]))
+
+
+def user_actor(user):
+    """The actor of a user signed in with a password; None when the user is deactivated."""
+    return Actor(user["id"], user["name"], user["role"]) if user["is_active"] else None
+
+
 def auth_enabled(db):
-    """True once any key was ever created; that never reverts, so the app remembers it."""
+    """True once any key was ever created or any user has a password; that never reverts, so the app
+    remembers it."""
     if current_app.extensions.get("okr_auth_on"):
         return True
-    on = keys.any_exists(db)
+    on = keys.any_exists(db) or users.any_password(db)
     if on:
         current_app.extensions["okr_auth_on"] = True
     return on
@@ -44,9 +93,41 @@ def key_for_secret(db, credential, secret):
     return key if same and key is not None else None
 
 
-def may_write(key, method):
-    """Whether this key (None: auth is off) may make a request with this method."""
-    return method in READ_METHODS or key is None or not key["read_only"]
+def may_write(actor, method):
+    """Whether this actor (None: auth is off) may make a request with this method."""
+    return method in READ_METHODS or actor is None or (not actor.read_only and actor.role != "viewer")
+
+
+def write_refusal(actor, method):
+    """Why this actor may not make a request with this method, for people; None when it may."""
+    if may_write(actor, method):
+        return None
+    if actor.read_only:
+        return "this API key is read-only"
+    return "a viewer may look but not change anything; an admin can make you an editor"
+
+
+def require_write(actor, method):
+    """Forbidden unless this actor may make a request with this method."""
+    refusal = write_refusal(actor, method)
+    if refusal is not None:
+        raise Forbidden(refusal)
+
+
+def may_manage_people(actor):
+    """Whether this actor (None: auth is off) may invite people, change roles, deactivate and reactivate."""
+    return actor is None or (actor.role == "admin" and not actor.read_only)
+
+
+def checkin_author(actor, author_id):
+    """The author a check-in is recorded with: a person's own id (a user's key or session), whatever a
+    service key names. Forbidden when a user's key names someone else."""
+    if actor is None or actor.user_id is None:
+        return author_id
+    if author_id is not None and author_id != actor.user_id:
+        raise Forbidden("a user's API key signs check-ins as its user only; leave author_id out or use a "
+                        "service key")
+    return actor.user_id
 
 
 def is_api_path(path):

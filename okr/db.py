@@ -241,6 +241,12 @@ def finish_transaction(response):
     return response
 
 
+def commit_now(db):
+    """Commits the request's transaction before its answer: for what must stay even though the request then
+    fails (a failed sign-in's record), whose failure would roll it back. What follows runs in a new one."""
+    commit(db)
+
+
 def commit(db):
     if not g.get("checkpoint_in_background"):
         db.execute("COMMIT")
@@ -315,7 +321,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def table_columns(db, table):
@@ -381,11 +387,27 @@ def drop_narrow_checkins_index(db):
     db.execute("DROP INDEX IF EXISTS checkins_by_key_result")
 
 
+def add_people(db):
+    """Version 6, before schema.sql: users get a role (editor for everyone there was) and a password (none
+    yet); API keys may belong to a user (every existing key stays a service key). The sessions of version 5
+    named a key only: they go, and schema.sql makes the table anew (everyone signs in again)."""
+    columns = table_columns(db, "users")
+    if "role" not in columns:
+        db.execute("ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'editor' "
+                   "CHECK (role IN ('admin', 'editor', 'viewer'))")
+    if "password_hash" not in columns:
+        db.execute("ALTER TABLE users ADD COLUMN password_hash TEXT")
+    if table_columns(db, "api_keys") and "user_id" not in table_columns(db, "api_keys"):
+        db.execute("ALTER TABLE api_keys ADD COLUMN user_id TEXT REFERENCES users (id) ON DELETE CASCADE")
+    db.execute("DROP TABLE IF EXISTS web_sessions")
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
 # Versions 3 and 5 added the web_secrets and web_sessions tables, which schema.sql creates: no step of their own.
-MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index}
+MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
+              6: add_people}
 FILLS = {2: record_first_checkins}
 
 
@@ -451,8 +473,9 @@ def schema_objects(db):
 
 
 # Kept from the new database rather than copied: a backup that chose the secret that signs session cookies
-# could sign a session for any key's credential, and a restore ends every session.
-NOT_RESTORED = frozenset({"web_secrets", "web_sessions"})
+# could sign a session for any key's credential, and a restore ends every session. An invitation used since
+# the backup must not open again, and the sign-in failures are only the last 15 minutes'.
+NOT_RESTORED = frozenset({"web_secrets", "web_sessions", "invitations", "sign_in_failures"})
 
 
 def copy_rows(source_path, target, check_foreign_keys):

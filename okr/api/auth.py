@@ -6,8 +6,8 @@ import hmac
 import re
 from datetime import datetime, timedelta, timezone
 
-from flask import request
-from werkzeug.exceptions import Forbidden, Unauthorized
+from flask import g, request
+from werkzeug.exceptions import Unauthorized
 
 from .. import access
 from ..db import get_connection, get_db
@@ -72,5 +72,8 @@ def authenticate():
     # Bytes, because compare_digest refuses non-ASCII str.
     if not hmac.compare_digest(expected.encode(), signature.lower().encode("utf-8")) or key is None:
         raise Unauthenticated("unknown or revoked credential, or wrong signature")
-    if not access.may_write(key, request.method):
-        raise Forbidden("this API key is read-only")
+    actor = access.key_actor(key)
+    if actor is None:
+        raise Unauthenticated("this API key's user is deactivated")
+    g.actor = actor
+    access.require_write(actor, request.method)

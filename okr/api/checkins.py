@@ -3,6 +3,7 @@ from flask import Blueprint, request
 from marshmallow import ValidationError
 from werkzeug.exceptions import BadRequest
 
+from .. import access
 from ..db import get_db
 from ..records import checkin_json
 from ..rules.schemas import checkin_schema
@@ -30,8 +31,9 @@ def create_checkin(key_result_id):
 
 def check_in(key_result_id, body):
     """Records a validated check-in (a CheckinSchema body) on a key result."""
+    author_id = access.checkin_author(access.current_actor(), body["author_id"])
     return checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"],
-                             body["author_id"])
+                             author_id)
 
 
 @bp.get("")

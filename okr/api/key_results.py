@@ -1,6 +1,7 @@
 """Key results: /v1/keyresults, and creating and listing them under their objective."""
 from flask import Blueprint
 
+from .. import access
 from ..db import get_db
 from ..records import key_result_json
 from ..rules.schemas import KEY_RESULT_TYPES, key_result_schema, key_result_update_schema
@@ -23,7 +24,7 @@ def create_key_result(objective_id):
     """Creates a key result of an objective, with its first check-in: its starting value."""
     objective = objectives.get(get_db(), objective_id)
     body = load_body(key_result_schema)
-    return key_result_json(key_results.create(get_db(), objective, body))
+    return key_result_json(key_results.create(get_db(), objective, body, access.person_id()))
 
 
 @bp.get("/objectives/<objective_id>/keyresults")
@@ -82,7 +83,7 @@ def patch_key_result(key_result_id):
 
 def replace_key_result(stored, body):
     """Writes a validated full update of a stored key result; a new value or confidence is a check-in."""
-    row = key_results.replace(get_db(), stored, body)
+    row = key_results.replace(get_db(), stored, body, access.person_id())
     return tagged(key_result_json(row), row["revision"])
 
 

@@ -112,7 +112,7 @@ def refusals(email=None):
 def set_active(email, active):
     use_database()
     with transaction() as db, refusals(email):
-        row = users.set_active(db, email, active)
+        row = users.set_active(db, users.found(db, email), active)
     echo_json(user_json(row))
 
 
@@ -122,9 +122,10 @@ def set_active(email, active):
 def deactivate_user(email):
     """Mark the user with EMAIL inactive; print it as JSON.
 
-    Inactive is a flag for the API's clients to read: the user stays listed,
-    in okr users list and over the API, with is_active false, and may still
-    be an objective's assignee. Nothing else changes.
+    An inactive user cannot sign in: their dashboard sessions end now and their
+    API keys are refused from the next request. The user stays listed, in okr users
+    list and over the API, with is_active false, and may still be an
+    objective's assignee. The last active admin cannot be deactivated.
     """
     set_active(email, 0)
 

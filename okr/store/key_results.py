@@ -9,9 +9,9 @@ from .common import deleted_or_missing, fetch
 get = partial(fetch, "key_results", "key result")
 
 
-def create(db, objective, values):
+def create(db, objective, values, author_id=None):
     """A new key result of an objective (its row) from a KeyResultSchema's values, with its first check-in:
-    its starting value."""
+    its starting value, by author_id (the person who made it, None when unknown)."""
     now = utc_now()
     row = db.execute(
         """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence,
@@ -21,13 +21,13 @@ def create(db, objective, values):
          values["confidence"], values["current_value"], values["target_value_min"],
          values["target_value_max"], now, now),
     ).fetchone()
-    record(db, row, row["current_value"], row["confidence"], now)
+    record(db, row, row["current_value"], row["confidence"], now, author_id=author_id)
     return row
 
 
-def replace(db, stored, values):
+def replace(db, stored, values, author_id=None):
     """The stored key result (its row) with a KeyResultUpdateSchema's values; a new value or confidence is a
-    check-in."""
+    check-in, by author_id."""
     now = utc_now()
     row = db.execute(
         """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
@@ -39,7 +39,7 @@ def replace(db, stored, values):
     if row is None:
         return get(db, stored["id"])
     if moved(stored, row):
-        record(db, row, row["current_value"], row["confidence"], now)
+        record(db, row, row["current_value"], row["confidence"], now, author_id=author_id)
     return row
 
 

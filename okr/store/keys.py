@@ -1,24 +1,31 @@
-"""API keys: created (the secret made here), looked up for a signature or a sign-in, revoked."""
+"""API keys: created (the secret made here), looked up for a signature or a sign-in, revoked.
+
+A key with a user acts as that user, with the user's role; one without is a service key.
+"""
 import secrets
 
 from ..db import utc_now
 from ..errors import NotFound
 
 
-def create(db, name, read_only=False):
+def create(db, name, read_only=False, user_id=None):
     """A new key's credential and secret; the secret is the caller's to show once."""
     credential, secret = secrets.token_hex(12), secrets.token_urlsafe(32)
     db.execute(
-        "INSERT INTO api_keys (credential, secret, name, created_at, read_only) VALUES (?, ?, ?, ?, ?)",
-        (credential, secret, name, utc_now(), int(read_only)),
+        "INSERT INTO api_keys (credential, secret, name, created_at, read_only, user_id) VALUES (?, ?, ?, ?, ?, ?)",
+        (credential, secret, name, utc_now(), int(read_only), user_id),
     )
     return credential, secret
 
 
 def find_live(db, credential):
-    """The key with this credential that is not revoked (credential, secret, read_only), or None."""
+    """The key with this credential that is not revoked, or None: credential, secret, name, read_only, user_id,
+    and its user's role, is_active and name as user_name (NULL for a service key), read in the one statement
+    a signed request costs."""
     return db.execute(
-        "SELECT credential, secret, read_only FROM api_keys WHERE credential = ? AND revoked_at IS NULL",
+        """SELECT k.credential, k.secret, k.name, k.read_only, k.user_id, u.role, u.is_active, u.name AS user_name
+           FROM api_keys k LEFT JOIN users u ON u.id = k.user_id
+           WHERE k.credential = ? AND k.revoked_at IS NULL""",
         (credential,),
     ).fetchone()
 

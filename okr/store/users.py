@@ -1,27 +1,32 @@
-"""Users: added, renamed or given another email, activated and deactivated. Emails are one under Unicode case
-folding (okr.emails), which users.email_key's unique index enforces."""
+"""Users: added, renamed or given another email, activated and deactivated, given a role and a password.
+Emails are one under Unicode case folding (okr.emails), which users.email_key's unique index enforces.
+
+The last active admin can be neither demoted nor deactivated: someone must be left to manage people.
+"""
 import sqlite3
 from functools import partial
 
 from ..db import new_id, utc_now
 from ..emails import email_key
 from ..errors import Conflict, NotFound
+from . import web_sessions
 from .common import fetch
 
 get = partial(fetch, "users", "user")
+ROLES = ("admin", "editor", "viewer")
 
 
 def taken(email):
     return Conflict(f"a user with email {email} already exists")
 
 
-def create(db, name, email):
-    """A new active user; Conflict when the email is another user's."""
+def create(db, name, email, role="editor"):
+    """A new active user, without a password; Conflict when the email is another user's."""
     try:
         return db.execute(
-            "INSERT INTO users (id, name, email, email_key, is_active, created_at) VALUES (?, ?, ?, ?, 1, ?)"
+            "INSERT INTO users (id, name, email, email_key, is_active, created_at, role) VALUES (?, ?, ?, ?, 1, ?, ?)"
             " RETURNING *",
-            (new_id(), name, email, email_key(email), utc_now()),
+            (new_id(), name, email, email_key(email), utc_now(), role),
         ).fetchone()
     except sqlite3.IntegrityError:
         raise taken(email) from None
@@ -47,12 +52,53 @@ def update(db, user, name, email):
         raise taken(email) from None
 
 
-def set_active(db, email, active):
-    """The user with this email (under folding), made active or inactive; NotFound when there is none."""
-    row = db.execute(
-        "UPDATE users SET is_active = ?, revision = revision + 1 WHERE email_key = ? RETURNING *",
-        (int(active), email_key(email)),
-    ).fetchone()
+def found(db, email):
+    """The user with this email (under folding); NotFound when there is none."""
+    row = find_by_email(db, email)
     if row is None:
         raise NotFound("user")
     return row
+
+
+def set_active(db, user, active):
+    """The user (its row) made active or inactive. Deactivating ends the user's sessions (its keys' included);
+    the user's keys are refused from then on. Conflict for the last active admin."""
+    if not active:
+        keep_an_admin(db, user)
+    row = db.execute("UPDATE users SET is_active = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
+                     (int(active), user["seq"])).fetchone()
+    if not active:
+        web_sessions.end_users(db, user["id"])
+    return row
+
+
+def set_role(db, user, role):
+    """The user (its row) given a role (admin, editor or viewer); Conflict for the last active admin."""
+    if role != "admin":
+        keep_an_admin(db, user)
+    return db.execute("UPDATE users SET role = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
+                      (role, user["seq"])).fetchone()
+
+
+def keep_an_admin(db, user):
+    """Conflict when user is the last active admin (about to be demoted or deactivated)."""
+    if user["role"] != "admin" or not user["is_active"]:
+        return
+    others = db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE role = 'admin' AND is_active AND seq <> ?)",
+                        (user["seq"],)).fetchone()[0]
+    if not others:
+        raise Conflict(f"{user['email']} is the last active admin; make another admin first")
+
+
+def set_password(db, user, password_hash, keep_token=None):
+    """Gives the user (its row) this password hash (okr.rules.passwords makes it). Every session of the
+    user's ends but the one whose token is keep_token (the browser that changed it), and a pending
+    invitation goes: it would set the password again."""
+    db.execute("UPDATE users SET password_hash = ? WHERE seq = ?", (password_hash, user["seq"]))
+    db.execute("DELETE FROM invitations WHERE user_id = ?", (user["id"],))
+    web_sessions.end_users(db, user["id"], keep_token)
+
+
+def any_password(db):
+    """Whether any user has a password."""
+    return db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE password_hash IS NOT NULL)").fetchone()[0] == 1

@@ -13,9 +13,9 @@ from ..rules.messages import flatten
 class PageError(HTTPException):
     """An error shown as a page: its status, a heading and a sentence."""
 
-    def __init__(self, code, title, message):
+    def __init__(self, code, title, message, headers=()):
         super().__init__(message)
-        self.code, self.title = code, title
+        self.code, self.title, self.headers = code, title, tuple(headers)
 
 
 class SessionUnavailable(Exception):
@@ -60,7 +60,7 @@ def page(code, title, message, headers=()):
 def answer(error):
     """The error page for any exception a page's request raised."""
     if isinstance(error, PageError):
-        return page(error.code, error.title, error.description)
+        return page(error.code, error.title, error.description, error.headers)
     if isinstance(error, HTTPException):
         title, message = HTTP_PAGES.get(error.code, (error.name, "The server could not answer this request."))
         if error.description and error.description != type(error).description:

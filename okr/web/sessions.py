@@ -1,7 +1,8 @@
-"""Who is signed in to the dashboard: sessions opened with an API key's credential and secret, kept server
-side so that signing out ends them, CSRF tokens, and the two guards every page passes (okr.pipeline runs them).
+"""Who is signed in to the dashboard: sessions opened with an email and password or with an API key's
+credential and secret (okr.web.sign_in checks them), kept server side so that signing out ends them, CSRF
+tokens, and the two guards every page passes (okr.pipeline runs them).
 
-Once sign-in is needed (okr.access: any API key exists), the pages need a session,
+Once sign-in is needed (okr.access: any API key or password exists), the pages need a session,
 opened at /login. The session is Flask's signed cookie, keyed with a secret generated
 once and kept in the database, so that sessions survive a restart and every server
 on one database honours them. It never opens /v1: the API keeps to signed requests.
@@ -24,8 +25,9 @@ from .errors import FORM_REFUSED, PageError, SessionUnavailable, wants_page
 
 SESSION_HOURS = 12
 SESSION_SECONDS = SESSION_HOURS * 3600
-# Pages anyone may open: signing in, signing out, and the stylesheet and script.
-OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.static"})
+# Pages anyone may open: signing in, signing out, choosing a password from an invitation, and the stylesheet
+# and script.
+OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitation", "web.static"})
 
 
 def is_page_path(path):
@@ -79,25 +81,30 @@ def signing_key():
 
 
 def login_required():
-    """True when API keys exist, so the pages need a session."""
+    """True when API keys or passwords exist, so the pages need a session."""
     return access.auth_enabled(get_connection())
 
 
-def check_login(credential, secret):
-    """The key whose credential and secret these are, or None."""
-    return access.key_for_secret(get_connection(), credential, secret)
-
-
-def log_in(key):
-    """Opens a session for the key: a row of its own (okr.store.web_sessions) and the cookie's token."""
+def log_in(user_id=None, credential=None):
+    """Opens a session for a user (signed in with a password) or an API key: a row of its own
+    (okr.store.web_sessions) and the cookie's token. A session this browser had ends."""
     if g.get("session_secret") is None:
         raise SessionUnavailable()
-    g.pop("session_key", None)
+    old_token = session.get("token")
+    if isinstance(old_token, str):
+        web_sessions.end(get_db(), old_token)
+    g.pop("session_actor", None)
     session.clear()
     session.permanent = True
-    session["token"] = web_sessions.open_session(get_db(), key["credential"], timedelta(hours=SESSION_HOURS))
+    session["token"] = web_sessions.open_session(get_db(), timedelta(hours=SESSION_HOURS), user_id, credential)
     session["login_at"] = int(time.time())
     session["csrf"] = secrets.token_urlsafe(32)
+
+
+def session_token():
+    """This browser's session token, or None."""
+    token = session.get("token")
+    return token if isinstance(token, str) else None
 
 
 def log_out():
@@ -110,29 +117,36 @@ def log_out():
 
 def forget_session():
     """Clears the cookie's session (for one that is already dead: nothing to end)."""
-    g.pop("session_key", None)
+    g.pop("session_actor", None)
     session.clear()
 
 
-def current_key():
-    """The key of this request's live session, or None: none, expired, ended, or its key revoked.
+def current_actor():
+    """Who this request's live session is (an okr.access.Actor), or None: none, expired, ended, its key
+    revoked, or its user deactivated.
 
     Looked up once per request: the page check, the template and the form all ask.
     """
-    if "session_key" not in g:
-        g.session_key = live_key()
-    return g.session_key
+    if "session_actor" not in g:
+        g.session_actor = live_actor()
+    return g.session_actor
 
 
-def live_key():
+def live_actor():
     token, login_at = session.get("token"), session.get("login_at")
     if not isinstance(token, str) or not isinstance(login_at, int):
         return None
     if time.time() - login_at > SESSION_SECONDS:
         return None
     db = get_connection()
-    credential = web_sessions.live_credential(db, token)
-    return None if credential is None else access.live_key(db, credential)
+    row = web_sessions.live(db, token)
+    if row is None:
+        return None
+    if row["credential"] is not None:
+        key = access.live_key(db, row["credential"])
+        return None if key is None else access.key_actor(key)
+    user = db.execute("SELECT * FROM users WHERE id = ?", (row["user_id"],)).fetchone()
+    return None if user is None else access.user_actor(user)
 
 
 def csrf_token():
@@ -157,21 +171,26 @@ def is_guarded_page():
 
 
 def require_session():
-    """Guard: a page needs a live session once sign-in is needed, and a read-only key's session only reads."""
+    """Guard: a page needs a live session once sign-in is needed, and a viewer's or a read-only key's session
+    only reads."""
     if not is_guarded_page():
         return None
     if request.endpoint == "web.show_dashboard" and not wants_page():
         return None  # the JSON index at /, for API clients, is open like /healthz
     if not login_required():
         return None
-    key = current_key()
-    if key is None:
+    actor = current_actor()
+    if actor is None:
         forget_session()
         return redirect(url_for("web.show_login", next=request.full_path.rstrip("?")), 303)
-    if not access.may_write(key, request.method):
-        raise PageError(403, "Not allowed",
-                        "You are signed in with a read-only API key, which may look but not change anything.")
+    g.actor = actor
+    if not access.may_write(actor, request.method):
+        raise PageError(403, "Not allowed", WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
     return None
+
+
+WRITE_REFUSED_READ_ONLY = "You are signed in with a read-only API key, which may look but not change anything."
+WRITE_REFUSED_VIEWER = "You are a viewer, who may look but not change anything. An admin can make you an editor."
 
 
 def require_csrf():

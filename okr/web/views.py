@@ -11,8 +11,7 @@ from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, make_response, redirect, render_template, request, url_for
 
-from .. import reports
-from .. import index
+from .. import access, index, reports
 from ..db import get_db, utc_now
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
@@ -39,7 +38,7 @@ def page_globals():
         "words": words,
         "csrf_token": sessions.csrf_token,
         "style_version": STYLE_VERSION,
-        "logged_in": lambda: sessions.current_key() is not None,
+        "logged_in": lambda: sessions.current_actor() is not None,
     }
 
 
@@ -168,11 +167,11 @@ def show_login():
     if request.method == "GET":
         return render_template("login.html", next=next_path, credential="", error=None)
     credential = request.form.get("credential", "").strip()
-    key = sessions.check_login(credential, request.form.get("secret", "").strip())
+    key = access.key_for_secret(get_db(), credential, request.form.get("secret", "").strip())
     if key is None:
         return render_template("login.html", next=next_path, credential=credential,
                                error="Unknown or revoked credential, or wrong secret."), 401
-    sessions.log_in(key)
+    sessions.log_in(credential=key["credential"])
     return redirect(request.script_root + next_path, 303)
 
 

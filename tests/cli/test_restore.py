@@ -150,7 +150,7 @@ def with_a_dangling_reference(tmp_path):
     (empty, "it is empty (0 bytes)"),
     (text, "it is not an SQLite database"),
     (sqlite_header_only, "it is not an SQLite database"),
-    (another_apps_database, "it is not an OKR database: no tables users, teams, cycles"),
+    (another_apps_database, "it is not an OKR database: no tables users, invitations, team_members, teams, cycles"),
     (without_a_column, "it is not an OKR database: table api_keys has no column revoked_at"),
     (with_an_unknown_column, "it is not an OKR database: table cycles has an unknown column colour"),
     (newer, f"it has schema version {SCHEMA_VERSION + 1}, newer than this release knows ({SCHEMA_VERSION})"),

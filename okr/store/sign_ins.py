@@ -1,0 +1,35 @@
+"""Failed sign-ins, for throttling: per client address and account, and per address.
+
+From one address, after FAILURES_PER_ACCOUNT failures for one account within WINDOW seconds,
+that account's sign-in from that address waits; after FAILURES_PER_ADDRESS failures in the
+window, every sign-in from it does. An account is a user's email key, an API key's
+credential, or INVITATION for invitation links. Rows older than the window go at each failure.
+"""
+WINDOW = 15 * 60
+FAILURES_PER_ACCOUNT = 10
+FAILURES_PER_ADDRESS = 100
+INVITATION = "invitation"
+
+
+def record_failure(db, address, account, now):
+    """Records a failed sign-in at now (Unix seconds)."""
+    db.execute("DELETE FROM sign_in_failures WHERE failed_at <= ?", (now - WINDOW,))
+    db.execute("INSERT INTO sign_in_failures (address, account, failed_at) VALUES (?, ?, ?)",
+               (address, account, now))
+
+
+def wait_seconds(db, address, account, now):
+    """How many seconds this address must wait before it may try this account again; 0 when it may now."""
+    since, wait = now - WINDOW, 0
+    for limit, condition, params in (
+        (FAILURES_PER_ACCOUNT, "account = ?", (account,)),
+        (FAILURES_PER_ADDRESS, "1", ()),
+    ):
+        # The failure that, once out of the window, leaves one fewer than the limit.
+        row = db.execute(
+            f"SELECT failed_at FROM sign_in_failures WHERE address = ? AND {condition} AND failed_at > ?"
+            " ORDER BY failed_at DESC LIMIT 1 OFFSET ?",
+            (address, *params, since, limit - 1)).fetchone()
+        if row is not None:
+            wait = max(wait, row[0] + WINDOW - now, 1)
+    return wait

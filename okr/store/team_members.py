@@ -1,0 +1,22 @@
+"""A team's members: users added to and removed from a team. Deleting either side removes the membership
+(the foreign keys cascade)."""
+from ..db import utc_now
+from ..errors import NotFound
+from . import teams, users
+
+
+def add(db, team_id, user_id):
+    """The user (its row), now a member of the team (it may have been already); NotFound for either."""
+    teams.get(db, team_id)
+    user = users.get(db, user_id)
+    db.execute("INSERT OR IGNORE INTO team_members (team_id, user_id, joined_at) VALUES (?, ?, ?)",
+               (team_id, user_id, utc_now()))
+    return user
+
+
+def remove(db, team_id, user_id):
+    """Removes the user from the team; NotFound for an unknown team, or a user who is not a member."""
+    teams.get(db, team_id)
+    if db.execute("DELETE FROM team_members WHERE team_id = ? AND user_id = ? RETURNING seq",
+                  (team_id, user_id)).fetchone() is None:
+        raise NotFound("team member")
