@@ -44,3 +44,9 @@ def revoke(db, credential):
 def any_exists(db):
     """Whether any key was ever created, revoked ones included."""
     return db.execute("SELECT EXISTS (SELECT 1 FROM api_keys)").fetchone()[0] == 1
+
+
+def user_has_keys(db, user_id):
+    """Whether the user has any live key."""
+    return db.execute("SELECT EXISTS (SELECT 1 FROM api_keys WHERE user_id = ? AND revoked_at IS NULL)",
+                      (user_id,)).fetchone()[0] == 1

@@ -186,7 +186,19 @@ def require_session():
     g.actor = actor
     if not access.may_write(actor, request.method):
         raise PageError(403, "Not allowed", WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
+    if request.endpoint in PEOPLE_MANAGER_ENDPOINTS and not access.may_manage_people(actor):
+        raise PageError(403, "Not allowed", "Only an admin manages people.")
     return None
+
+
+# The endpoints of the views only those who manage people may open (okr.access.may_manage_people).
+PEOPLE_MANAGER_ENDPOINTS = set()
+
+
+def people_managers_only(view):
+    """Marks a dashboard view as one only admins may open (the guard above refuses everyone else)."""
+    PEOPLE_MANAGER_ENDPOINTS.add(f"web.{view.__name__}")
+    return view
 
 
 WRITE_REFUSED_READ_ONLY = "You are signed in with a read-only API key, which may look but not change anything."

@@ -1,4 +1,4 @@
-"""The dashboard's pages: /, /cycles/<id>, /keyresults/<id>, /login and /logout.
+"""The dashboard's pages: /, /cycles/<id>, /keyresults/<id> (okr.web.accounts has signing in and people).
 
 The app may be mounted under a prefix in another WSGI app (DispatcherMiddleware at
 /okr, say): every link, form, redirect and static URL is built with url_for or
@@ -7,7 +7,6 @@ request.script_root, never a bare "/".
 import gzip
 import hashlib
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, make_response, redirect, render_template, request, url_for
 
@@ -38,7 +37,9 @@ def page_globals():
         "words": words,
         "csrf_token": sessions.csrf_token,
         "style_version": STYLE_VERSION,
-        "logged_in": lambda: sessions.current_actor() is not None,
+        "signed_in": sessions.current_actor,
+        "may_write": lambda: access.may_write(access.current_actor(), "POST"),
+        "may_manage_people": lambda: access.may_manage_people(access.current_actor()),
     }
 
 
@@ -125,7 +126,8 @@ def check_in_key_result(key_result_id):
     form = {name: request.form.get(name, "") for name in CHECKIN_FIELDS}
     try:
         body = forms.checkin_values(form)
-        checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"])
+        checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"],
+                          access.person_id())
     except Invalid as error:  # the form's refusals, worded for people, and the store's
         return render_key_result(key_result_id, form=form, errors=error.fields), 400
     return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
@@ -155,47 +157,6 @@ def render_key_result(key_result_id, form=None, errors=None):
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
         chart=chart, form=form, errors=errors or {}, moment=moment,
     )
-
-
-@bp.route("/login", methods=["GET", "POST"])
-def show_login():
-    """Asks for an API key's credential and secret, and opens a session."""
-    # `next` is a path within the app ("/cycles/…"); the redirect puts the mount's prefix before it.
-    next_path = local_path(request.values.get("next", ""))
-    if not sessions.login_required():
-        return redirect(request.script_root + next_path, 303)
-    if request.method == "GET":
-        return render_template("login.html", next=next_path, credential="", error=None)
-    credential = request.form.get("credential", "").strip()
-    key = access.key_for_secret(get_db(), credential, request.form.get("secret", "").strip())
-    if key is None:
-        return render_template("login.html", next=next_path, credential=credential,
-                               error="Unknown or revoked credential, or wrong secret."), 401
-    sessions.log_in(credential=key["credential"])
-    return redirect(request.script_root + next_path, 303)
-
-
-@bp.post("/logout")
-def log_out():
-    """Ends the session."""
-    sessions.log_out()
-    return redirect(url_for("web.show_login" if sessions.login_required() else "web.show_dashboard"), 303)
-
-
-def local_path(target):
-    """target when it is a path in this app, else /: a login must never send anyone elsewhere.
-
-    Nor out of the app's own prefix when it is mounted under one: a dot segment
-    (/../, also spelt %2e%2e) would climb out of it once a browser resolves it.
-    """
-    if any(ord(character) < 0x20 or ord(character) == 0x7F for character in target):
-        return "/"  # urlsplit would drop them, and a header cannot carry them
-    parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
-        return "/"
-    return target
 
 
 # Pages this big or more go out gzipped to clients that take it (every browser): a

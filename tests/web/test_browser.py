@@ -249,12 +249,18 @@ def log_in(page, service, next_path="/"):
     """Through the login page, as a person would: the credential and secret of the API key."""
     page.goto(service.url(next_path))
     assert urlsplit(page.url).path == "/login", page.url
+    open_key_form(page)
     page.get_by_label("Credential").fill(service.key["credential"])
     page.get_by_label("Secret").fill(service.key["secret"])
     with page.expect_navigation() as navigation:
-        page.get_by_role("button", name="Log in").click()
+        page.get_by_role("button", name="Sign in with the key").click()
     assert navigation.value.status == 200, navigation.value.status
     assert urlsplit(page.url).path == next_path.split("?")[0], page.url
+
+
+def open_key_form(page):
+    """The API key's form is folded under the password's: unfold it, as a person would."""
+    page.locator("details.key-login summary").click()
 
 
 @pytest.fixture
@@ -304,10 +310,11 @@ def test_log_in_open_the_cycle_and_filter_by_team(browser, service):
         response = page.goto(service.url("/"))
         assert urlsplit(page.url).path == "/login" and parse_qs(urlsplit(page.url).query) == {"next": ["/"]}
         assert response.status == 200
+        open_key_form(page)
         page.get_by_label("Credential").fill(service.key["credential"])
         page.get_by_label("Secret").fill("not the secret")
         with page.expect_navigation() as navigation:
-            page.get_by_role("button", name="Log in").click()
+            page.get_by_role("button", name="Sign in with the key").click()
         assert navigation.value.status == 401
         assert "Unknown or revoked credential, or wrong secret" in page.content()
         assert page.get_by_label("Credential").input_value() == service.key["credential"]
@@ -315,9 +322,9 @@ def test_log_in_open_the_cycle_and_filter_by_team(browser, service):
 
         page.get_by_label("Secret").fill(service.key["secret"])
         with page.expect_navigation() as navigation:
-            page.get_by_role("button", name="Log in").click()
+            page.get_by_role("button", name="Sign in with the key").click()
         assert navigation.value.status == 200 and urlsplit(page.url).path == "/"
-        assert page.get_by_role("button", name="Log out").count() == 1
+        assert page.get_by_role("button", name="Sign out").count() == 1
 
         # The dashboard: cycles newest first, each with its progress and counts.
         cycles = page.locator("article.cycle")
@@ -593,10 +600,11 @@ def test_accessibility(browser, service):
     problems = []
     try:
         page.goto(service.url("/"))
+        open_key_form(page)
         page.get_by_label("Credential").fill("nobody")
         page.get_by_label("Secret").fill("wrong")
         with page.expect_navigation():
-            page.get_by_role("button", name="Log in").click()
+            page.get_by_role("button", name="Sign in with the key").click()
         problems += check_accessibility(page, "login page with an error")
         log_in(page, service)
         for label, path in [
