@@ -122,3 +122,16 @@ def objective(request, client, cycle, objective_fields, clock_after_making):
 @pytest.fixture
 def key_result(request, client, objective, key_result_fields, clock_after_making):
     return made(request, clock_after_making, make_key_result, client, objective["id"], **key_result_fields)
+
+
+@pytest.fixture
+def fast_hashing(monkeypatch):
+    """argon2id with the smallest parameters, for tests that hash or check many passwords (the real ones take
+    about 0.1 s each); tests/test_passwords.py holds the real ones to their minimum."""
+    from argon2 import PasswordHasher
+
+    from okr.rules import passwords
+    monkeypatch.setattr(passwords, "hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
+    passwords.dummy_hash.cache_clear()
+    yield
+    passwords.dummy_hash.cache_clear()
