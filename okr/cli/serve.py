@@ -20,6 +20,7 @@ from waitress import create_server
 from ..access import auth_enabled, is_loopback
 from ..db import connect, init_db, table_columns
 from ..scratch import remove_leftovers
+from ..store import keys
 from ..switches import switch
 from .serving_lock import hold_shared
 
@@ -243,14 +244,19 @@ def stop_on_sigterm(signum, frame):
     raise SystemExit(0)
 
 
-def api_key_exists(app):
-    """Whether a key was ever created in the database, which is read without making anything."""
+def auth_is_on(app):
+    """Whether a key was ever created or anyone has a password, in the database, which is read without making
+    anything."""
     path = app.config["DATABASE"]
     if not os.path.exists(path):
-        return False  # serving will create it, without keys
+        return False  # serving will create it, without keys or passwords
     with app.app_context(), closing(connect(path, app.config["BUSY_TIMEOUT_MS"])) as db:
-        # A database older than API keys has no table for them until init_db migrates it.
-        return bool(table_columns(db, "api_keys")) and auth_enabled(db)
+        # A database older than API keys, or than passwords, lacks them until init_db migrates it.
+        if not table_columns(db, "api_keys"):
+            return False
+        if "password_hash" not in table_columns(db, "users"):
+            return keys.any_exists(db)
+        return auth_enabled(db)
 
 
 def cannot_listen(error, host, port):
@@ -276,13 +282,14 @@ def run_server(app, args):
     # In this order: nothing listens on a network before a key protects it, and
     # nothing is created before the port is known to be free.
     try:
-        keyed = api_key_exists(app)
+        keyed = auth_is_on(app)
     except (sqlite3.Error, OSError) as error:
         sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
     if not keyed and not is_loopback(host) and not app.config.get("ALLOW_ANONYMOUS"):
         sys.exit(
-            f"okr: refusing to serve on {host} without authentication: no API key "
-            "exists yet. Run `okr keys create --name NAME` first, or pass --allow-anonymous."
+            f"okr: refusing to serve on {host} without authentication: no API key or password "
+            "exists yet. Run `okr keys create --name NAME` (or give someone a password: okr users invite EMAIL) "
+            "first, or pass --allow-anonymous."
         )
     try:
         server = make_server(app)
@@ -301,8 +308,9 @@ def run_server(app, args):
     logger.info("using database %s", os.path.abspath(app.config["DATABASE"]))
     if not keyed:
         reach = "on this machine" if is_loopback(host) else f"on the network at {host}"
-        logger.warning("no API key exists: the API is open to anyone who can reach it %s; "
-                       "create one with okr keys create --name NAME", reach)
+        logger.warning("no API key or password exists: the API and the pages are open to anyone who can reach "
+                       "them %s; create a key with okr keys create --name NAME, or invite someone with "
+                       "okr users invite EMAIL", reach)
     logger.info("serving %s with %s threads", placement, app.config["THREADS"])
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     server.print_listen("listening on http://{}:{}")

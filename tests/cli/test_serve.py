@@ -4,6 +4,7 @@ import logging
 import re
 import signal
 import socket
+import sqlite3
 import time
 from types import SimpleNamespace
 
@@ -16,6 +17,9 @@ from helpers import free_port, start_service
 from okr import create_app
 from okr.__main__ import parse_options
 from okr.cli.serve import AccessLog, make_server
+from okr.db import init_db, transaction
+from okr.rules import passwords
+from okr.store import users
 
 ACCESS_LINE = re.compile(r"okr\.access: GET /v1/cycles\?page_size=5 200 \d+\.\d ms$", re.MULTILINE)
 
@@ -51,6 +55,34 @@ def test_a_refused_non_loopback_host_creates_no_database(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def give_a_password(tmp_path):
+    """A database whose one user has a password, and no API key."""
+    app = create_app({"DATABASE": tmp_path / "okr.db"})
+    with app.app_context():
+        init_db()
+        with transaction() as db:
+            users.set_password(db, users.create(db, "Maya", "maya@example.com", "admin"),
+                               passwords.hash_password("correct horse battery"))
+
+
+def test_a_password_alone_lets_the_server_listen_beyond_loopback(tmp_path):
+    give_a_password(tmp_path)
+    result = helpers.run_okr("--database", "okr.db", "--host", "192.0.2.1", "--port", str(free_port()), cwd=tmp_path)
+    [line] = result.stderr.splitlines()
+    assert line.startswith("okr: cannot listen on 192.0.2.1 port "), line  # not refused for want of auth
+
+
+def test_a_database_from_before_passwords_with_a_key_is_served_beyond_loopback(tmp_path):
+    assert helpers.run_okr("init-db", cwd=tmp_path).returncode == 0
+    assert helpers.run_okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
+    with sqlite3.connect(tmp_path / "okr.db") as db:  # as version 5 had it: no password column yet
+        db.execute("DROP INDEX users_with_password")
+        db.execute("ALTER TABLE users DROP COLUMN password_hash")
+    result = helpers.run_okr("--host", "192.0.2.1", "--port", str(free_port()), cwd=tmp_path)
+    [line] = result.stderr.splitlines()
+    assert line.startswith("okr: cannot listen on 192.0.2.1 port "), line
+
+
 # --- what the server logs at start, and per request -------------------------------------------
 
 
@@ -72,7 +104,7 @@ def test_the_start_names_the_address_the_database_and_an_open_api(tmp_path):
     assert re.search(r"INFO \S+: listening on http://127\.0\.0\.1:\d+$", output, re.MULTILINE), output
     assert f"INFO okr: using database {tmp_path / 'okr.db'}\n" in output
     [warning] = [line for line in output.splitlines() if " WARNING " in line]
-    assert "no API key exists" in warning and "anyone who can reach it on this machine" in warning
+    assert "no API key or password exists" in warning and "anyone who can reach them on this machine" in warning
     assert "okr keys create" in warning
 
 
