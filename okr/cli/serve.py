@@ -6,6 +6,7 @@ import atexit
 import errno
 import logging
 import os
+import re
 import resource
 import signal
 import sqlite3
@@ -86,6 +87,14 @@ def access_log_on(config):
     return switch(config["ACCESS_LOG"], "access log")
 
 
+INVITATION_TOKEN = re.compile(r"(/invitations/)[^/?#]+")
+
+
+def without_secrets(target):
+    """A request target with an invitation link's token left out: the log never holds one."""
+    return INVITATION_TOKEN.sub(r"\1[token]", target)
+
+
 class AccessLog:
     """The access log: a line per request (method, path and query, status, milliseconds to the answer).
 
@@ -143,6 +152,8 @@ class AccessLog:
                 target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
                 if not target.isprintable():
                     target = repr(target)[1:-1]  # one line per request, whatever a client sends
+                if "/invitations/" in target:
+                    target = without_secrets(target)
                 milliseconds = (time.perf_counter() - started) * 1000
                 if self.writer is None:
                     self.start()

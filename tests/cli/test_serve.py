@@ -164,6 +164,19 @@ def test_a_requests_thread_only_queues_its_line(app):
     assert " INFO okr.access: GET /healthz 200 " in first and " INFO okr.access: GET /v1/nowhere 404 " in second
 
 
+def test_the_log_never_holds_an_invitations_token(app):
+    stream = io.StringIO()
+    access_log = AccessLog(stream, flush_seconds=3600)
+    client = Client(access_log.wrap(app))
+    token = "N0AERpUfCX6uINEZfL46YcLWHMraM1K_ix_64Qi_vE8"
+    client.get(f"/invitations/{token}")
+    client.get(f"/okr/invitations/{token}?x=1")
+    access_log.flush()
+    assert token not in stream.getvalue()
+    first, second = stream.getvalue().splitlines()
+    assert " GET /invitations/[token] " in first and " GET /okr/invitations/[token]?x=1 " in second
+
+
 def test_the_lines_are_written_while_serving(app):
     stream = io.StringIO()
     access_log = AccessLog(stream, flush_seconds=0.05)
