@@ -1,9 +1,10 @@
 """Passwords: the rule a new one must meet, and argon2id hashing (argon2-cffi).
 
-The parameters are argon2-cffi's defaults, RFC 9106's low-memory profile: 3 passes over
-64 MiB with 4 lanes, above OWASP's minimum (19 MiB, 2 passes, 1 lane); docs/operations.md
-gives the time a sign-in takes with them. At most HASHING_AT_ONCE hashes run at a time, so
-that a burst of sign-ins costs that many times 64 MiB, not one per server thread.
+The parameters: 2 passes over 64 MiB in 1 lane, above OWASP's minimum (19 MiB, 2 passes,
+1 lane). RFC 9106's low-memory profile (argon2-cffi's default) takes 3 passes in 4 lanes, but
+the server runs on one CPU by default, where lanes run one after another: docs/design.md gives
+the time a sign-in takes. At most HASHING_AT_ONCE hashes run at a time, so that a burst of
+sign-ins costs that many times 64 MiB, not one per server thread.
 
 The common passwords are the 10,000 most common of the list Django ships
 (common-passwords.txt.gz beside this file: Royce Williams's list of 20,000, most common
@@ -23,7 +24,7 @@ MAX_LENGTH = 1024
 HASHING_AT_ONCE = 2
 COMMON_PASSWORDS = Path(__file__).with_name("common-passwords.txt.gz")
 
-hasher = PasswordHasher()  # argon2id, RFC 9106 low memory: t=3, m=64 MiB, p=4
+hasher = PasswordHasher(time_cost=2, memory_cost=64 * 1024, parallelism=1)  # argon2id
 hashing = threading.BoundedSemaphore(HASHING_AT_ONCE)
 
 
