@@ -1,7 +1,8 @@
 """Benchmark: the real server under wrk on loopback, against a bare Flask "hello" ceiling.
 
     python tests/perf/bench.py [--rounds 5] [--seconds 5] [--objectives 100000]
-                               [--report-objectives 1000] [--report-repetitions 5] [--pin]
+                               [--report-objectives 1000] [--report-repetitions 5]
+                               [--sign-ins 20] [--pin]
 
 Needs wrk (apt-get install wrk). Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
@@ -42,6 +43,19 @@ printed both ways, in bytes, with the report's. The report is timed end to end
 too, the client reading the whole body and parsing the JSON, as it always was:
 the time the parsing takes is printed below the table.
 
+People: a fourth service process serves a copy of the seeded database to which
+an editor with a password, an API key of that editor's and a service key (one
+without a user) were added; the copy, because a key or a password anywhere turns
+sign-in on, and the other figures are of the open service. A sign-in is POST
+/login with the editor's email and password (and the CSRF token and session
+cookie a GET /login gave, untimed, as a browser first opens the page), timed to
+its 303 over one keep-alive connection, --sign-ins times in every round: the
+figure is the median of the rounds' medians, against a goal of 250 ms (the
+argon2id check of the password is nearly all of it). A signed GET by id at 8
+connections signed with the editor's key is measured against the same GET
+signed with the service key, in the same round, in turn as the access log's
+pair is; a signature is good for 10 minutes, so each wrk run gets a fresh one.
+
 Export and import: `python app.py export` of a database of --objectives objectives
 with 4 key results each (and each key result's first check-in) to JSON, and of
 its cycle with --format csv, each timed to its end with the process's peak
@@ -63,6 +77,7 @@ import random
 import re
 import shutil
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -71,13 +86,17 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlencode
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from okr import create_app  # noqa: E402
-from okr.db import connect, init_db, new_id, utc_now  # noqa: E402
+from okr.db import connect, init_db, new_id, transaction, utc_now  # noqa: E402
 from okr.emails import email_key  # noqa: E402
+from okr.rules.passwords import hash_password  # noqa: E402
+from okr.signing import authorization_header  # noqa: E402
+from okr.store import keys, users  # noqa: E402
 
 HELLO_APP = """
 import sys
@@ -379,11 +398,16 @@ class Process:
         self.process.wait(timeout=30)
 
 
-def wrk(port, path, seconds, connections, script=None):
-    """Runs wrk; returns requests/s, p50 latency in ms and the count of non-2xx answers."""
+def wrk(port, path, seconds, connections, script=None, headers=()):
+    """Runs wrk; returns requests/s, p50 latency in ms and the count of non-2xx answers.
+
+    headers: (name, value) pairs every request carries, such as a signature's Authorization.
+    """
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency"]
     if script:
         command += ["-s", script]
+    for name, value in headers:
+        command += ["-H", f"{name}: {value}"]
     with running_on(PLACEMENT["wrk"]):
         output = subprocess.run(command + [f"http://127.0.0.1:{port}{path}"],
                                 capture_output=True, text=True, check=True).stdout
@@ -444,6 +468,87 @@ def fetch_body(connection, path, accept="application/json", encoding="identity")
 def fetch(connection, path):
     """GETs path over an open keep-alive connection; returns the parsed JSON body."""
     return json.loads(fetch_body(connection, path)[0])
+
+
+BENCH_EDITOR = ("bench editor", "editor@example.com", "a bench of quiet measurements")
+
+
+def add_people(source, database):
+    """A copy of the database source with an editor who has a password and a key, and a service key.
+
+    Returns {"user": (credential, secret), "service": (credential, secret)}.
+    """
+    with closing_db(source) as original, closing_db(database) as copy:
+        original.backup(copy)
+    name, email, password = BENCH_EDITOR
+    password_hash = hash_password(password)
+    app = create_app({"DATABASE": database})
+    with app.app_context(), transaction() as db:
+        editor = users.create(db, name, email, "editor")
+        users.set_password(db, editor, password_hash)
+        return {"user": keys.create(db, "bench editor's key", user_id=editor["id"]),
+                "service": keys.create(db, "bench service key")}
+
+
+@contextmanager
+def closing_db(path):
+    db = sqlite3.connect(path)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def signature(key):
+    """The Authorization header of a request signed with key (credential, secret) now; good for 10 minutes."""
+    return [("Authorization", authorization_header(*key))]
+
+
+def check_signed_get(port, path, signing_keys):
+    """The signed service refuses path unsigned, and answers it signed with each key."""
+    status = get(port, path)[0]
+    if status != 401:
+        raise RuntimeError(f"GET {path} unsigned answered {status}, not 401: sign-in is not on")
+    for name, key in signing_keys.items():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            connection.request("GET", path, headers=dict(signature(key)))
+            response = connection.getresponse()
+            body = response.read()
+        finally:
+            connection.close()
+        if response.status != 200:
+            raise RuntimeError(f"GET {path} signed with the {name} key answered {response.status}: {body[:200]!r}")
+
+
+CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def time_sign_in(connection):
+    """Seconds for one sign-in with the bench editor's email and password: POST /login, to its 303.
+
+    First, untimed, GET /login without a cookie, as a browser opens the page: its session cookie and CSRF token.
+    """
+    connection.request("GET", "/login", headers={"Accept": "text/html"})
+    response = connection.getresponse()
+    page = response.read().decode()
+    cookie = (response.getheader("Set-Cookie") or "").partition(";")[0]
+    token = CSRF_FIELD.search(page)
+    if response.status != 200 or not cookie.startswith("okr_session=") or token is None:
+        raise RuntimeError(f"GET /login answered {response.status} without a session cookie or a CSRF token")
+    form = urlencode({"csrf_token": token.group(1), "next": "/", "email": BENCH_EDITOR[1],
+                      "password": BENCH_EDITOR[2]})
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie, "Accept": "text/html"}
+    started = time.perf_counter()
+    connection.request("POST", "/login", body=form, headers=headers)
+    response = connection.getresponse()
+    response.read()
+    seconds = time.perf_counter() - started
+    signed_in = (response.getheader("Set-Cookie") or "").startswith("okr_session=")
+    if response.status != 303 or response.getheader("Location") != "/" or not signed_in:
+        raise RuntimeError(f"POST /login answered {response.status} to {response.getheader('Location')!r}, "
+                           "not a 303 to / with a session")
+    return seconds
 
 
 def time_listing(connection, cycle):
@@ -607,6 +712,8 @@ def main():
                              "the big one has ten times as many")
     parser.add_argument("--report-repetitions", type=int, default=5,
                         help="timings of the listing, each report and the page per round, back to back")
+    parser.add_argument("--sign-ins", type=int, default=20,
+                        help="sign-ins with an email and password timed per round (their median is the round's)")
     parser.add_argument("--threads", type=int, help="the service's waitress threads (default: its own)")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
@@ -626,6 +733,9 @@ def main():
     started = time.perf_counter()
     (small_cycle, _), (big_cycle, _), (_, checkin_key_results) = seed_report_cycles(database, (small, big, 100))
     print(f"  seeded in {time.perf_counter() - started:.1f} s", flush=True)
+    print("copying it, with an editor who has a password and a key, and a service key, to sign in to ...", flush=True)
+    signed_database = os.path.join(folder, "signed.db")
+    signing_keys = add_people(database, signed_database)
 
     okr_port, hello_port, quiet_port, report_port = free_port(), free_port(), free_port(), free_port()
     okr = Process(okr_command(database, okr_port, args.threads), okr_port, "/healthz", PLACEMENT["okr"],
@@ -634,17 +744,23 @@ def main():
                     PLACEMENT["okr"], log=os.path.join(folder, "quiet.log"))
     reporter = Process(okr_command(database, report_port, args.threads), report_port, "/healthz",
                        PLACEMENT["okr"], log=os.path.join(folder, "report.log"))
+    signed_port = free_port()
+    signed = Process(okr_command(signed_database, signed_port, args.threads), signed_port, "/healthz",
+                     PLACEMENT["okr"], log=os.path.join(folder, "signed.log"))
     hello = Process([sys.executable, "-c", HELLO_APP, str(hello_port)], hello_port, "/hello", PLACEMENT["hello"])
     script = post_script(folder, post_cycle)
     checkins = checkin_script(folder, checkin_key_results)
-    names = ("hello", "get 1", "get", "get quiet", "get 32", "first", "deep", "post", "checkin", "hello again")
+    names = ("hello", "get 1", "get", "get quiet", "get service", "get user", "get 32", "first", "deep", "post",
+             "checkin", "hello again")
     runs = {name: [] for name in names}
     reports = {name: [] for name in ("listing", "report", "big report", "page", "page raw")}  # per round: median, s
     repetitions = []  # {name: seconds}, one per repetition of every round, timed back to back
     sizes = {}  # the largest body of the smaller cycle's report and page, in bytes
+    sign_ins = []  # per round: the median sign-in, s
     one = f"/v1/objectives/{ids[len(ids) // 2]}"
     # A keep-alive connection per round: the service closes one idle for its channel timeout (30 s).
     client = keep_alive(report_port)
+    signer = keep_alive(signed_port)  # the sign-ins', likewise
     # In this order or its reverse: the report is timed next to the listing and to the page.
     timers = {"big report": lambda client: time_report(client, big_cycle),
               "listing": lambda client: time_listing(client, small_cycle),
@@ -666,6 +782,8 @@ def main():
         started = time.perf_counter()
         json.loads(body)
         report_parse = time.perf_counter() - started  # the client's share of the report's time
+        check_signed_get(signed_port, one, signing_keys)
+        time_sign_in(signer)  # once untimed: checks the answers, and warms the signed process up
         for round_number in range(1, args.rounds + 1):
             print(f"round {round_number}/{args.rounds} ...", flush=True)
             s = args.seconds
@@ -677,6 +795,11 @@ def main():
                 port = okr_port if name == "get" else quiet_port
                 wrk(port, one, 1, 8)
                 runs[name].append(wrk(port, one, s, 8))
+            # Signed with a user's key, against the same signed with a service key, the same way.
+            for name in ("get service", "get user")[::1 if round_number % 2 else -1]:
+                key = signing_keys["service" if name == "get service" else "user"]
+                wrk(signed_port, one, 1, 8, headers=signature(key))
+                runs[name].append(wrk(signed_port, one, s, 8, headers=signature(key)))
             runs["get 32"].append(wrk(okr_port, one, s, 32))
             runs["first"].append(wrk(okr_port, f"/v1/objectives?cycle_id={cycle}", s, 8))
             runs["deep"].append(wrk(okr_port, f"/v1/objectives?cycle_id={cycle}&page_token={deep}", s, 8))
@@ -695,9 +818,14 @@ def main():
                 repetitions.append(timed)
             for name, seconds in timings.items():
                 reports[name].append(statistics.median(seconds))
+            signer.close()
+            signer = keep_alive(signed_port)
+            sign_ins.append(statistics.median(time_sign_in(signer) for _ in range(args.sign_ins)))
         okr_startup, okr_rss, report_rss = okr.startup, okr.peak_rss, reporter.peak_rss
     finally:
         client.close()
+        signer.close()
+        signed.stop()
         okr.stop()
         quiet.stop()
         reporter.stop()
@@ -732,6 +860,7 @@ def main():
         "page raw": statistics.median(t["page raw"] / t["report"] for t in repetitions),
         "deep": statistics.median(d[1] / f[1] for d, f in zip(runs["deep"], runs["first"])),
         "log": statistics.median(g[0] / q[0] for g, q in zip(runs["get"], runs["get quiet"])),
+        "user key": statistics.median(u[0] / k[0] for u, k in zip(runs["get user"], runs["get service"])),
     }
     rows = [
         ("hello ceiling (bare Flask on waitress)", f"{hello_rate:,.0f} req/s", "", ""),
@@ -739,6 +868,11 @@ def main():
         ("  ... 8 connections", f"{median['get'][0]:,.0f} req/s", f"{ratio['get']:.2f} x hello", ">= 0.60"),
         ("  ... 8 connections, access log off", f"{median['get quiet'][0]:,.0f} req/s",
          f"{ratio['log']:.2f} on / off", ">= 0.95"),
+        ("  ... 8 connections, signed with a service key", f"{median['get service'][0]:,.0f} req/s", "", ""),
+        ("  ... 8 connections, signed with an editor's key", f"{median['get user'][0]:,.0f} req/s",
+         f"{ratio['user key']:.2f} x service key", ">= 0.95"),
+        ("  ... signed: non-2xx answers and socket errors",
+         f"{median['get service'][2] + median['get user'][2]}", "", "0"),
         ("  ... 32 connections", f"{median['get 32'][0]:,.0f} req/s",
          f"{ratio['get 32']:.2f} x 1 connection", ">= 0.90"),
         ("list, first page of 100", f"p50 {median['first'][1]:.2f} ms", f"{median['first'][0]:,.0f} req/s", ""),
@@ -750,6 +884,8 @@ def main():
         ("POST /v1/keyresults/:id/checkins (8 connections)", f"{median['checkin'][0]:,.0f} req/s",
          f"{ratio['checkin']:.2f} x hello", ">= 0.30"),
         ("check-in non-2xx answers and socket errors", f"{median['checkin'][2]}", "", "0"),
+        ("POST /login, a sign-in with email and password (1 connection)",
+         f"{statistics.median(sign_ins) * 1000:,.0f} ms", f"median of {args.sign_ins}", "< 250 ms"),
         (f"list a cycle of {small:,} objectives + {4 * small:,} key results, pages of 1000",
          f"{statistics.median(reports['listing']) * 1000:,.0f} ms", "", ""),
         (f"GET its report ({40 * small:,} check-ins)", f"{statistics.median(reports['report']) * 1000:,.0f} ms",
@@ -783,12 +919,15 @@ def main():
     goals = [
         ratio["get"] >= 0.6,
         ratio["log"] >= 0.95,
+        ratio["user key"] >= 0.95,
+        median["get service"][2] + median["get user"][2] == 0,
         ratio["get 32"] >= 0.9,
         ratio["deep"] <= 1.25,
         ratio["post"] >= 0.3,
         median["post"][2] == 0,
         ratio["checkin"] >= 0.3,
         median["checkin"][2] == 0,
+        statistics.median(sign_ins) < 0.25,
         ratio["report"] <= 1.0,
         ratio["big report"] <= 12,
         ratio["page"] <= 1.5,
@@ -816,6 +955,8 @@ def main():
     for name, seconds in reports.items():
         print(f"  {name:11} rounds: " + ", ".join(f"{s * 1000:,.0f} ms" for s in seconds)
               + f" (each the median of {args.report_repetitions})")
+    print("  sign-in     rounds: " + ", ".join(f"{s * 1000:,.0f} ms" for s in sign_ins)
+          + f" (each the median of {args.sign_ins})")
     print(f"  report, big report and page ratios: medians over {len(repetitions)} repetitions, the report timed beside the listing and the page")
     print(f"  the client's json.loads of the {small:,}-objective report ({sizes['report']:,} B): "
           f"{report_parse * 1000:,.1f} ms, counted in its time")
