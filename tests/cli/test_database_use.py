@@ -17,6 +17,7 @@ NEEDS_A_DATABASE = [
     ["users", "invite", "ada@example.com"],
     ["users", "set-password", "ada@example.com"],
     ["keys", "create", "--name", "k"],
+    ["keys", "create", "--name", "k", "--user", "ada@example.com"],
     ["keys", "list"],
     ["keys", "revoke", "abc"],
     ["backup", "copy.db"],
