@@ -7,6 +7,7 @@ import configparser
 import logging
 import os
 import sys
+import textwrap
 from contextlib import contextmanager
 from importlib import metadata
 
@@ -49,9 +50,13 @@ and one line per request.
 
 def program_help():
     commands = [("serve", "Serve the API with waitress: the command when none is given.")]
-    commands += [(command.name, command.get_short_help_str(limit=100)) for command in COMMANDS]
+    commands += [(command.name, command.get_short_help_str(limit=200)) for command in COMMANDS]
     width = max(len(name) for name, _ in commands)
-    lines = "\n".join(f"  {name:{width}}  {text}" for name, text in commands)
+    # A text too long for 80 columns goes on under itself.
+    indent = " " * (width + 4)
+    lines = "\n".join(
+        f"  {name:{width}}  " + f"\n{indent}".join(textwrap.wrap(text, 80 - len(indent), break_on_hyphens=False))
+        for name, text in commands)
     return f"""\
 usage: okr [OPTIONS] [COMMAND [ARGS]...]
 

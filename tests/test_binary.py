@@ -162,11 +162,15 @@ def test_the_executable_makes_the_demo(okr):
     run, start, work, home = okr
     made = run("demo", "--no-serve", "--seed", "7")
     assert made.stdout.startswith("created ./okr-demo.db in ") and "60 key results" in made.stdout
+    assert "sign in as elena.marsh@tallybird.example with password " in made.stdout  # argon2 is in the file
     assert not (work / "okr.db").exists()
+    # Its people have passwords, so the API wants signed requests.
+    key = json.loads(run("--database", "okr-demo.db", "keys", "create", "--name", "tests", "--json").stdout)
     process, http = start("--database", "okr-demo.db")
     try:
-        cycles = http.get("/v1/cycles").json()["cycles"]
-        report = http.get(f"/v1/cycles/{cycles[0]['id']}/report").json()
+        headers = signed(key["credential"], key["secret"])
+        cycles = http.get("/v1/cycles", headers=headers).json()["cycles"]
+        report = http.get(f"/v1/cycles/{cycles[0]['id']}/report", headers=headers).json()
         assert len(cycles) == 2 and report["key_results_count"] == 30
     finally:
         stop(process)

@@ -455,3 +455,95 @@ def test_a_version_3_database_gets_the_covering_checkins_index_and_keeps_its_row
         columns = [row[2] for row in db.execute("PRAGMA index_info(checkins_history)")]
         assert columns == ["key_result_seq", "seq", "value", "created_at"]
 
+
+
+# --- version 5 to 6: people (roles, passwords, invitations), keys of a user, sessions of a user -----------
+
+# schema.sql of the last release of schema version 5 (git show a5a8ddc:schema.sql)
+SCHEMA_V5 = helpers.REPO / "tests" / "fixtures" / "schema_v5.sql"
+V5_TABLES = ("users", "api_keys", "cycles", "objectives", "web_secrets")
+
+
+def _v5_columns():
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.executescript(SCHEMA_V5.read_text(encoding="utf-8"))
+        return {table: [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+                for table in (*V5_TABLES, "web_sessions")}
+
+
+V5_COLUMNS = _v5_columns()
+
+
+def make_v5_database(path):
+    """A database as the release before people made it: users, keys (live, read-only, revoked), an objective
+    assigned to a user, and dashboard sessions opened with a key."""
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_V5.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 5")
+        db.executemany("INSERT INTO users (id, name, email, email_key, is_active, created_at, revision)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       [("u1", "Ada", "Ada@example.com", "ada@example.com", 1, "2026-01-01T00:00:00Z", 3),
+                        ("u2", "Bob", "bob@example.com", "bob@example.com", 0, "2026-01-02T00:00:00Z", 0)])
+        db.execute("INSERT INTO cycles (id, name, created_at) VALUES ('c1', 'Q1', '2026-01-03T00:00:00Z')")
+        db.execute("INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, assignee_id, created_at,"
+                   " modified_at) VALUES ('o1', 'Grow', 0, 1, 'c1', 'u2', '2026-01-04T00:00:00Z',"
+                   " '2026-01-04T00:00:00Z')")
+        db.execute("INSERT INTO api_keys (credential, secret, name, created_at, revoked_at, read_only)"
+                   " VALUES ('cred1', 'secret1', 'live', '2026-01-01T00:00:00Z', NULL, 0),"
+                   " ('cred2', 'secret2', 'reader', '2026-01-01T00:00:00Z', NULL, 1),"
+                   " ('cred3', 'secret3', 'old', '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z', 0)")
+        db.execute("INSERT INTO web_secrets (name, value) VALUES ('session', 'the-old-secret')")
+        db.execute("INSERT INTO web_sessions (token_hash, credential, created_at, ended_at)"
+                   " VALUES ('h1', 'cred1', '2026-01-05T00:00:00Z', NULL),"
+                   " ('h2', 'cred2', '2026-01-05T00:00:00Z', '2026-01-05T01:00:00Z')")
+        db.commit()
+
+
+def v5_rows(path):
+    """Every row of the version-5 tables, in their version-5 columns, in creation order."""
+    with closing(sqlite3.connect(path)) as db:
+        return {table: db.execute(f"SELECT {', '.join(V5_COLUMNS[table])} FROM {table} ORDER BY rowid").fetchall()
+                for table in V5_TABLES}
+
+
+def test_the_v5_fixture_is_the_schema_of_the_release_before_people():
+    assert "role" not in V5_COLUMNS["users"] and "password_hash" not in V5_COLUMNS["users"]
+    assert "user_id" not in V5_COLUMNS["api_keys"] and "user_id" not in V5_COLUMNS["web_sessions"]
+    assert "credential" in V5_COLUMNS["web_sessions"] and "revision" in V5_COLUMNS["users"]
+    assert "invitations" not in SCHEMA_V5.read_text(encoding="utf-8")
+
+
+def test_a_version_5_database_keeps_every_row_its_users_are_editors_without_passwords_and_sessions_go(app, tmp_path):
+    path = tmp_path / "v5.db"
+    make_v5_database(path)
+    before = v5_rows(path)
+    migrated = create_app({"TESTING": True, "DATABASE": path})
+    with migrated.app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION
+    assert v5_rows(path) == before
+    assert [len(before[table]) for table in V5_TABLES] == [2, 3, 1, 1, 1]
+    assert structure(path) == structure(app.config["DATABASE"])
+    with closing(sqlite3.connect(path)) as db:
+        # Everyone an editor, no one with a password yet; every key a service key.
+        assert db.execute("SELECT id, role, password_hash FROM users ORDER BY seq").fetchall() == [
+            ("u1", "editor", None), ("u2", "editor", None)]
+        assert db.execute("SELECT credential, user_id FROM api_keys ORDER BY seq").fetchall() == [
+            ("cred1", None), ("cred2", None), ("cred3", None)]
+        # The sessions named a key only: they go, and everyone signs in again.
+        assert db.execute("SELECT count(*) FROM web_sessions").fetchone()[0] == 0
+        for table in ("invitations", "team_members", "sign_in_failures"):
+            assert db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+    # The old key still signs, as a service key: it reads and writes.
+    client = migrated.test_client()
+    headers = {"Authorization": authorization_header("cred1", "secret1", utc_now())}
+    assert [user["email"] for user in client.get("/v1/users", headers=headers).get_json()["users"]] == [
+        "Ada@example.com", "bob@example.com"]
+    assert client.post("/v1/cycles", json={"name": "Q2"}, headers=headers).status_code == 200
+    # Migrating again changes nothing.
+    once = dump(path)
+    with migrated.app_context():
+        init_db()
+    assert dump(path) == once

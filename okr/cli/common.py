@@ -34,6 +34,11 @@ def echo_json(value):
     click.echo(json.dumps(value, ensure_ascii=False))
 
 
+def address(host, port):
+    """The server's address for a browser: http://HOST:PORT/, an IPv6 address in brackets."""
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
 def as_configured(path):
     """The database path as the user gave it, with ./ before a bare file name so that it reads as a path."""
     return path if os.path.dirname(path) else os.path.join(".", path)

@@ -9,7 +9,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from . import serving_lock
-from .common import as_configured, name_database, reports_errors
+from .common import address, as_configured, name_database, reports_errors
 from .database import folder_problem
 from .serve import cannot_listen, int_setting
 
@@ -56,10 +56,6 @@ def not_negative(value):
     return value
 
 
-def address(host, port):
-    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
-
-
 @click.command("demo", short_help="Create a demo database of a company's OKRs, and serve it.")
 @click.option("--no-serve", is_flag=True, help="Only create the database; do not serve it.")
 @click.option("--seed", type=int, metavar="N", callback=lambda ctx, param, value: not_negative(value),
@@ -76,6 +72,11 @@ def demo(no_serve, seed, fresh):
     objectives aligned company, team, personal, sixty key results of every type
     and ten weeks of check-ins, all dated in the past. --port and --host work
     as for okr serve; the dashboard's address is printed.
+
+    Every demo user has the same password, made anew for each new demo
+    database and printed once, when it is made: sign in as any of them.
+    Elena Marsh (elena.marsh@tallybird.example), the CEO, is an admin; the
+    others are editors.
 
     An existing demo database is served as it is, with whatever was recorded
     in it since; --fresh replaces it with new data. A file that okr demo did not
@@ -101,18 +102,26 @@ def demo(no_serve, seed, fresh):
         counts = demo_data.count_rows(path)
         anew = "okr demo --fresh makes a new one" if seed is None else f"okr demo --fresh --seed {seed} makes it anew"
         click.echo(f"using the demo database {shown} as it is: {summary(counts)} ({anew})")
+        admin = demo_data.admin_with_password(path)
+        if admin is not None:
+            # --database always: for any other command than demo, the database is ./okr.db by default.
+            click.echo(f"sign in as {admin} with the password printed when it was made (or set another: "
+                       f"okr users set-password {admin} --database {shown})")
     else:
         seed = secrets.randbelow(1_000_000) if seed is None else seed
+        password = demo_data.new_password()
         started = time.perf_counter()
         if exists:
             with serving_lock.exclusive(path) as alone:
                 if not alone:
                     raise click.ClickException(f"cannot replace {shown}: a server is serving it; stop it first")
-                counts = demo_data.create_demo(current_app.extensions["okr.create_app"], path, seed, replace=True)
+                counts = demo_data.create_demo(current_app.extensions["okr.create_app"], path, seed, replace=True,
+                                               password=password)
         else:
-            counts = demo_data.create_demo(current_app.extensions["okr.create_app"], path, seed)
+            counts = demo_data.create_demo(current_app.extensions["okr.create_app"], path, seed, password=password)
         seconds = time.perf_counter() - started
         click.echo(f"created {shown} in {seconds:.1f} s (seed {seed}): {summary(counts)}")
+        click.echo(f"sign in as {demo_data.ADMIN_EMAIL} with password {password} (every demo user has it)")
     if no_serve:
         again = "" if path == DEMO_DATABASE else f" --database {shown}"
         click.echo(f"serve it with: okr demo{again}")

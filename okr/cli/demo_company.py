@@ -5,7 +5,9 @@ service's own code: users through `okr users add`'s functions, everything else
 as requests to the API (the app's test client), so the API's schemas validate
 every value and its views write every row. Only the clock is set: each write
 is dated where it belongs in the past, so that the dashboard's charts, stale
-flags and statuses all have something to show.
+flags and statuses all have something to show. Last, every user is given the
+same password (which turns sign-in on), so that anyone trying the demo can sign
+in as any of them: the CEO as an admin, everyone else as an editor.
 
 A demo database is marked with SQLite's application_id (DEMO_APPLICATION_ID),
 which SQLite keeps in the file's header: `okr demo` uses no file without it,
@@ -13,6 +15,7 @@ and the mark survives `okr backup`.
 """
 import os
 import random
+import secrets
 import sqlite3
 import tempfile
 import urllib.parse
@@ -21,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 from .. import db as okr_db
+from ..rules import passwords
 from ..store import users
 from .users import validated_user
 
@@ -37,6 +41,10 @@ USERS = (
     ("Marcus Hale", "Sales"), ("Sofia Lindqvist", "Sales"), ("Omar Haddad", "Sales"),
     ("Grace Kim", "Customer Success"), ("Jonas Weber", "Customer Success"), ("Aisha Bello", "Customer Success"),
 )
+# The one admin, the CEO; everyone else is an editor.
+ADMIN = USERS[0][0]
+# The demo password's characters: no l, o, 0 or 1, which read alike.
+READABLE = "abcdefghijkmnpqrstuvwxyz23456789"
 
 # How a key result goes over the cycle:
 #   done     reaches its target (progress 1), confidence high
@@ -450,6 +458,15 @@ def email_of(name):
     return f"{name.lower().replace(' ', '.')}@{COMPANY_DOMAIN}"
 
 
+ADMIN_EMAIL = email_of(ADMIN)
+
+
+def new_password():
+    """A random password that reads and types easily: four groups of four, such as k7qm-x3fa-9tzp-wd2h
+    (80 bits)."""
+    return "-".join("".join(secrets.choice(READABLE) for _ in range(4)) for _ in range(4))
+
+
 @contextmanager
 def clock():
     """Sets the time every write stamps (okr.db.stamped_time): yields a function that sets it; unset on leaving."""
@@ -464,8 +481,9 @@ def clock():
         okr_db.stamped_time.reset(token)
 
 
-def fill(app, events):
-    """Writes the events through the service's own code: users as `okr users add` does, the rest through the API."""
+def fill(app, events, password_hash=None):
+    """Writes the events through the service's own code: users as `okr users add` does, the rest through the API.
+    Then gives every user password_hash, if any: last, since a password turns sign-in on for the API too."""
     client = app.test_client()
     ids = {}  # the script's keys -> the ids the service gave
 
@@ -479,9 +497,11 @@ def fill(app, events):
         when = events[0][0] - timedelta(days=30)
         set_time(when)
         with app.app_context(), okr_db.transaction() as db:
+            people = []
             for name, _ in USERS:
                 user = validated_user(name, email_of(name))
-                ids[name] = users.create(db, user["name"], user["email"])["id"]
+                people.append(users.create(db, user["name"], user["email"], "admin" if name == ADMIN else "editor"))
+                ids[name] = people[-1]["id"]
         for when, _, kind, data in events:
             set_time(when)
             if kind == "team":
@@ -499,6 +519,10 @@ def fill(app, events):
                 ids[data["key"]] = post(f"/v1/objectives/{ids[data['key'][:2]]}/keyresults", data["body"])
             else:
                 post(f"/v1/keyresults/{ids[data['key']]}/checkins", {**data["body"], "author_id": ids[data["owner"]]})
+    if password_hash is not None:
+        with app.app_context(), okr_db.transaction() as db:
+            for user in people:
+                users.set_password(db, user, password_hash)
     # The test client's requests ran on this thread, which keeps its connection open until closed.
     with app.app_context():
         okr_db.close_thread_connection()
@@ -512,6 +536,18 @@ def count_rows(path):
         return {name: db.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in names}
 
 
+def admin_with_password(path):
+    """The email of the first active admin with a password in a demo database, or None (none has one, as in a
+    demo made before people had passwords)."""
+    with closing(sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw", uri=True)) as db:
+        try:
+            row = db.execute("SELECT email FROM users WHERE role = 'admin' AND is_active AND password_hash IS NOT NULL"
+                             " ORDER BY seq LIMIT 1").fetchone()
+        except sqlite3.OperationalError:  # no role or password_hash column yet: okr serve adds them
+            return None
+    return None if row is None else row[0]
+
+
 def remove_companions(path):
     """Removes the -wal and -shm files a database at path left: SQLite would apply them to a new file there."""
     for suffix in ("-wal", "-shm"):
@@ -521,18 +557,21 @@ def remove_companions(path):
             pass
 
 
-def create_demo(create_app, path, seed, now=None, replace=False):
+def create_demo(create_app, path, seed, now=None, replace=False, password=None):
     """Makes a demo database at path, which must not exist (or, with replace, be a demo database).
 
     create_app is okr's app factory: the data goes in through an app of its own on a private file.
 
     The data is made from seed, dated relative to now (an aware datetime; the
     present by default): the same seed and now give the same data, ids aside.
+    Every user gets password, hashed once for all (hashing takes a tenth of a
+    second); with None, no one has a password and the demo stays open.
     It is written to a private file beside path, then moved there whole.
     Returns the counts of what it holds.
     """
     now = (now or datetime.now(timezone.utc)).replace(microsecond=0)
     events = Script(seed, now).build()
+    password_hash = None if password is None else passwords.hash_password(password)
     folder = os.path.dirname(os.path.abspath(path))
     handle, partial = tempfile.mkstemp(dir=folder, prefix=".okr-demo-", suffix=".db")
     os.close(handle)
@@ -542,7 +581,7 @@ def create_demo(create_app, path, seed, now=None, replace=False):
             okr_db.init_db()
         with closing(sqlite3.connect(partial, isolation_level=None)) as db:
             db.execute(f"PRAGMA application_id = {DEMO_APPLICATION_ID}")
-        fill(app, events)
+        fill(app, events, password_hash)
         if replace:
             remove_companions(path)
             os.replace(partial, path)

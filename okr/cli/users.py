@@ -1,26 +1,33 @@
-"""okr users: add, list, update, import, deactivate and activate users.
+"""okr users: add, list, update, import, deactivate and activate users; their roles, invitations and passwords.
 
-Users can only be created and changed here, not over HTTP.
+Users are created and changed here (and, once signed in, by an admin on the dashboard), never over the API.
 """
 import csv
+import ipaddress
+import sys
 import unicodedata
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import click
+from flask import current_app
 from flask.cli import AppGroup
 from marshmallow import ValidationError
 
+from ..rules import passwords
 from ..rules.messages import flatten
 from ..rules.schemas import user_schema
 from ..db import transaction
 from ..emails import email_key
 from ..errors import Conflict, NotFound
 from ..records import user_json
-from ..store import users
-from .common import echo_json, read_database, reports_errors, use_database
+from ..store import invitations, users
+from .common import address, echo_json, read_database, reports_errors, use_database
 
 
-users_cli = AppGroup("users", help="Users: add, list, update, import, deactivate, activate.")
+users_cli = AppGroup("users", help="Users: add, list, update, import, deactivate, activate, set-role, invite, "
+                                   "set-password.")
+ROLE_CHOICE = click.Choice(users.ROLES)
 
 
 def validated_user(name, email, partial=False):
@@ -36,37 +43,57 @@ def validated_user(name, email, partial=False):
 @users_cli.command("add")
 @click.option("--name", required=True, help="Full name.")
 @click.option("--email", required=True, help="Email address; unique under Unicode case folding.")
+@click.option("--role", type=ROLE_CHOICE, default="editor", show_default=True,
+              help="admin (also manages people), editor (changes OKRs) or viewer (only reads).")
 @reports_errors
-def add_user(name, email):
-    """Create a user and print it as JSON."""
+def add_user(name, email, role):
+    """Create a user, without a password, and print it as JSON.
+
+    The JSON is the user as GET /v1/users/:id gives it, which has no role: okr users
+    list shows it. okr users invite makes the link to choose a password.
+    """
     user = validated_user(name, email)
     use_database()
     with transaction() as db, refusals():
-        row = users.create(db, user["name"], user["email"])
+        row = users.create(db, user["name"], user["email"], role)
     echo_json(user_json(row))
 
 
+def listed_user(row):
+    """A user as okr users list --json prints it: as the API gives it, plus its role and whether it has a
+    password (never the password's hash)."""
+    return {**user_json(row), "role": row["role"], "has_password": row["password_hash"] is not None}
+
+
+def yes_no(value):
+    return "yes" if value else "no"
+
+
 @users_cli.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per user and line, as GET /v1/users/:id.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print one JSON object per user and line: as GET /v1/users/:id gives it, plus "role" '
+                   '(admin, editor or viewer) and "has_password" (true or false).')
 @reports_errors
 def list_users(as_json):
-    """List users in creation order, inactive ones included."""
+    """List users in creation order, inactive ones included, with their role and
+    whether they have a password."""
     read_database()
     with transaction(write=False) as db:
-        listed = [user_json(row) for row in db.execute("SELECT * FROM users ORDER BY seq")]
+        listed = [listed_user(row) for row in db.execute("SELECT * FROM users ORDER BY seq")]
     if as_json:
         for user in listed:
             echo_json(user)
     elif not listed:
         click.echo("no users yet; add one with okr users add --name NAME --email EMAIL")
     else:
-        table = [("EMAIL", "NAME", "ACTIVE", "CREATED", "ID")] + [
-            (user["email"], user["name"], "yes" if user["is_active"] else "no", user["created_at"], user["id"])
+        table = [("EMAIL", "NAME", "ROLE", "ACTIVE", "PASSWORD", "CREATED", "ID")] + [
+            (user["email"], user["name"], user["role"], yes_no(user["is_active"]), yes_no(user["has_password"]),
+             user["created_at"], user["id"])
             for user in listed
         ]
-        widths = [max(columns(row[column]) for row in table) for column in range(4)]
+        widths = [max(columns(row[column]) for row in table) for column in range(len(table[0]) - 1)]
         for row in table:
-            click.echo("".join(cell + " " * (width - columns(cell) + 2) for cell, width in zip(row, widths)) + row[4])
+            click.echo("".join(cell + " " * (width - columns(cell) + 2) for cell, width in zip(row, widths)) + row[-1])
 
 
 def columns(text):
@@ -136,6 +163,142 @@ def deactivate_user(email):
 def activate_user(email):
     """Mark the user with EMAIL active again; print it as JSON."""
     set_active(email, 1)
+
+
+@users_cli.command("set-role")
+@click.argument("email")
+@click.argument("role", type=ROLE_CHOICE, metavar="ROLE")
+@reports_errors
+def set_user_role(email, role):
+    """Give the user with EMAIL the ROLE admin, editor or viewer.
+
+    An admin also manages people; an editor changes cycles, teams, objectives,
+    key results and check-ins; a viewer only reads. The user's sessions and API
+    keys act with the new role from their next request. Prints the user as JSON:
+    as GET /v1/users/:id gives it, plus "role". The last active admin cannot be
+    made an editor or a viewer: make another admin first.
+    """
+    use_database()
+    with transaction() as db, refusals(email):
+        row = users.set_role(db, users.found(db, email), role)
+    echo_json({**user_json(row), "role": row["role"]})
+
+
+def base_url_problem(url):
+    """What is wrong with an invitation link's base URL, in a few words; None when it will do."""
+    if any(character.isspace() or ord(character) < 0x20 or ord(character) == 0x7F for character in url):
+        return "must not hold spaces or control characters"
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        return "must start with http:// or https://"
+    if not parts.hostname:
+        return "must name a host, as in https://okr.example.com"
+    if "@" in parts.netloc:
+        return "must not hold a user name or password"
+    if "?" in url or "#" in url:
+        return "must have no query (?) nor fragment (#)"
+    try:
+        parts.port
+    except ValueError:
+        return "has a port that is not a number from 0 to 65535"
+    return None
+
+
+def invitation_base(base_url):
+    """The invitation link's base URL, checked, without a trailing slash: --base-url (or OKR_BASE_URL), else
+    this server's own address (--host and --port)."""
+    if base_url is None:
+        host, port = current_app.config["HOST"], current_app.config["PORT"]
+        try:
+            everywhere = ipaddress.ip_address(host.strip("[]")).is_unspecified
+        except ValueError:
+            everywhere = False
+        if everywhere:
+            raise click.ClickException(f"the server listens on every address ({host}), which is no address to "
+                                       "send people to: pass --base-url (or set OKR_BASE_URL) with the one they use")
+        url = address(host, port)
+        problem = base_url_problem(url)
+        if problem:
+            raise click.ClickException(f"the server's address {url} {problem}; pass --base-url")
+    else:
+        url = base_url
+        problem = base_url_problem(url)
+        if problem:
+            raise click.ClickException(f"--base-url {url} {problem}")
+    return url.rstrip("/")
+
+
+@users_cli.command("invite")
+@click.argument("email")
+@click.option("--base-url", envvar="OKR_BASE_URL", metavar="URL",
+              help="The address people open the dashboard at, such as https://okr.example.com (or set "
+                   "OKR_BASE_URL); http or https, no query. Default: this server's, from --host and --port "
+                   "(http://127.0.0.1:8080).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"url": LINK} and nothing else.')
+@reports_errors
+def invite_user(email, base_url, as_json):
+    """Make a link for the user with EMAIL to choose a password, and print it.
+
+    The link is URL/invitations/TOKEN: valid for 7 days, it works once, and it
+    voids any earlier link of the user's. Only a digest of the token is kept,
+    so the link is shown now and never again: send it to the user yourself.
+    The last line printed is the link. A deactivated user cannot be invited.
+    """
+    base = invitation_base(base_url)
+    use_database()
+    with transaction() as db, refusals(email):
+        user = users.found(db, email)
+        if not user["is_active"]:
+            raise click.ClickException(f"{user['email']} is deactivated: reactivate them first "
+                                       f"(okr users activate {user['email']})")
+        token = invitations.create(db, user)
+    url = f"{base}/invitations/{token}"
+    if as_json:
+        echo_json({"url": url})
+    else:
+        click.echo(f"invitation for {user['name']} <{user['email']}> to choose a password: valid for "
+                   f"{invitations.VALID_FOR.days} days, once (an earlier link of theirs no longer works)")
+        click.echo(url)
+
+
+def stdin_is_terminal():
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def read_password():
+    """The new password: asked twice, hidden, at a terminal; else standard input's first line, without its
+    line ending (none at all: an empty one)."""
+    if stdin_is_terminal():
+        return click.prompt("New password", hide_input=True, confirmation_prompt="Repeat it", err=True)
+    line = sys.stdin.readline() if sys.stdin is not None else ""
+    return line.removesuffix("\n").removesuffix("\r")
+
+
+@users_cli.command("set-password")
+@click.argument("email")
+@reports_errors
+def set_user_password(email):
+    """Set the password of the user with EMAIL.
+
+    At a terminal it asks for the password twice, without showing it. Otherwise
+    it reads standard input's first line, without the line ending, for scripts:
+    printf '%s\\n' "$PASSWORD" | okr users set-password EMAIL. A password has 12
+    characters or more, and the 10,000 most common ones are refused. It is
+    stored as an argon2id hash, never shown nor logged. The user's dashboard
+    sessions end, and an invitation link of theirs no longer works.
+    """
+    use_database()
+    with transaction(write=False) as db, refusals(email):
+        users.found(db, email)  # before asking for a password
+    password = read_password()
+    problem = passwords.problem(password)
+    if problem:
+        raise click.ClickException("password not set: " + problem[:1].lower() + problem[1:].rstrip("."))
+    password_hash = passwords.hash_password(password)
+    with transaction() as db, refusals(email):
+        user = users.found(db, email)
+        users.set_password(db, user, password_hash)
+    click.echo(f"password set for {user['email']}; their dashboard sessions have ended")
 
 
 COLUMNS = "name,email (in that order)"

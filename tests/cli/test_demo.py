@@ -1,4 +1,5 @@
 """okr demo: a demo database of believable OKRs, made through the API's own code, and served."""
+import json
 import os
 import re
 import signal
@@ -11,13 +12,15 @@ import time
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
+from urllib.parse import urlencode
 
 import pytest
 
 import helpers
 import okr.__main__ as program
-from helpers import TIMESTAMP
+from helpers import TIMESTAMP, create_key, signed
 from okr import create_app
+from okr.rules import passwords
 from okr.rules.schemas import checkin_schema, group_update_schema, key_result_schema, objective_schema, user_schema
 from okr.cli import serving_lock
 import okr.db
@@ -28,18 +31,40 @@ CREATED = re.compile(r"created (\S+) in (\d+\.\d) s \(seed (\d+)\): 2 cycles, 4 
                      r"60 key results, (\d+) check-ins")
 # 60 key results: a first check-in each, ten weekly ones, less three for each of the three that went stale.
 CHECKINS = 60 + 600 - 9
+ADMIN = "elena.marsh@tallybird.example"
+SIGN_IN = re.compile(r"sign in as elena\.marsh@tallybird\.example with password (\S+) \(every demo user has it\)")
+DEMO_PASSWORD = "the demo's password for these tests"
 
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("demo") / "okr-demo.db"
-    create_demo(create_app, str(path), seed=7)
+    create_demo(create_app, str(path), seed=7, password=DEMO_PASSWORD)
     return path
 
 
-@pytest.fixture
+class SignedClient:
+    """A test client that signs every request with an API key: the demo's passwords turn sign-in on."""
+
+    def __init__(self, client, key):
+        self.client, self.key = client, key
+
+    def get(self, path, **kwargs):
+        return self.client.get(path, headers=signed(self.key), **kwargs)
+
+    def post(self, path, **kwargs):
+        return self.client.post(path, headers=signed(self.key), **kwargs)
+
+
+def signed_client(path):
+    """A test client of the database at path, with a service key made there for it."""
+    app = create_app({"TESTING": True, "DATABASE": path})
+    return SignedClient(app.test_client(), create_key(app.test_cli_runner(), "tests"))
+
+
+@pytest.fixture(scope="module")
 def demo_client(demo_db):
-    return create_app({"TESTING": True, "DATABASE": demo_db}).test_client()
+    return signed_client(demo_db)
 
 
 def run(capsys, *args):
@@ -108,6 +133,25 @@ def test_objectives_are_aligned_company_team_personal(demo_db):
         if parent is not None:
             assert parent["cycle_id"] == objective["cycle_id"]
     assert kinds == {"company": 4, "team": 8, "personal": 8}
+
+
+def test_every_demo_user_signs_in_with_the_one_password_and_the_ceo_is_the_admin(demo_db):
+    users = rows(demo_db, "SELECT email, role, is_active, password_hash FROM users ORDER BY seq")
+    assert [(user["email"], user["role"]) for user in users[:2]] == [
+        (ADMIN, "admin"), ("maya.okafor@tallybird.example", "editor")]
+    assert [user["role"] for user in users].count("admin") == 1
+    assert {user["role"] for user in users[1:]} == {"editor"} and all(user["is_active"] for user in users)
+    # Hashed once for all: every user has the same hash, and it is the password's.
+    assert len({user["password_hash"] for user in users}) == 1
+    assert passwords.verify(users[0]["password_hash"], DEMO_PASSWORD)
+    assert not passwords.verify(users[0]["password_hash"], "another password")
+
+
+def test_a_demo_without_a_password_stays_open(tmp_path):
+    create_demo(create_app, str(tmp_path / "open.db"), seed=1)
+    assert rows(tmp_path / "open.db", "SELECT count(*) FROM users WHERE password_hash IS NOT NULL")[0][0] == 0
+    client = create_app({"TESTING": True, "DATABASE": tmp_path / "open.db"}).test_client()
+    assert client.get("/v1/cycles").status_code == 200
 
 
 def test_every_key_result_has_weeks_of_history_with_comments(demo_db):
@@ -252,12 +296,18 @@ def test_okr_demo_makes_okr_demo_db_and_never_touches_okr_db(tmp_path, monkeypat
     real = (tmp_path / "okr.db").read_bytes()
     status, out, err = run(capsys, "demo", "--no-serve", "--seed", "3")
     assert status == 0, err
-    created, serve = out.splitlines()
+    created, sign_in, serve = out.splitlines()
     match = CREATED.fullmatch(created)
     assert match and match.group(1) == "./okr-demo.db" and match.group(3) == "3", out
     assert int(match.group(4)) == CHECKINS
     assert float(match.group(2)) < 30  # it takes well under a second; the issue asks for under three
     assert serve == "serve it with: okr demo"
+    # The password printed is the admin's, and everyone's.
+    password = SIGN_IN.fullmatch(sign_in).group(1)
+    assert passwords.problem(password) is None
+    [admin] = rows("okr-demo.db", "SELECT password_hash, role FROM users WHERE email = ?", ADMIN)
+    assert admin["role"] == "admin" and passwords.verify(admin["password_hash"], password)
+    assert {row[0] for row in rows("okr-demo.db", "SELECT password_hash FROM users")} == {admin["password_hash"]}
     assert err == f"okr: using database {tmp_path / 'okr-demo.db'}\n"
     assert (tmp_path / "okr.db").read_bytes() == real
     assert sorted(os.listdir(tmp_path)) == ["okr-demo.db", "okr.db"]
@@ -275,7 +325,7 @@ def test_a_database_named_on_purpose_is_used(tmp_path, monkeypatch, capsys, neve
     status, out, err = run(capsys, *args)
     assert status == 0, err
     assert CREATED.fullmatch(out.splitlines()[0]).group(1) == "./mine.db"
-    assert out.splitlines()[1] == "serve it with: okr demo --database ./mine.db"
+    assert out.splitlines()[2] == "serve it with: okr demo --database ./mine.db"
     assert os.listdir(tmp_path) == ["mine.db"]
 
 
@@ -315,22 +365,33 @@ def test_a_file_it_did_not_make_is_refused_and_left_as_it_is(tmp_path, capsys, n
 def test_running_it_again_uses_the_demo_database_as_it_is_and_fresh_makes_it_anew(tmp_path, monkeypatch, capsys,
                                                                                      never_serves):
     monkeypatch.chdir(tmp_path)
-    assert run(capsys, "demo", "--no-serve", "--seed", "1")[0] == 0
-    client = create_app({"TESTING": True, "DATABASE": "okr-demo.db"}).test_client()
+    status, out, err = run(capsys, "demo", "--no-serve", "--seed", "1")
+    assert status == 0, err
+    first_password = SIGN_IN.fullmatch(out.splitlines()[1]).group(1)
+    client = signed_client("okr-demo.db")
     [cycle, _] = get_all(client, "/v1/cycles", "cycles")
     key_result = get_all(client, "/v1/keyresults", "keyresults", cycle_id=cycle["id"])[0]
     response = client.post(f"/v1/keyresults/{key_result['id']}/checkins", json={"value": "1", "comment": "mine"})
     assert response.status_code == 200
     status, out, err = run(capsys, "demo", "--no-serve", "--seed", "1")
     assert status == 0, err
-    assert out.splitlines()[0] == ("using the demo database ./okr-demo.db as it is: 2 cycles, 4 teams, 12 users, "
-                                   f"20 objectives, 60 key results, {CHECKINS + 1} check-ins "
-                                   "(okr demo --fresh --seed 1 makes it anew)")
+    assert out.splitlines()[:2] == [
+        "using the demo database ./okr-demo.db as it is: 2 cycles, 4 teams, 12 users, "
+        f"20 objectives, 60 key results, {CHECKINS + 1} check-ins (okr demo --fresh --seed 1 makes it anew)",
+        # Its password is not known any more, only its hash.
+        f"sign in as {ADMIN} with the password printed when it was made (or set another: okr users set-password "
+        f"{ADMIN} --database ./okr-demo.db)"]
+    assert first_password not in out
     assert rows("okr-demo.db", "SELECT count(*) FROM checkins WHERE comment = 'mine'")[0][0] == 1
     status, out, err = run(capsys, "demo", "--no-serve", "--fresh")
     assert status == 0, err
     assert CREATED.fullmatch(out.splitlines()[0]).group(4) == str(CHECKINS)
     assert rows("okr-demo.db", "SELECT count(*) FROM checkins WHERE comment = 'mine'")[0][0] == 0
+    # A new database, a new password.
+    second_password = SIGN_IN.fullmatch(out.splitlines()[1]).group(1)
+    assert second_password != first_password
+    [[password_hash]] = rows("okr-demo.db", "SELECT password_hash FROM users WHERE email = ?", ADMIN)
+    assert passwords.verify(password_hash, second_password) and not passwords.verify(password_hash, first_password)
     assert sorted(os.listdir(tmp_path)) == ["okr-demo.db", "okr-demo.db.lock"]
 
 
@@ -390,6 +451,24 @@ def test_a_port_in_use_is_named_before_anything_is_made(tmp_path, monkeypatch, c
     assert os.listdir(tmp_path) == []
 
 
+def session_cookie(response):
+    """The name=value of the session cookie an answer sets."""
+    return response.headers["Set-Cookie"].split(";", 1)[0]
+
+
+def log_in_with_key(http, key):
+    """Signs in at /login with an API key's credential and secret, as a browser would; the session cookie."""
+    form = http.get("/login", headers={"Accept": "text/html"})
+    assert form.status == 200, form.status
+    cookie = session_cookie(form)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form.payload.decode()).group(1)
+    body = urlencode({"csrf_token": csrf, "next": "/", "credential": key["credential"], "secret": key["secret"]})
+    answer = http.request("POST", "/login", raw=body.encode(), headers={
+        "Accept": "text/html", "Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie})
+    assert answer.status == 303, answer.payload[:500]
+    return session_cookie(answer)
+
+
 def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
     # --port 0: okr demo picks a free port, and prints it.
     process = subprocess.Popen(
@@ -401,6 +480,8 @@ def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
     try:
         created = process.stdout.readline()
         assert CREATED.fullmatch(created.rstrip("\n")), created + process.stderr.read()
+        sign_in = process.stdout.readline()
+        assert SIGN_IN.fullmatch(sign_in.rstrip("\n")), sign_in
         dashboard = process.stdout.readline()
         match = re.fullmatch(r"dashboard: http://127\.0\.0\.1:(\d+)/ \(Ctrl-C stops the server\)\n", dashboard)
         assert match and match.group(1) != "0", dashboard
@@ -413,9 +494,17 @@ def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
             except OSError:
                 assert time.monotonic() < deadline, "the server did not answer"
                 time.sleep(0.05)
-        assert page.status == 200 and b"<h1>Cycles</h1>" in page.payload
-        cycles = http.get("/v1/cycles").ok()["cycles"]
-        cycle_page = http.get(f"/cycles/{cycles[-1]['id']}", headers={"Accept": "text/html"})
+        # Its people have passwords: the pages want a sign-in, and the API signed requests.
+        assert page.status == 303 and page.headers["Location"].startswith("/login"), page.status
+        assert http.get("/v1/cycles").status == 401
+        made = helpers.run_okr("--database", "okr-demo.db", "keys", "create", "--name", "tests", "--user", ADMIN,
+                               "--json", cwd=tmp_path)
+        assert made.returncode == 0, made.stderr
+        key = json.loads(made.stdout)
+        cycles = http.get("/v1/cycles", headers=signed(key)).ok()["cycles"]
+        cookie = log_in_with_key(http, key)
+        assert b"<h1>Cycles</h1>" in http.get("/", headers={"Accept": "text/html", "Cookie": cookie}).payload
+        cycle_page = http.get(f"/cycles/{cycles[-1]['id']}", headers={"Accept": "text/html", "Cookie": cookie})
         assert cycle_page.status == 200 and "Grow self-serve revenue" in cycle_page.payload.decode()
     finally:
         process.send_signal(signal.SIGTERM)

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 import helpers
-from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error, create_key, file_mode
+from helpers import OBJECTIVE_FIELDS, TIMESTAMP, assert_error, create_key, file_mode, make_user, signed
 from okr import create_app
 
 VECTOR_LINE = ("Authorization: S1-HMAC-SHA256 Credential=mycredential&Timestamp=2019-02-03T01:55:37Z"
@@ -138,6 +138,71 @@ def test_keys_list_json_shows_read_only(runner, reader_and_writer):
     rows = [json.loads(line) for line in runner.invoke(args=["keys", "list", "--json"]).output.splitlines()]
     assert [(r["credential"], r["read_only"]) for r in rows] == [(reader["credential"], True),
                                                                  (writer["credential"], False)]
+
+
+# --- keys acting as a user ----------------------------------------------------------------
+
+
+def key_users(app):
+    """(name, the email of the user it acts as or None) of every key."""
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return db.execute("SELECT k.name, u.email FROM api_keys k LEFT JOIN users u ON u.id = k.user_id"
+                          " ORDER BY k.seq").fetchall()
+
+
+def test_keys_create_user_makes_a_key_that_acts_as_that_user(app, runner):
+    make_user(runner)
+    result = runner.invoke(args=["keys", "create", "--name", "ada-scripts", "--user", "ADA@example.com"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[2] == "user:       ada@example.com (the key acts as them, with their role)"
+    create_key(runner, "service")
+    assert key_users(app) == [("ada-scripts", "ada@example.com"), ("service", None)]
+
+
+def test_keys_create_user_json_is_the_credential_and_secret(app, runner):
+    make_user(runner)
+    result = runner.invoke(args=["keys", "create", "--name", "k", "--user", "ada@example.com", "--json"])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(result.output)) == {"credential", "secret"}
+    assert key_users(app) == [("k", "ada@example.com")]
+
+
+def test_a_users_key_has_the_users_role(app, runner, client):
+    make_user(runner)
+    assert runner.invoke(args=["users", "set-role", "ada@example.com", "viewer"]).exit_code == 0
+    result = runner.invoke(args=["keys", "create", "--name", "k", "--user", "ada@example.com", "--json"])
+    key = json.loads(result.output)
+    assert client.get("/v1/cycles", headers=signed(key)).status_code == 200
+    assert_error(client.post("/v1/cycles", json={"name": "Q1"}, headers=signed(key)), 403)
+
+
+@pytest.mark.parametrize("deactivated", [False, True], ids=["unknown email", "deactivated user"])
+def test_keys_create_user_refuses_an_unknown_or_deactivated_user(app, runner, deactivated):
+    make_user(runner)
+    if deactivated:
+        assert runner.invoke(args=["users", "deactivate", "ada@example.com"]).exit_code == 0
+    email = "ada@example.com" if deactivated else "nobody@example.com"
+    result = runner.invoke(args=["keys", "create", "--name", "k", "--user", email, "--json"])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "Error: ada@example.com is deactivated: reactivate them first (okr users activate ada@example.com)"
+        if deactivated else "Error: no user with email nobody@example.com"]
+    assert stored_keys(app) == []
+
+
+def test_keys_list_shows_each_keys_user_or_service(runner):
+    make_user(runner, "Zoë", "zoë@example.com")
+    mine = json.loads(runner.invoke(args=["keys", "create", "--name", "mine", "--user", "zoë@example.com",
+                                          "--json"]).output)
+    bot = create_key(runner, "bot")
+    lines = runner.invoke(args=["keys", "list"]).output.splitlines()
+    [mine_line] = [line for line in lines if mine["credential"] in line]
+    [bot_line] = [line for line in lines if bot["credential"] in line]
+    assert mine_line.split()[-2:] == ["zoë@example.com", "mine"]
+    assert bot_line.split()[-2:] == ["service", "bot"]
+    assert mine_line.index("mine") == bot_line.index("bot")  # the names line up after the users
+    rows = [json.loads(line) for line in runner.invoke(args=["keys", "list", "--json"]).output.splitlines()]
+    assert [(row["name"], row["user"]) for row in rows] == [("mine", "zoë@example.com"), ("bot", None)]
 
 
 # --- keys revoke ---------------------------------------------------------------------------
