@@ -55,6 +55,7 @@ from .emails import email_key
 from .rules.ids import UUID_PATTERN
 from .scratch import remove_leftovers, scratch_folder
 from .store import bulk
+from .store.bulk import NOT_GIVEN, OPTIONAL
 from .transfer.rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
 
 RESOURCES = ("users", "teams", "cycles", "objectives", "key_results")
@@ -138,7 +139,8 @@ def as_record(name, item):
     refused; fields this service does not keep (a key result's cycle_id) are
     ignored. UUIDs are lowercased, times brought to UTC to the second.
     """
-    fields = [field for field in FIELDS[name] if field != "revision"]
+    # Simple OKR has no roles: a new user gets the default one (editor), a stored one keeps theirs.
+    fields = [field for field in FIELDS[name] if field != "revision" and field not in OPTIONAL.get(name, ())]
     missing = [field for field in fields if field not in item and field not in NULLABLE]
     if missing:
         raise Refusal(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
@@ -436,7 +438,7 @@ class Importer:
             return "created", []
         # created_at never changes; revision is this database's own count.
         changed = [field for field in fields if field not in ("id", "created_at", "revision")
-                   and stored[field] != row[field]]
+                   and row[field] is not NOT_GIVEN and stored[field] != row[field]]
         if not changed:
             return "unchanged", []
         bulk.write_row(self.db, name, values)

@@ -17,6 +17,7 @@ from flask import request as incoming  # build_document has a `request` of its o
 from marshmallow import Schema, fields
 
 from ..rules import schemas
+from ..store import users
 from .auth import SCHEME
 from ..rules.fields import DECIMAL_TEXT, DecimalString, StrictBool, Text, WHITESPACE
 from ..rules.ids import UUID_PATTERN
@@ -89,6 +90,24 @@ class User(Schema):
     email = fields.String(required=True, metadata={"format": "email"})
     is_active = fields.Boolean(required=True)
     created_at = timestamp_field()
+
+
+class MeKey(Schema):
+    credential = fields.String(required=True)
+    name = fields.String(required=True)
+    read_only = fields.Boolean(required=True, metadata={"description": "A read-only key only reads."})
+
+
+class Me(Schema):
+    user = fields.Nested(User, required=True, allow_none=True, metadata={
+        "description": "The user whose key signs the request, as GET /v1/users/{user_id} gives it; null for a "
+                       "service key (one without a user), and while auth is off."})
+    role = fields.String(required=True, allow_none=True, metadata={
+        "enum": [*users.ROLES, None],
+        "description": "The user's role: a viewer only reads, an editor also writes, an admin also manages "
+                       "people. Null for a service key (it writes like an editor) and while auth is off."})
+    key = fields.Nested(MeKey, required=True, allow_none=True, metadata={
+        "description": "The API key that signs the request; null while auth is off."})
 
 
 class Checkin(Schema):
@@ -249,8 +268,13 @@ OPERATIONS = [
     ("/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
     ("/v1/teams/{team_id}", "post", "Rename a team", schemas.GroupUpdateSchema, Team, ()),
     ("/v1/teams/{team_id}", "delete", "Delete a team; its objectives keep living", None, None, ()),
+    ("/v1/teams/{team_id}/members", "get", "List a team's members in the order they joined", None, UserPage,
+     LIST),
+    ("/v1/teams/{team_id}/members/{user_id}", "put", "Make a user a member of a team", None, User, ()),
+    ("/v1/teams/{team_id}/members/{user_id}", "delete", "Take a user out of a team", None, None, ()),
     ("/v1/users", "get", "List users", None, UserPage, LIST),
     ("/v1/users/{user_id}", "get", "Get a user", None, User, ()),
+    ("/v1/me", "get", "Who signs this request: its user, role and API key", None, Me, ()),
     ("/v1/openapi.json", "get", "This document", None, None, ()),
     ("/healthz", "get", "Health check for process supervisors", None, Health, ()),
     ("/", "get", "Index: the service's name and version, and links to this document and /healthz",
@@ -285,10 +309,33 @@ QUERY_PARAMETERS = {
              "schema": {"type": "string", "enum": list(schemas.KEY_RESULT_TYPES)}},
 }
 
+# Said of one operation beyond its summary.
+DESCRIPTIONS = {
+    ("/v1/me", "get"):
+        "The user (as GET /v1/users/{user_id} gives it), role and API key the request is signed with. A service "
+        "key (one made without a user) has user and role null. While auth is off (open mode: no API key was ever "
+        "created and no user has a password) requests are not signed and anyone may do anything: the answer is "
+        "then 200 with user, role and key all null.",
+    ("/v1/teams/{team_id}/members", "get"):
+        "The members as GET /v1/users/{user_id} gives each, in the order they joined the team. 404 for an unknown "
+        "team.",
+    ("/v1/teams/{team_id}/members/{user_id}", "put"):
+        "Idempotent: a user who is a member already stays one, and the answer is the same. With auth on, needs "
+        "an editor's or an admin's key, or a service key. 404 for an unknown team or user. The body, if any, is "
+        "not read.",
+    ("/v1/teams/{team_id}/members/{user_id}", "delete"):
+        "With auth on, needs an editor's or an admin's key, or a service key. 404 for an unknown team, or a user "
+        "who is not a member of it.",
+    ("/v1/keyresults/{key_result_id}/checkins", "post"):
+        "A user's key records the check-in as its user's: author_id is that user when left out, and naming "
+        "another user is a 403. A service key may name any author, or none.",
+}
+
 ERRORS = {
     400: "Invalid JSON, a validation error, or a bad query argument",
-    401: "Missing or invalid S1-HMAC-SHA256 signature",
-    403: "Signed with a read-only API key, which may only GET; or a write from a page of another origin (Origin)",
+    401: "Missing or invalid S1-HMAC-SHA256 signature, or a key whose user is deactivated",
+    403: "Signed with a read-only API key, which may only GET, or with a viewer's key, which may only read; "
+         "or a write from a page of another origin (Origin)",
     404: "No such record",
     405: "Method not allowed on this path",
     412: "If-Match names none of the resource's present ETags: it changed since it was read",
@@ -300,6 +347,9 @@ ERRORS = {
 # Where a code means something else than ERRORS says, and carries no header.
 PATH_ERRORS = {
     ("/healthz", 503): "The database file is missing or does not answer a query; details.database says why",
+    ("/v1/keyresults/{key_result_id}/checkins", 403):
+        "Signed with a read-only API key or a viewer's key; or a user's key naming another author_id; or a write "
+        "from a page of another origin (Origin)",
 }
 ERROR_HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string", "enum": [SCHEME]}}},
@@ -360,6 +410,8 @@ def error_codes(path, method, body, parameters):
 
 def operation(path, method, summary, body, response, parameters):
     spec = {"summary": summary, "operationId": f"{method}_{path}", "responses": {}}
+    if (path, method) in DESCRIPTIONS:
+        spec = {"summary": summary, "description": DESCRIPTIONS[path, method], **spec}  # after the summary
     if response is not None:
         spec["responses"]["200"] = {"description": "OK", "content": {"application/json": {"schema": response}}}
     else:
@@ -454,6 +506,18 @@ def id_patterns(components):
                 described.update(format="uuid", pattern=UUID)
 
 
+def nullable_refs(components):
+    """A nullable nested object as OpenAPI 3.0 says it: apispec's anyOf with a bare {"type": "object"} would
+    take any object at all."""
+    for component in components.values():
+        for name, described in component.get("properties", {}).items():
+            branches = described.get("anyOf", [])
+            refs = [branch for branch in branches if "$ref" in branch]
+            if len(branches) == 2 and len(refs) == 1 and {"type": "object", "nullable": True} in branches:
+                rest = {key: value for key, value in described.items() if key != "anyOf"}
+                component["properties"][name] = {**rest, "allOf": refs, "nullable": True}
+
+
 @cache
 def build_document(version):
     """The whole document as a dict."""
@@ -470,7 +534,10 @@ def build_document(version):
         "type": "apiKey", "in": "header", "name": "Authorization",
         "description": f"{SCHEME} Credential=<credential>&Timestamp=<RFC 3339 UTC>&Signature=<hex>; "
                        "the signature is the lowercase hex HMAC-SHA256 of credential + timestamp, "
-                       "keyed with the secret.",
+                       "keyed with the secret. A key made for a user acts with the user's role (a viewer "
+                       "only reads; an editor or an admin also writes); a service key (no user) writes like an "
+                       "editor; a read-only key only reads, whatever its user's role. Auth is on once any API key "
+                       "was created or any user has a password; before that requests need no signature.",
     })
     spec.components.schema("Error", schema=Error)
     paths = {}
@@ -485,6 +552,7 @@ def build_document(version):
     document = spec.to_dict()
     components = document["components"]["schemas"]
     id_patterns(components)
+    nullable_refs(components)
     for name, request in BY_TYPE.items():
         split_by_type(components, name, request)
     return document

@@ -33,9 +33,9 @@ def write_new_file(path, write, **open_options):
 def export_command(path, include_keys, file_format, cycle_id):
     """Write every user, team, cycle, objective, key result and check-in to PATH.
 
-    The JSON file (format okr-export, version 1) is what okr import reads: every
+    The JSON file (format okr-export, version 2) is what okr import reads: every
     field of every row, in creation order; API keys only with --include-keys
-    (they are secrets). With --format csv --cycle ID, PATH gets that cycle's key
+    (they are secrets). Passwords are never written. With --format csv --cycle ID, PATH gets that cycle's key
     results instead, one row each with its objective, progress and status, for
     spreadsheets. The copy is one consistent snapshot, safe while serving.
     PATH must be new, in a folder that exists.

@@ -8,19 +8,20 @@ app or request: rows are checked with the API's own marshmallow schemas
 (okr.rules.schemas), written by okr.store.bulk, and CSV figures come from the
 report's query and okr.progress, so that a rule lives in one place.
 
-The okr-export format, version 1
+The okr-export format, version 2
 --------------------------------
 
 One JSON object in UTF-8. okr export writes it like this, one record to a line,
 and okr import reads it as it streams by, whatever its layout:
 
-    {"format": "okr-export", "version": 1,
+    {"format": "okr-export", "version": 2,
     "users": [
-    {"id": "5c0e…", "name": "Ada Lovelace", "email": "ada@example.com", "is_active": true,
+    {"id": "5c0e…", "name": "Ada Lovelace", "email": "ada@example.com", "role": "admin", "is_active": true,
      "created_at": "2026-11-22T10:15:30Z", "revision": 0},
     …
     ],
     "teams": [ … ],
+    "team_members": [ … ],
     "cycles": [ … ],
     "objectives": [ … ],
     "key_results": [ … ],
@@ -29,28 +30,43 @@ and okr import reads it as it streams by, whatever its layout:
     }
 
 "format" and "version" come first; then the sections, in this order, each an
-array of records in creation order (the database's seq). "api_keys" is there
-only when exported with --include-keys; the other six are always there, empty
-or not. Every record has exactly these fields, in this order; a field the
-database holds as NULL is null:
+array of records in creation order (the database's seq; a team member's is
+when the user joined). "api_keys" is there only when exported with
+--include-keys; the other seven are always there, empty or not. Every record
+has exactly these fields, in this order; a field the database holds as NULL is
+null:
 
-    users        id, name, email, is_active, created_at, revision
+    users        id, name, email, role, is_active, created_at, revision
     teams        id, name, created_at, revision
+    team_members team_id, user_id, joined_at
     cycles       id, name, created_at, revision
     objectives   id, name, description, is_company, is_personal, cycle_id, team_id,
                  assignee_id, parent_objective_id, created_at, modified_at, revision
     key_results  id, objective_id, name, type, confidence, current_value,
                  target_value_min, target_value_max, created_at, modified_at, revision
     checkins     id, key_result_id, value, confidence, comment, author_id, created_at
-    api_keys     credential, secret, name, read_only, created_at, revoked_at
+    api_keys     credential, secret, name, read_only, created_at, revoked_at, user_id
 
 Values are as the API shows them: ids are lowercase UUIDs, timestamps RFC 3339
 UTC to the second ("2026-11-22T10:15:30Z"), decimals the stored strings
 ("0.50", "-5.00"), is_* and read_only true or false, revision the row's update
 counter (part of its ETag). A key result's cycle is its objective's, so it is
-not written; a check-in names its key result by id. An API key's secret is the
-secret itself, as the database keeps it (the server needs it to check
-signatures): a file exported with --include-keys grants access to the API.
+not written; a check-in names its key result by id. A user's role is admin,
+editor or viewer. An API key's user_id is the user it acts for, null for a
+service key. An API key's secret is the secret itself, as the database keeps
+it (the server needs it to check signatures): a file exported with
+--include-keys grants access to the API.
+
+Not in the file, ever: users' password hashes, invitations, the dashboard's
+sessions and the record of failed sign-ins. A user an import adds has no
+password until one is set; a user already in the database keeps theirs (an
+import writes only the fields above).
+
+Version 1, the previous release's, is read too: it has no "team_members"
+section, no "role" in its users and no "user_id" in its API keys. A user
+without a role is a new editor, or a stored user whose role stays as it is;
+an API key without a user_id is a new service key, or a stored key whose user
+stays. A version 2 file may leave them out the same way.
 
 okr import checks the whole file before it writes anything, and then writes it
 in one transaction: a problem anywhere leaves the database as it was. It
@@ -59,9 +75,12 @@ JSON, a record with a missing or unknown field, a value the API would refuse
 (through the API's own schemas: names, types and targets, decimals, confidence
 from 0 to 1, the company/personal rule, text lengths), a time that is not one,
 an id that is not a lowercase UUID or appears twice in its section (check-ins
-aside: the database keeps their ids without a unique index too), two users
-whose emails are one under Unicode case folding, a reference to a row that is
-neither in the file nor (with --merge) in the database, and an alignment loop.
+aside: the database keeps their ids without a unique index too), a role that
+is not admin, editor or viewer, a team member listed twice, two users whose
+emails are one under Unicode case folding, a reference to a row that is
+neither in the file nor (with --merge) in the database (a team member's team
+and user, an API key's user among them), an alignment loop, and a merge that
+would leave a database that has an active admin without one.
 The refusal names the first problem and its place, counted from 0:
 "objectives[3]: cycle_id … does not exist: no cycle in the file has that id".
 A value the API would take in another spelling (0.5, "0.500", a decomposed
@@ -74,8 +93,9 @@ stored in file order, so that exporting again gives the same bytes. With
 --merge, rows are matched by id (API keys by credential): a new one is added
 after the existing ones, a changed one is updated (its created_at kept, its
 revision moved past both), an identical one left alone; a check-in already
-recorded on its key result is left alone (check-ins are never edited), and a
-revoked key stays revoked. Nothing is deleted.
+recorded on its key result is left alone (check-ins are never edited), a team
+member already in its team stays as it is (its joined_at kept), and a revoked
+key stays revoked. Nothing is deleted.
 
 The CSV of a cycle
 ------------------

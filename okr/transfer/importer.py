@@ -7,7 +7,7 @@ from ..rules.ids import UUID_RE
 from ..store import bulk
 from .export import section_rows
 from .reader import file_digest, records
-from .rows import DATA_SECTIONS, FIELDS, PLURAL, SECTIONS, SINGULAR, Refusal, checked
+from .rows import DATA_SECTIONS, FIELDS, NOT_GIVEN, PLURAL, SECTIONS, SINGULAR, Refusal, checked
 
 COUNT_ROWS = " UNION ALL ".join(f"SELECT '{name}', count(*) FROM {name}" for name in DATA_SECTIONS)
 
@@ -39,7 +39,8 @@ class Check:
 
     def __init__(self, db, merge):
         self.db, self.merge = db, merge
-        # id -> index in its section (credential for API keys); key results' ids alone, the bulk
+        # id -> index in its section (credential for API keys, team and user for team members); key results'
+        # ids alone, the bulk
         self.ids = {name: set() if name == "key_results" else {} for name in SECTIONS}
         self.emails = {}  # email_key -> index in users
         self.parents = {}  # objective id -> its parent's id, or None
@@ -60,15 +61,18 @@ class Check:
         where = f"{name}[{index}]"
         row = dict(zip(FIELDS[name], values))
         if name == "api_keys":
-            key, what = row["credential"], "credential"
+            key, what = row["credential"], f"credential {row['credential']}"
+        elif name == "team_members":
+            key = compact(row["team_id"]) + compact(row["user_id"])
+            what = f"user {row['user_id']}'s membership of team {row['team_id']}"
         else:
-            key, what = compact(row["id"]), "id"
+            key, what = compact(row["id"]), f"id {row['id']}"
         seen = self.ids[name]
         # Check-in ids are not kept: the database holds them without a unique index too.
         if name != "checkins":
             if key in seen:
                 first = f" (first as {name}[{seen[key]}])" if isinstance(seen, dict) else " in the file"
-                raise Refusal(f"{where}: {what} {row[what]} appears twice{first}")
+                raise Refusal(f"{where}: {what} appears twice{first}")
             if isinstance(seen, dict):
                 seen[key] = index
             else:
@@ -92,6 +96,11 @@ class Check:
 
     check_cycles = check_teams
 
+    def check_team_members(self, where, index, row, key):
+        for field, name in (("team_id", "teams"), ("user_id", "users")):
+            if not self.exists(name, row[field]):
+                raise self.missing(where, field, row[field], name)
+
     def check_objectives(self, where, index, row, key):
         for field, name in (("cycle_id", "cycles"), ("team_id", "teams"), ("assignee_id", "users")):
             if row[field] is not None and not self.exists(name, row[field]):
@@ -112,6 +121,8 @@ class Check:
             raise self.missing(where, "author_id", row["author_id"], "users")
 
     def check_api_keys(self, where, index, row, key):
+        if row["user_id"] not in (None, NOT_GIVEN) and not self.exists("users", row["user_id"]):
+            raise self.missing(where, "user_id", row["user_id"], "users")
         if self.db is not None and not self.merge and self.db.execute("SELECT 1 FROM api_keys WHERE credential = ?",
                                               (row["credential"],)).fetchone():
             raise Refusal(f"{where}: an API key with credential {row['credential']} exists in the database; "
@@ -151,9 +162,12 @@ def import_file(db, path, merge=False, include_keys=False):
     """Imports an okr-export file into db, inside the caller's write transaction (BEGIN IMMEDIATE).
 
     The whole file is read and checked first; only then is it read again and
-    written. API keys are read, checked and written only with include_keys:
-    otherwise a file's keys are passed over, and a merge leaves the database's
-    keys as they are. Returns {section: {"added": n, "updated": n,
+    written. A user record without a role (format version 1) makes a new user
+    an editor and leaves a stored user's role as it is; an API key without a
+    user_id likewise. An import is refused when the database had an active
+    admin and would have none after it. API keys are read, checked and written
+    only with include_keys: otherwise a file's keys are passed over, and a
+    merge leaves the database's keys as they are. Returns {section: {"added": n, "updated": n,
     "unchanged": n}}, and for api_keys passed over {"skipped": n}.
     Raises Refusal, with nothing written, when anything is wrong; the caller
     rolls back.
@@ -173,11 +187,12 @@ def import_file(db, path, merge=False, include_keys=False):
                 check.section_done(current)
             current = name
         values = checked(name, index, record)
-        canonical = canonical and values == tuple(record[field] for field in FIELDS[name])
+        canonical = canonical and values == tuple(record.get(field, NOT_GIVEN) for field in FIELDS[name])
         check.record(name, index, values)
     if current is not None:
         check.section_done(current)
     # The check is done: write, reading the file again.
+    had_an_admin = any_active_admin(db)
     db.execute("PRAGMA defer_foreign_keys = ON")  # a parent may come after its child; checked above
     counts = {name: {"added": 0, "updated": 0, "unchanged": 0} for name in SECTIONS}
     if not include_keys:
@@ -190,7 +205,8 @@ def import_file(db, path, merge=False, include_keys=False):
                 counts[name]["skipped"] += 1
                 continue
             # Values stored as the file has them need no second check: the file is the same (see below).
-            values = tuple(record[field] for field in FIELDS[name]) if canonical else checked(name, index, record)
+            values = (tuple(record.get(field, NOT_GIVEN) for field in FIELDS[name]) if canonical
+                      else checked(name, index, record))
             try:
                 if name == "checkins":
                     seq = bulk.add_checkin(db, dict(zip(FIELDS[name], values)), skip_recorded=merge)
@@ -206,7 +222,15 @@ def import_file(db, path, merge=False, include_keys=False):
         raise
     if written != hashes:
         raise Refusal("it changed while it was being imported")
+    if had_an_admin and not any_active_admin(db):
+        # As okr.store.users keeps one: someone must be left to manage people.
+        raise Refusal("it would leave no active admin: it demotes or deactivates every admin the database has; "
+                      "give one of them role admin and is_active true in the file")
     return counts
+
+
+def any_active_admin(db):
+    return db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE role = 'admin' AND is_active)").fetchone()[0] == 1
 
 
 def check_stored(db):

@@ -6,7 +6,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from ..rules.strict_json import reject_constant, reject_duplicate_keys
-from .rows import DATA_SECTIONS, FIELDS, FORMAT, SECTIONS, VERSION, Refusal
+from .rows import FIELDS, FORMAT, REQUIRED_SECTIONS, SECTIONS, VERSION, Refusal
 
 WHITESPACE = re.compile(r"[ \t\n\r]*")
 CHUNK = 1 << 16
@@ -185,7 +185,7 @@ def records(path, hashes):
                         raise Refusal(f"{key}[{index}]: not an object")
                     yield key, index, record
             seen.append(key)
-        missing = [name for name in DATA_SECTIONS if name not in seen]
+        missing = [name for name in REQUIRED_SECTIONS if name not in seen]
         if len(seen) < 2 or missing:
             raise Refusal("it has no " + ('"version"' if len(seen) < 2 else f'"{missing[0]}" section'))
         hashes.append(text.digest.hexdigest())

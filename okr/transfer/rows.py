@@ -14,19 +14,24 @@ from ..rules.ids import UUID_RE
 from ..rules.messages import flatten
 from ..rules.schemas import (BodySchema, UserSchema, checkin_schema, group_update_schema, key_result_schema,
                              objective_schema)
-from ..store.bulk import FIELDS
+from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL
+from ..store.users import ROLES
 
 FORMAT = "okr-export"
-VERSION = 1
+VERSION = 2  # 2 added users' role, the team_members section and API keys' user_id
 
 SECTIONS = tuple(FIELDS)
-DATA_SECTIONS = SECTIONS[:-1]  # what makes a database not empty; always in the file
+DATA_SECTIONS = SECTIONS[:-1]  # what makes a database not empty; always written
+# Sections a file may lack: version 1 had no team members.
+OPTIONAL_SECTIONS = frozenset({"team_members"})
+REQUIRED_SECTIONS = tuple(name for name in DATA_SECTIONS if name not in OPTIONAL_SECTIONS)
 BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only"})
-TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at"})
+TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at"})
+# Fields that may be null (a team member's user_id may not: its schema refuses null).
 NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
-                      "target_value_max", "comment", "author_id", "revoked_at"})
-SINGULAR = {"users": "user", "teams": "team", "cycles": "cycle", "objectives": "objective",
-            "key_results": "key result", "checkins": "check-in", "api_keys": "API key"}
+                      "target_value_max", "comment", "author_id", "revoked_at", "user_id"})
+SINGULAR = {"users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",
+            "objectives": "objective", "key_results": "key result", "checkins": "check-in", "api_keys": "API key"}
 PLURAL = {name: f"{word}s" for name, word in SINGULAR.items()}
 
 
@@ -54,15 +59,25 @@ api_key_schema = ApiKeySchema()
 
 
 class UserRowSchema(UserSchema):
-    """A user as the file holds it: as okr users add takes one, and whether it is active."""
+    """A user as the file holds it: as okr users add takes one, whether it is active, and its role (absent from
+    files of version 1: see OPTIONAL)."""
 
     is_active = StrictBool(required=True)
+    role = Text(validate=validate.OneOf(ROLES, error=f"Must be one of: {', '.join(ROLES)}."))
+
+
+class TeamMemberSchema(BodySchema):
+    """A team member as the file holds it: both ids are checked as ids are, and may not be null."""
+
+    team_id = Text(required=True, max_length=100)
+    user_id = Text(required=True, max_length=100)
 
 
 # Per section, the schema that checks its rows: the API's own, but for what only the file holds.
 SCHEMAS = {
     "users": UserRowSchema(),
     "teams": group_update_schema,
+    "team_members": TeamMemberSchema(),
     "cycles": group_update_schema,
     "objectives": objective_schema,
     "key_results": key_result_schema,
@@ -89,17 +104,20 @@ def checked_record(name, record):
 
     The one check of a row for every way in: okr import's records, and okr
     import-simpleokr's (okr.simpleokr), which name their place their own way.
+    An OPTIONAL field the record lacks is NOT_GIVEN (okr.store.bulk says what
+    a write makes of it).
     """
     fields = FIELDS[name]
-    missing = [field for field in fields if field not in record]
+    optional = OPTIONAL.get(name, ())
+    missing = [field for field in fields if field not in record and field not in optional]
     if missing:
         raise Refusal(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     unknown = [field for field in record if field not in fields]
     if unknown:
         raise Refusal(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
     for field in fields:
-        value = record[field]
-        if value is None and field in NULLABLE:
+        value = record.get(field, NOT_GIVEN)
+        if value is NOT_GIVEN or value is None and field in NULLABLE:
             continue
         if (field == "id" or field.endswith("_id")) and not (isinstance(value, str) and UUID_RE.fullmatch(value)):
             raise Refusal(f"{field}: must be a lowercase UUID, not {json.dumps(value, default=str)}")
@@ -112,7 +130,7 @@ def checked_record(name, record):
         loaded = SCHEMAS[name].load(record)  # the schemas leave out the fields they do not know
     except ValidationError as error:
         raise Refusal(problems_of(error) or str(error)) from None
-    return tuple(loaded[field] if field in loaded else record[field] for field in fields)
+    return tuple(loaded[field] if field in loaded else record.get(field, NOT_GIVEN) for field in fields)
 
 
 def valid_timestamp(value):

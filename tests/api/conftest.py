@@ -1,6 +1,9 @@
 import pytest
 
-from helpers import make_objective, make_team, make_user
+from helpers import make_objective, make_team, make_user, signed
+from okr.db import transaction
+from okr.records import user_json
+from okr.store import keys, users
 
 
 @pytest.fixture
@@ -19,3 +22,34 @@ def alignment(client, runner, cycle):
                                parent_objective_id=o["root"]["id"])
     o["loose"] = make_objective(client, c, "loose")
     return {"cycle": c, "red": red, "blue": blue, "ada": ada, "bob": bob, "o": o}
+
+
+class Person:
+    """A user with a role and an API key of theirs: user (as GET /v1/users/:id gives it), id, role, key
+    (credential and secret); headers() signs a request with the key, now."""
+
+    def __init__(self, user, role, key):
+        self.user, self.id, self.role, self.key = user, user["id"], role, key
+
+    def headers(self):
+        return signed(self.key)
+
+
+@pytest.fixture
+def make_person(app):
+    """make_person(role, read_only=False, name=..., email=...): a Person made through okr.store, as the people
+    pages and commands make them. Once one exists, the API wants signed requests."""
+    made = []
+
+    def make(role="editor", read_only=False, name=None, email=None):
+        number = len(made) + 1
+        name = name or f"{role.capitalize()} {number}"
+        email = email or f"{role}{number}@example.com"
+        with app.app_context(), transaction() as db:
+            row = users.create(db, name, email, role)
+            credential, secret = keys.create(db, f"{name}'s key", read_only, row["id"])
+        person = Person(user_json(row), role, {"credential": credential, "secret": secret})
+        made.append(person)
+        return person
+
+    return make

@@ -109,6 +109,16 @@ def a_cycle(app):
     return client.post("/v1/cycles", json={"name": "fuzz"}, headers=signed(app)).get_json()["id"]
 
 
+def a_team(app):
+    """Some team's id; one is made when there is none (none made yet, or the fuzzer deleted them), so that a
+    team's paths, its members' too, mostly reach a real team."""
+    found = existing_id(app, "teams")
+    if found:
+        return found
+    client = app.test_client()
+    return client.post("/v1/teams", json={"name": "fuzz"}, headers=signed(app)).get_json()["id"]
+
+
 def valid_decimal(value, low=-(10**15), high=10**15):
     try:
         number = Decimal(canonical_decimal(value))
@@ -142,6 +152,8 @@ def fix_targets(body):
         body["target_value_min"], body["target_value_max"] = high, low
 
 
+# A team member's path: a DELETE there mostly finds a member (make_consistent).
+MEMBER = "/v1/teams/{team_id}/members/{user_id}"
 # The record a PATCH path names: (table, path parameter).
 PATCHED = {"/v1/objectives/{objective_id}": ("objectives", "objective_id"),
            "/v1/keyresults/{key_result_id}": ("key_results", "key_result_id")}
@@ -187,7 +199,11 @@ def make_consistent(case, app):
     """Turns a schema-valid case into one the service's cross-field rules accept too."""
     for name in list(case.path_parameters or {}):
         if chance.random() < 0.7:  # most of the time, a record that exists
-            case.path_parameters[name] = existing_id(app, REFERENCES[name]) or case.path_parameters[name]
+            found = a_team(app) if name == "team_id" else existing_id(app, REFERENCES[name])
+            case.path_parameters[name] = found or case.path_parameters[name]
+    if case.operation.path == MEMBER and case.method.upper() == "DELETE" and chance.random() < 0.5:
+        # Half the time, a membership to remove: else nearly every pair is none, and the answer a 404.
+        app.test_client().put(case.formatted_path, headers=signed(app))
     make_preconditions_hold(case, app)
     query = case.query or {}
     if "page_token" in query:
@@ -256,3 +272,4 @@ def test_the_fuzzer_reaches_every_documented_operation(api_schema, app):
     # The document itself is left out: schemathesis does not fuzz the endpoint it reads the schema from.
     assert fuzzed == documented - {("GET", "/v1/openapi.json")}
     assert ("POST", "/v1/keyresults/{key_result_id}/checkins") in fuzzed
+    assert {("GET", "/v1/me"), ("GET", "/v1/teams/{team_id}/members"), ("PUT", MEMBER), ("DELETE", MEMBER)} <= fuzzed

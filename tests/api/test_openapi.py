@@ -7,8 +7,10 @@ import jsonschema_rs
 import pytest
 from marshmallow import ValidationError
 
-from helpers import assert_error, make_user
+from helpers import assert_error, create_key, make_team, make_user, signed
+from okr.db import transaction
 from okr.rules import schemas
+from okr.store import keys
 from okr.rules.fields import NOT_BLANK
 from okr.api.paging import decode_token, encode_token
 from okr.rules.ids import UUID_PATTERN
@@ -48,7 +50,7 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 32
+    assert len(documented_routes(document)) == 36
 
 
 def test_check_ins_and_reports_are_documented(document):
@@ -518,3 +520,66 @@ def test_etags_412_and_304_look_as_documented(client, document):
     stale = client.post(path, json={"name": "Q3"}, headers={"If-Match": tag})
     assert validator(document, "Error").is_valid(stale.get_json()) and stale.get_json()["code"] == 412
     assert_error(stale, 412)
+
+
+# --- who signs, and a team's members ------------------------------------------------------------------
+
+
+MEMBER = "/v1/teams/{team_id}/members/{user_id}"
+
+
+def test_me_and_team_members_are_documented_with_their_statuses(document):
+    me = operation_of(document, "/v1/me", "get")
+    assert ref_name(response_schema(document, "/v1/me", "get")) == "Me"
+    assert set(me["responses"]) == {"200", "401", "405", "413", "421", "503"}
+    assert "parameters" not in me and "open mode" in me["description"]
+    members = operation_of(document, "/v1/teams/{team_id}/members", "get")
+    assert ref_name(response_schema(document, "/v1/teams/{team_id}/members", "get")) == "UserPage"
+    assert {p["name"] for p in members["parameters"]} == {"page_token", "page_size"}
+    assert set(members["responses"]) == {"200", "400", "401", "404", "405", "413", "421", "503"}
+    put, delete = operation_of(document, MEMBER, "put"), operation_of(document, MEMBER, "delete")
+    assert ref_name(response_schema(document, MEMBER, "put")) == "User"
+    assert "content" not in delete["responses"]["200"] and "empty" in delete["responses"]["200"]["description"]
+    for operation in (put, delete):
+        assert "requestBody" not in operation and "parameters" not in operation
+        assert set(operation["responses"]) == {"200", "401", "403", "404", "405", "413", "421", "503", "507"}
+        assert "viewer" in operation["responses"]["403"]["description"]
+    assert "Idempotent" in put["description"]
+    assert [p["name"] for p in document["paths"][MEMBER]["parameters"]] == ["team_id", "user_id"]
+    assert [p["name"] for p in document["paths"]["/v1/teams/{team_id}/members"]["parameters"]] == ["team_id"]
+
+
+def test_me_is_nullable_where_the_service_answers_null(document):
+    me = component(document, "Me")
+    assert set(me["required"]) == {"user", "role", "key"}
+    for name, ref in (("user", "User"), ("key", "MeKey")):
+        described = me["properties"][name]
+        assert (described["allOf"], described["nullable"]) == ([{"$ref": f"#/components/schemas/{ref}"}], True)
+        assert "anyOf" not in described
+    assert me["properties"]["role"]["enum"] == ["admin", "editor", "viewer", None]
+    assert set(component(document, "MeKey")["properties"]) == {"credential", "name", "read_only"}
+    # A nullable object takes null or the object, not any object (apispec's own anyOf would).
+    valid = validator(document, "Me").is_valid
+    assert valid({"user": None, "role": None, "key": None})
+    assert not valid({"user": {"anything": 1}, "role": None, "key": None})
+
+
+def test_check_in_authorship_is_documented(document):
+    operation = operation_of(document, "/v1/keyresults/{key_result_id}/checkins", "post")
+    assert "author_id" in operation["responses"]["403"]["description"]
+    assert "service key" in operation["description"]
+
+
+def test_me_and_members_answer_as_documented(app, client, runner, document):
+    assert validator(document, "Me").is_valid(client.get("/v1/me").get_json())  # open mode
+    team = make_team(client)
+    user = make_user(runner)
+    added = client.put(f"/v1/teams/{team['id']}/members/{user['id']}").get_json()
+    assert validator(document, "User").is_valid(added)
+    assert validator(document, "UserPage").is_valid(client.get(f"/v1/teams/{team['id']}/members").get_json())
+    key = create_key(runner)
+    assert validator(document, "Me").is_valid(client.get("/v1/me", headers=signed(key)).get_json())
+    with app.app_context(), transaction() as db:
+        credential, secret = keys.create(db, "Ada's", False, user["id"])
+    mine = client.get("/v1/me", headers=signed({"credential": credential, "secret": secret})).get_json()
+    assert mine["user"] == user and validator(document, "Me").is_valid(mine)

@@ -16,7 +16,8 @@ from helpers import free_port, make_user, served_in_thread
 from okr import create_app, simpleokr
 from okr.cli.simpleokr import Progress
 from okr.client import Client
-from okr.db import init_db
+from okr.db import init_db, transaction
+from okr.store import users
 
 KR_TYPES = {"positive": {"target_value_min": "500"}, "negative": {"target_value_min": "5", "current_value": "40"},
             "range": {"target_value_min": "1", "target_value_max": "4"}, "milestone": {}, "baseline": {}}
@@ -444,3 +445,18 @@ def test_times_are_stored_in_utc_to_the_second():
                                            "created_at": "2026-01-02T03:04:05.5Z"})
     assert record == {"id": "5c0e8e8a-0000-4000-8000-000000000000", "name": "T",
                       "created_at": "2026-01-02T03:04:05Z", "revision": 0}
+
+
+def test_imported_users_are_editors_and_a_stored_users_role_stays(app, runner, source):
+    # Simple OKR has no roles: a new user gets the default one, and a user already here keeps theirs.
+    ada = make_user(source.runner, "Ada Lovelace", "ada@example.com")
+    report(run(runner, source, "--json"))
+    with app.app_context(), transaction() as db:
+        assert users.get(db, ada["id"])["role"] == "editor"
+        users.set_role(db, users.get(db, ada["id"]), "viewer")
+    source.sql("UPDATE users SET name = 'Ada King' WHERE id = ?", (ada["id"],))
+    changed = report(run(runner, source, "--json"))
+    assert changed["users"] == {"created": 0, "updated": 1, "unchanged": 0, "failed": 0}
+    assert changed["updated"] == [{"resource": "users", "id": ada["id"], "fields": ["name"]}]
+    with app.app_context(), transaction(write=False) as db:
+        assert tuple(db.execute("SELECT name, role FROM users").fetchone()) == ("Ada King", "viewer")

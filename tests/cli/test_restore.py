@@ -12,7 +12,8 @@ import pytest
 import helpers
 from helpers import free_port, start_service
 from okr import create_app, schema_path
-from okr.db import SCHEMA_VERSION, init_db, schema_objects
+from okr.db import SCHEMA_VERSION, init_db, schema_objects, transaction
+from okr.store import invitations, keys, team_members, teams, users
 
 SCHEMA_V0 = helpers.SCHEMA_V0
 
@@ -482,3 +483,56 @@ def test_a_view_in_place_of_a_table_is_refused_not_a_traceback(runner, live, tmp
     assert result.exit_code == 1 and "Traceback" not in result.output, result.output
     assert f"cannot restore from {backup}: " in result.output
     assert files(live) == before
+
+
+# --- people: roles, passwords, team members, users' keys ---------------------------------------------
+
+
+PASSWORD_HASH = "$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA"
+
+
+def people_backup(tmp_path):
+    """A backup of a database with an admin (with a password, and an invitation pending for another user),
+    a viewer, a team of both, and a key of the viewer's."""
+    source = create_app({"TESTING": True, "DATABASE": tmp_path / "source-people.db"})
+    with source.app_context():
+        init_db()
+        with transaction() as db:
+            admin = users.create(db, "Ada", "ada@example.com", "admin")
+            viewer = users.create(db, "Vera", "vera@example.com", "viewer")
+            users.set_password(db, admin, PASSWORD_HASH)
+            invitations.create(db, viewer)
+            team = teams.create(db, "Platform")
+            team_members.add(db, team["id"], viewer["id"])
+            team_members.add(db, team["id"], admin["id"])
+            keys.create(db, "Vera's", False, viewer["id"])
+    assert source.test_cli_runner().invoke(args=["backup", str(tmp_path / "people.db")]).exit_code == 0
+    return tmp_path / "people.db"
+
+
+PEOPLE = {
+    "users": "SELECT id, role, password_hash FROM users ORDER BY seq",
+    "team_members": "SELECT seq, team_id, user_id, joined_at FROM team_members ORDER BY seq",
+    "api_keys": "SELECT credential, user_id FROM api_keys ORDER BY seq",
+    "invitations": "SELECT * FROM invitations",
+}
+
+
+def test_roles_passwords_team_members_and_users_keys_are_restored(runner, live, tmp_path):
+    backup = people_backup(tmp_path)
+    result = restore(runner, backup)
+    assert result.exit_code == 0, result.output
+    with closing(sqlite3.connect(backup)) as source, closing(sqlite3.connect(live)) as restored:
+        for name in ("users", "team_members", "api_keys"):
+            rows = source.execute(PEOPLE[name]).fetchall()
+            assert rows and restored.execute(PEOPLE[name]).fetchall() == rows, name
+        assert source.execute(PEOPLE["invitations"]).fetchall()
+        assert restored.execute(PEOPLE["invitations"]).fetchall() == []  # not restored, as sessions are not
+
+
+def test_a_bad_team_member_row_is_refused_naming_it(runner, live, tmp_path):
+    backup = people_backup(tmp_path)
+    change(backup, "UPDATE team_members SET joined_at = 'soon' WHERE seq = 2")
+    before = files(live)
+    assert_refused(restore(runner, backup), backup, live, before,
+                   "team_members[1]: joined_at: must be an RFC 3339 UTC time")

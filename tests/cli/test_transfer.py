@@ -6,6 +6,7 @@ import os
 import sqlite3
 import tracemalloc
 from contextlib import closing
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,13 @@ import okr.transfer.importer
 import okr.transfer.reader
 from okr import create_app, transfer
 from okr.cli.transfer import export_command, import_command
-from okr.db import connect, init_db, new_id
+from okr.db import connect, init_db, new_id, transaction
 from okr.emails import email_key
 from okr.progress import parse_timestamp
+from okr.store import invitations, sign_ins, users, web_sessions
+from okr.store import keys as key_store
 
-SECTIONS = ["users", "teams", "cycles", "objectives", "key_results", "checkins"]
+SECTIONS = ["users", "teams", "team_members", "cycles", "objectives", "key_results", "checkins"]
 
 
 def with_commands(app):
@@ -80,7 +83,8 @@ def post(client, path, body):
 
 def seed(app, clock):
     """A database with something of everything: unicode, all key-result types, a parent created after its
-    child, check-ins with authors and comments, updated rows (revisions), an inactive user, API keys."""
+    child, check-ins with authors and comments, updated rows (revisions), an inactive user, the three roles
+    (Ada an admin, Émile an editor, 李小龙 a viewer), team members."""
     client, runner = app.test_client(), app.test_cli_runner()
     ids = {}
     for name, email in (("Ada Lovelace", "ada@example.com"), ("Émile Zola", "Émile@example.org"),
@@ -90,9 +94,14 @@ def seed(app, clock):
         ids[email] = json.loads(result.output)["id"]
     assert runner.invoke(args=["users", "deactivate", "lee@example.cn"]).exit_code == 0
     ada, emile = ids["ada@example.com"], ids["Émile@example.org"]
+    with app.app_context(), transaction() as db:
+        users.set_role(db, users.get(db, ada), "admin")
+        users.set_role(db, users.get(db, ids["lee@example.cn"]), "viewer")
     clock.now = "2026-01-05T09:00:00Z"
     team = post(client, "/v1/teams", {"name": "Plattform ✓"})["id"]
     other_team = post(client, "/v1/teams", {"name": "=cmd|' /C calc'!A0"})["id"]
+    for team_id, user_id in ((team, emile), (other_team, ada), (team, ada)):
+        assert client.put(f"/v1/teams/{team_id}/members/{user_id}").status_code == 200
     cycle = post(client, "/v1/cycles", {"name": "2026 Q1"})["id"]
     old_cycle = post(client, "/v1/cycles", {"name": ""})["id"]
     post(client, f"/v1/cycles/{old_cycle}", {"name": "2025 Q4"})  # revision 1
@@ -125,8 +134,9 @@ def seed(app, clock):
     post(client, f"/v1/keyresults/{key_results['milestone']}/checkins", {"value": "1", "comment": "=1+1"})
     response = client.patch(f"/v1/keyresults/{key_results['range']}", json={"name": "Reply hours"})
     assert response.status_code == 200
-    return {"cycle": cycle, "old_cycle": old_cycle, "team": team, "child": child, "parent": parent,
-            "personal": personal, "key_results": key_results, "ada": ada, "emile": emile}
+    return {"cycle": cycle, "old_cycle": old_cycle, "team": team, "other_team": other_team, "child": child,
+            "parent": parent, "personal": personal, "key_results": key_results, "ada": ada, "emile": emile,
+            "lee": ids["lee@example.cn"]}
 
 
 def add_keys(app):
@@ -167,12 +177,12 @@ def exported(app, tmp_path):
 def test_export_then_import_into_an_empty_database_then_export_gives_the_same_bytes(app, seeded, tmp_path):
     first = tmp_path / "first.json"
     counts = export(app, first)
-    assert counts == {"exported": str(first), "format": "okr-export", "version": 1, "users": 3, "teams": 2,
-                      "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9}
+    assert counts == {"exported": str(first), "format": "okr-export", "version": 2, "users": 3, "teams": 2,
+                      "team_members": 3, "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9}
     target = new_app(tmp_path / "target.db")
     imported = ok(invoke(target, "import", first))
-    assert imported == {"imported": str(first), "users": 3, "teams": 2, "cycles": 2, "objectives": 3,
-                        "key_results": 6, "checkins": 9}
+    assert imported == {"imported": str(first), "users": 3, "teams": 2, "team_members": 3, "cycles": 2,
+                        "objectives": 3, "key_results": 6, "checkins": 9}
     second = tmp_path / "second.json"
     export(target, second)
     assert first.read_bytes() == second.read_bytes()
@@ -186,7 +196,8 @@ def test_the_imported_database_answers_the_api_as_the_original(app, seeded, tmp_
     for path in (f"/v1/cycles/{seeded['cycle']}/report", f"/v1/objectives?cycle_id={seeded['old_cycle']}",
                  f"/v1/keyresults?cycle_id={seeded['cycle']}", "/v1/users", "/v1/teams", "/v1/cycles",
                  f"/v1/keyresults/{seeded['key_results']['positive']}/checkins",
-                 f"/v1/objectives/{seeded['child']}"):
+                 f"/v1/objectives/{seeded['child']}", f"/v1/teams/{seeded['team']}/members",
+                 f"/v1/teams/{seeded['other_team']}/members"):
         a, b = source.get(path), copy.get(path)
         assert (a.status_code, a.get_json(), a.headers.get("ETag")) == (b.status_code, b.get_json(),
                                                                          b.headers.get("ETag")), path
@@ -212,7 +223,7 @@ def test_the_format_is_documented_and_ordered(app, seeded, tmp_path):
     text = (tmp_path / "all.json").read_text(encoding="utf-8")
     data = json.loads(text)
     assert list(data) == ["format", "version", *SECTIONS]
-    assert text.startswith('{"format": "okr-export", "version": 1,\n"users": [\n{"id": ')
+    assert text.startswith('{"format": "okr-export", "version": 2,\n"users": [\n{"id": ')
     assert "李小龙" in text and "\\u" not in text  # UTF-8, not escapes
     for name in SECTIONS:
         for record in data[name]:
@@ -256,7 +267,7 @@ def test_rows_are_stored_in_file_order(app, seeded, tmp_path):
 
 def stored_keys(path):
     with closing(sqlite3.connect(path)) as db:
-        return db.execute("SELECT credential, secret, name, read_only, created_at, revoked_at FROM api_keys "
+        return db.execute("SELECT credential, secret, name, read_only, created_at, revoked_at, user_id FROM api_keys "
                           "ORDER BY seq").fetchall()
 
 
@@ -272,7 +283,7 @@ def test_api_keys_stay_out_unless_asked_for(app, keyed, tmp_path):
     data = json.loads((tmp_path / "keys.json").read_text(encoding="utf-8"))
     assert list(data)[-1] == "api_keys"
     assert [tuple(k.values()) for k in data["api_keys"]] == [
-        (c, s, n, bool(r), at, revoked) for c, s, n, r, at, revoked in keys]
+        (c, s, n, bool(r), at, revoked, user) for c, s, n, r, at, revoked, user in keys]
     assert [k["revoked_at"] is not None for k in data["api_keys"]] == [False, False, True]
     assert [k["read_only"] for k in data["api_keys"]] == [False, True, False]
 
@@ -377,10 +388,29 @@ RECORD_REFUSALS = {
         "objectives[2]: parent_objective_id makes the alignment a loop"),
     "a section missing": (break_it(lambda data: data.pop("checkins")), 'it has no "checkins" section'),
     "an unknown section": (break_it(lambda data: data.update(notes=[])), 'unknown section "notes"'),
-    "a newer version": (break_it(lambda data: data.update(version=2)),
-                        "it is format version 2, newer than this okr reads (1)"),
+    "a newer version": (break_it(lambda data: data.update(version=3)),
+                        "it is format version 3, newer than this okr reads (2)"),
     "another format": (break_it(lambda data: data.update(format="okr-backup")),
                        'it is not an okr-export file: its format is "okr-backup"'),
+    "an unknown role": (set_field("users", "role", "owner", 1),
+                        "users[1]: role: Must be one of: admin, editor, viewer."),
+    "a role in capitals": (set_field("users", "role", "Admin", 0), "users[0]: role: Must be one of"),
+    "a null role": (set_field("users", "role", None, 2), "users[2]: role: Field may not be null."),
+    "team member of a missing team": (set_field("team_members", "team_id", MISSING, 0),
+                                      f"team_members[0]: team_id {MISSING} does not exist: no team in the file or "
+                                      "the database has that id"),
+    "team member who is no user": (set_field("team_members", "user_id", MISSING, 2),
+                                   f"team_members[2]: user_id {MISSING} does not exist: no user"),
+    "team member without a user": (set_field("team_members", "user_id", None, 1),
+                                   "team_members[1]: user_id: Field may not be null."),
+    "a team member twice": (break_it(lambda data: data["team_members"].append(dict(data["team_members"][0]))),
+                            "team_members[3]: user "),
+    "a bad joining time": (set_field("team_members", "joined_at", "yesterday", 1),
+                           "team_members[1]: joined_at: must be an RFC 3339 UTC time"),
+    "a team member with a field too many": (set_field("team_members", "role", "lead", 0),
+                                            "team_members[0]: unknown field role"),
+    "team members out of order": (break_it(lambda data: data.update(team_members=data.pop("team_members"))),
+                                  'the section "team_members" comes after "checkins"'),
 }
 
 
@@ -444,7 +474,7 @@ def test_a_file_that_is_no_export_is_refused_with_the_database_unchanged(app, se
     data = exported(app, tmp_path)
     data["cycles"].append(dict(NEW_CYCLE))
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"format": "okr-export", "version": 1}, ensure_ascii=False)[:-1] + "".join(
+    path.write_text(json.dumps({"format": "okr-export", "version": 2}, ensure_ascii=False)[:-1] + "".join(
         f',\n"{name}": [' + ",\n".join(json.dumps(r, ensure_ascii=False) for r in data[name]) + "\n]"
         for name in SECTIONS) + "\n}\n", encoding="utf-8")
     change(path)
@@ -565,7 +595,7 @@ def test_merge_updates_keys_by_credential_and_a_revoked_key_stays_revoked(app, k
     result = ok(invoke(app, "import", "--merge", "--include-keys", write_json(tmp_path / "merged.json", data)))
     assert result["api_keys"] == {"added": 1, "updated": 1, "unchanged": 2}
     keys = stored_keys(app.config["DATABASE"])
-    assert [(name, revoked is not None) for _, _, name, _, _, revoked in keys] == [
+    assert [(name, revoked is not None) for _, _, name, _, _, revoked, _ in keys] == [
         ("ci, renamed", False), ("reader", False), ("old", True), ("new", False)]
 
 
@@ -777,7 +807,8 @@ def test_the_program_exports_and_imports_and_refuses_in_one_okr_line(app, seeded
     done = helpers.run_okr("--database", "new.db", "import", "all.json", cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines()[-1].startswith("okr: cannot import all.json: nothing imported: the database "
-                                                   "is not empty: it holds 3 users, 2 teams, 2 cycles")
+                                                   "is not empty: it holds 3 users, 2 teams, 3 team members, "
+                                                   "2 cycles")
     cut(tmp_path / "all.json", 0.5)
     done = helpers.run_okr("--database", "new.db", "import", "--merge", "all.json", cwd=tmp_path)
     assert done.returncode == 1
@@ -836,3 +867,170 @@ def test_exports_stream_rather_than_hold_the_database_in_memory(app, tmp_path):
         size = (tmp_path / name).stat().st_size
         assert size > 2_000_000 and peak < size / 10, (name, size, peak)
     db.close()
+
+
+# --- people: roles, team members, users' keys, and what is never exported ------------------------------
+
+
+def previous_release(data):
+    """data as the previous release (format version 1) would have written it: no role, no team members, no
+    user_id of a key."""
+    old = {"format": "okr-export", "version": 1}
+    for name, records in data.items():
+        if name in ("format", "version", "team_members"):
+            continue
+        old[name] = [{field: value for field, value in record.items() if field not in ("role", "user_id")}
+                     for record in records]
+    return old
+
+
+def stored(app, sql, *parameters):
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return db.execute(sql, parameters).fetchall()
+
+
+def roles(app):
+    return dict(stored(app, "SELECT email, role FROM users"))
+
+
+def test_users_have_their_role_and_teams_their_members(app, seeded, tmp_path):
+    data = exported(app, tmp_path)
+    assert {u["email"]: u["role"] for u in data["users"]} == {
+        "ada@example.com": "admin", "Émile@example.org": "editor", "lee@example.cn": "viewer"}
+    assert list(data["users"][0]) == ["id", "name", "email", "role", "is_active", "created_at", "revision"]
+    assert data["team_members"] == [
+        {"team_id": seeded["team"], "user_id": seeded["emile"], "joined_at": "2026-01-05T09:00:00Z"},
+        {"team_id": seeded["other_team"], "user_id": seeded["ada"], "joined_at": "2026-01-05T09:00:00Z"},
+        {"team_id": seeded["team"], "user_id": seeded["ada"], "joined_at": "2026-01-05T09:00:00Z"},
+    ]
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "all.json"))
+    assert roles(target) == roles(app)
+    assert stored(target, "SELECT * FROM team_members") == stored(app, "SELECT * FROM team_members")
+
+
+def test_a_file_of_the_previous_release_is_read_and_its_users_are_editors(app, keyed, tmp_path):
+    export(app, tmp_path / "all.json", "--include-keys")
+    old = previous_release(json.loads((tmp_path / "all.json").read_text(encoding="utf-8")))
+    path = write_json(tmp_path / "old.json", old)
+    assert "role" not in path.read_text(encoding="utf-8") and "user_id" not in path.read_text(encoding="utf-8")
+    target = new_app(tmp_path / "target.db")
+    imported = ok(invoke(target, "import", "--include-keys", path))
+    assert imported["users"] == 3 and imported["team_members"] == 0 and imported["api_keys"] == 3
+    assert set(roles(target).values()) == {"editor"}
+    assert stored(target, "SELECT count(*) FROM api_keys WHERE user_id IS NULL") == [(3,)]
+    export(target, tmp_path / "new.json")
+    data = json.loads((tmp_path / "new.json").read_text(encoding="utf-8"))
+    assert data["version"] == 2 and data["team_members"] == []
+    assert [{k: v for k, v in u.items() if k != "role"} for u in data["users"]] == old["users"]
+
+
+def test_a_merge_of_the_previous_releases_file_leaves_roles_and_keys_users_alone(app, seeded, tmp_path):
+    with app.app_context(), transaction() as db:
+        credential, _ = key_store.create(db, "Ada's", False, seeded["ada"])
+    export(app, tmp_path / "all.json", "--include-keys")
+    old = previous_release(json.loads((tmp_path / "all.json").read_text(encoding="utf-8")))
+    old["users"][2]["name"] = "Lee Jun-fan"
+    old["users"].append({"id": "0f0f0f0f-0000-4000-8000-000000000009", "name": "New", "email": "new@example.com",
+                         "is_active": True, "created_at": "2026-02-01T00:00:00Z", "revision": 0})
+    old["api_keys"][-1]["name"] = "Ada's, renamed"
+    result = ok(invoke(app, "import", "--merge", "--include-keys", write_json(tmp_path / "old.json", old)))
+    assert result["users"] == {"added": 1, "updated": 1, "unchanged": 2}
+    assert roles(app) == {"ada@example.com": "admin", "Émile@example.org": "editor", "lee@example.cn": "viewer",
+                          "new@example.com": "editor"}
+    assert stored(app, "SELECT name FROM users WHERE id = ?", seeded["lee"]) == [("Lee Jun-fan",)]
+    assert stored(app, "SELECT name, user_id FROM api_keys WHERE credential = ?", credential) == [
+        ("Ada's, renamed", seeded["ada"])]
+    assert len(stored(app, "SELECT * FROM team_members")) == 3  # a file without the section removes none
+
+
+def test_a_merge_adds_new_team_members_and_leaves_the_others(app, seeded, tmp_path):
+    data = exported(app, tmp_path)
+    data["team_members"][0]["joined_at"] = "2020-01-01T00:00:00Z"  # a stored member keeps when they joined
+    data["team_members"].append({"team_id": seeded["other_team"], "user_id": seeded["emile"],
+                                 "joined_at": "2026-03-01T00:00:00Z"})
+    result = ok(invoke(app, "import", "--merge", write_json(tmp_path / "merged.json", data)))
+    assert result["team_members"] == {"added": 1, "updated": 0, "unchanged": 3}
+    assert stored(app, "SELECT team_id, user_id, joined_at FROM team_members ORDER BY seq") == [
+        (seeded["team"], seeded["emile"], "2026-01-05T09:00:00Z"),
+        (seeded["other_team"], seeded["ada"], "2026-01-05T09:00:00Z"),
+        (seeded["team"], seeded["ada"], "2026-01-05T09:00:00Z"),
+        (seeded["other_team"], seeded["emile"], "2026-03-01T00:00:00Z"),
+    ]
+
+
+def test_a_users_key_comes_back_acting_for_its_user(app, seeded, tmp_path):
+    with app.app_context(), transaction() as db:
+        credential, secret = key_store.create(db, "Ada's", True, seeded["ada"])
+        key_store.create(db, "service", False)
+    export(app, tmp_path / "keys.json", "--include-keys")
+    data = json.loads((tmp_path / "keys.json").read_text(encoding="utf-8"))
+    assert [(k["name"], k["user_id"]) for k in data["api_keys"]] == [("Ada's", seeded["ada"]), ("service", None)]
+    assert list(data["api_keys"][0])[-1] == "user_id"
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", "--include-keys", tmp_path / "keys.json"))
+    assert stored_keys(target.config["DATABASE"]) == stored_keys(app.config["DATABASE"])
+    me = target.test_client().get("/v1/me", headers=helpers.signed({"credential": credential, "secret": secret}))
+    assert me.get_json()["user"]["id"] == seeded["ada"] and me.get_json()["role"] == "admin"
+    assert me.get_json()["key"]["read_only"] is True
+
+
+def test_a_key_of_a_user_nowhere_is_refused(app, keyed, tmp_path):
+    export(app, tmp_path / "keys.json", "--include-keys")
+    data = json.loads((tmp_path / "keys.json").read_text(encoding="utf-8"))
+    data["api_keys"][1]["user_id"] = MISSING
+    line = refused_unchanged(app, "import", "--merge", "--include-keys", write_json(tmp_path / "bad.json", data))
+    assert f"api_keys[1]: user_id {MISSING} does not exist: no user in the file or the database has that id" in line
+
+
+PASSWORD_HASH = "$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaA"
+
+
+def test_an_import_never_clears_a_password_and_none_is_exported(app, seeded, tmp_path):
+    with app.app_context(), transaction() as db:
+        users.set_password(db, users.get(db, seeded["ada"]), PASSWORD_HASH)
+    data = exported(app, tmp_path)
+    text = (tmp_path / "all.json").read_text(encoding="utf-8")
+    assert "password" not in text and "argon2" not in text
+    data["users"][0]["name"] = "Ada King"  # the user with the password is updated
+    result = ok(invoke(app, "import", "--merge", write_json(tmp_path / "merged.json", data)))
+    assert result["users"]["updated"] == 1
+    assert stored(app, "SELECT name, password_hash FROM users WHERE id = ?", seeded["ada"]) == [
+        ("Ada King", PASSWORD_HASH)]
+    ok(invoke(app, "import", "--merge", write_json(tmp_path / "old.json", previous_release(data))))
+    assert stored(app, "SELECT password_hash FROM users WHERE id = ?", seeded["ada"]) == [(PASSWORD_HASH,)]
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "merged.json"))
+    assert stored(target, "SELECT count(*) FROM users WHERE password_hash IS NOT NULL") == [(0,)]
+
+
+def test_invitations_sessions_and_sign_in_failures_are_never_exported(app, seeded, tmp_path):
+    with app.app_context(), transaction() as db:
+        user = users.get(db, seeded["emile"])
+        invitation = invitations.create(db, user)
+        session = web_sessions.open_session(db, timedelta(hours=12), user_id=user["id"])
+        sign_ins.record_failure(db, "203.0.113.9", "someone@example.com", 1_700_000_000)
+    export(app, tmp_path / "all.json", "--include-keys")
+    text = (tmp_path / "all.json").read_text(encoding="utf-8")
+    for secret in (invitation, web_sessions.token_hash(invitation), session, web_sessions.token_hash(session),
+                   "203.0.113.9", "someone@example.com"):
+        assert secret not in text
+    assert list(json.loads(text)) == ["format", "version", *SECTIONS, "api_keys"]
+
+
+@pytest.mark.parametrize("change", [
+    lambda user: user.update(role="editor"),
+    lambda user: user.update(is_active=False),
+], ids=["demoted", "deactivated"])
+def test_a_merge_that_would_leave_no_active_admin_is_refused(app, seeded, tmp_path, change):
+    data = exported(app, tmp_path)
+    change(data["users"][0])  # Ada, the one admin
+    line = refused_unchanged(app, "import", "--merge", write_json(tmp_path / "merged.json", data))
+    assert "nothing imported: it would leave no active admin" in line
+
+
+def test_a_merge_may_hand_the_admin_role_over(app, seeded, tmp_path):
+    data = exported(app, tmp_path)
+    data["users"][0]["role"], data["users"][1]["role"] = "editor", "admin"
+    ok(invoke(app, "import", "--merge", write_json(tmp_path / "merged.json", data)))
+    assert roles(app) == {"ada@example.com": "editor", "Émile@example.org": "admin", "lee@example.cn": "viewer"}
