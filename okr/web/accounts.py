@@ -164,11 +164,8 @@ def show_people():
 
 def render_people(invited=None, invitation_url=None, form=None, errors=None, error=None):
     db = get_db()
-    after = request.args.get("after", "")
-    if after and not (after.isascii() and after.isdigit() and len(after) <= 19):
-        raise PageError(400, "Bad page link", "The link's 'after' is not a position in the list.")
     people = db.execute("SELECT * FROM users WHERE seq > ? ORDER BY seq LIMIT ?",
-                        (min(int(after or 0), MAX_ROW_ID), PEOPLE_PER_PAGE + 1)).fetchall()
+                        (after_arg(), PEOPLE_PER_PAGE + 1)).fetchall()
     more = people[PEOPLE_PER_PAGE - 1]["seq"] if len(people) > PEOPLE_PER_PAGE else None
     people = people[:PEOPLE_PER_PAGE]
     memberships = {}
@@ -182,6 +179,14 @@ def render_people(invited=None, invitation_url=None, form=None, errors=None, err
         "people.html", people=people, teams=memberships, more=more, roles=users.ROLES, invited=invited,
         invitation_url=invitation_url, form=form or {"name": "", "email": "", "role": "editor"},
         errors=errors or {}, error=error)
+
+
+def after_arg():
+    """The list position a page link's `after` names (0 for the first page); a 400 page when it is none."""
+    after = request.args.get("after", "")
+    if after and not (after.isascii() and after.isdigit() and len(after) <= 19):
+        raise PageError(400, "Bad page link", "The link's 'after' is not a position in the list.")
+    return min(int(after or 0), MAX_ROW_ID)
 
 
 def chosen_role():
@@ -255,12 +260,9 @@ def show_team(team_id):
     """Shows a team and its members."""
     db = get_db()
     team = teams.get(db, team_id)
-    after = request.args.get("after", "")
-    if after and not (after.isascii() and after.isdigit() and len(after) <= 19):
-        raise PageError(400, "Bad page link", "The link's 'after' is not a position in the list.")
     members = db.execute(
         """SELECT m.seq AS member_seq, u.* FROM team_members m JOIN users u ON u.id = m.user_id
            WHERE m.team_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?""",
-        (team_id, min(int(after or 0), MAX_ROW_ID), MEMBERS_PER_PAGE + 1)).fetchall()
+        (team_id, after_arg(), MEMBERS_PER_PAGE + 1)).fetchall()
     more = members[MEMBERS_PER_PAGE - 1]["member_seq"] if len(members) > MEMBERS_PER_PAGE else None
     return render_template("team.html", team=team, members=members[:MEMBERS_PER_PAGE], more=more)

@@ -41,8 +41,8 @@ def refuse_if_throttled(account):
                         f"{'s' if minutes != 1 else ''}.", [("Retry-After", str(wait))])
 
 
-def failed(account, message):
-    """Records a failure, kept even though the request answers with an error (which rolls back), and refuses."""
+def record_failure(account):
+    """Records a failure, kept even though the request then answers with an error (which rolls back)."""
     db = get_connection()
     if request.method in READ_METHODS:  # an invitation link opened: its read snapshot holds nothing to keep
         if db.in_transaction:
@@ -50,6 +50,11 @@ def failed(account, message):
         begin_write(db)
     sign_ins.record_failure(db, client_address(), account, int(time.time()))
     commit_now(db)
+
+
+def failed(account, message):
+    """Records a failure and refuses with message."""
+    record_failure(account)
     raise SignInRefused(message)
 
 
@@ -83,10 +88,7 @@ def invited_user(token):
     refuse_if_throttled(sign_ins.INVITATION)
     user = invitations.invited_user(get_db(), token)
     if user is None:
-        try:
-            failed(sign_ins.INVITATION, "")
-        except SignInRefused:
-            raise PageError(404, "Invitation not valid",
-                            "This invitation link is unknown, used or past its 7 days. Ask an admin for a new "
-                            "one.") from None
+        record_failure(sign_ins.INVITATION)
+        raise PageError(404, "Invitation not valid",
+                        "This invitation link is unknown, used or past its 7 days. Ask an admin for a new one.")
     return user
