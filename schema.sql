@@ -68,12 +68,16 @@ CREATE TABLE IF NOT EXISTS teams (
     revision   INTEGER NOT NULL DEFAULT 0
 );
 
+-- A cycle's dates (version 7) are optional ISO dates ("2026-10-01"): it is current while today is between
+-- them (a missing one is an open end), upcoming before and finished after (okr.progress.cycle_state).
 CREATE TABLE IF NOT EXISTS cycles (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     id         TEXT NOT NULL UNIQUE,
     name       TEXT NOT NULL CHECK (length(name) <= 200),
     created_at TEXT NOT NULL,
-    revision   INTEGER NOT NULL DEFAULT 0
+    revision   INTEGER NOT NULL DEFAULT 0,
+    starts_on  TEXT CHECK (starts_on IS NULL OR date(starts_on) IS starts_on),
+    ends_on    TEXT CHECK (ends_on IS NULL OR date(ends_on) IS ends_on)
 );
 
 CREATE TABLE IF NOT EXISTS objectives (
@@ -123,6 +127,7 @@ CREATE TABLE IF NOT EXISTS key_results (
     created_at       TEXT NOT NULL,
     modified_at      TEXT NOT NULL,
     revision         INTEGER NOT NULL DEFAULT 0,
+    owner_id         TEXT REFERENCES users (id) ON DELETE SET NULL,  -- version 7: who updates it, if anyone
     -- the target rules of the spec, by type
     CHECK (CASE type
         WHEN 'positive'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL
@@ -135,6 +140,8 @@ CREATE TABLE IF NOT EXISTS key_results (
 
 CREATE INDEX IF NOT EXISTS key_results_by_objective ON key_results (objective_id, seq);
 CREATE INDEX IF NOT EXISTS key_results_by_cycle ON key_results (cycle_id, seq);
+-- The SET NULL action when a user goes, and a person's own key results ("Your week").
+CREATE INDEX IF NOT EXISTS key_results_with_owner ON key_results (owner_id) WHERE owner_id IS NOT NULL;
 
 -- The history of a key result: its first check-in is its starting value, and
 -- every change of its current_value or confidence adds one. A deleted author

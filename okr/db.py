@@ -321,7 +321,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def table_columns(db, table):
@@ -402,12 +402,23 @@ def add_people(db):
     db.execute("DROP TABLE IF EXISTS web_sessions")
 
 
+def add_dates_and_owners(db):
+    """Version 7, before schema.sql: cycles get optional dates, key results an optional owner (none yet)."""
+    columns = table_columns(db, "cycles")
+    for column in ("starts_on", "ends_on"):
+        if column not in columns:
+            db.execute(f"ALTER TABLE cycles ADD COLUMN {column} TEXT "
+                       f"CHECK ({column} IS NULL OR date({column}) IS {column})")
+    if "owner_id" not in table_columns(db, "key_results"):
+        db.execute("ALTER TABLE key_results ADD COLUMN owner_id TEXT REFERENCES users (id) ON DELETE SET NULL")
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
 # Versions 3 and 5 added the web_secrets and web_sessions tables, which schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
-              6: add_people}
+              6: add_people, 7: add_dates_and_owners}
 FILLS = {2: record_first_checkins}
 
 

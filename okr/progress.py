@@ -20,6 +20,10 @@ from math import gcd
 ON_TRACK = Decimal("0.70")
 AT_RISK = Decimal("0.40")
 STALE_AFTER = timedelta(days=14)
+# A key result needs an update (its owner's week lists it first) after this long without a check-in.
+NEEDS_UPDATE_AFTER = timedelta(days=7)
+NO_UPDATE = "no_update"
+CYCLE_STATES = ("current", "upcoming", "finished")
 ZERO, ONE = Fraction(0), Fraction(1)
 
 
@@ -140,6 +144,36 @@ def status(confidence):
     if confidence >= ON_TRACK:
         return "on_track"
     return "at_risk" if confidence >= AT_RISK else "off_track"
+
+
+def key_result_status(confidence, updated):
+    """status(confidence) once the key result has had a check-in since it was created; no_update before.
+
+    A new key result's confidence is a default, not anyone's judgement: calling it at risk would put a
+    whole new quarter at risk on its first day.
+    """
+    return status(confidence) if updated else NO_UPDATE
+
+
+def cycle_state(starts_on, ends_on, today):
+    """upcoming before starts_on, finished after ends_on, current in between (ISO dates or None; a missing
+    one is an open end, so an undated cycle is current). today is a datetime.date."""
+    day = today.isoformat()
+    if starts_on is not None and day < starts_on:
+        return "upcoming"
+    if ends_on is not None and day > ends_on:
+        return "finished"
+    return "current"
+
+
+def rolled_up(own, has_key_results, children):
+    """An objective's exact progress and where it comes from: with key results of its own, theirs (own); without,
+    the mean of its aligned children's (their rolled-up progress, those of its cycle only). The source is
+    "key_results", "children", or None when there is no progress to show."""
+    if has_key_results:
+        return own, "key_results" if own is not None else None
+    value = mean(children)
+    return value, "children" if value is not None else None
 
 
 def parse_timestamp(text):

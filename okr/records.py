@@ -3,6 +3,7 @@
 The API, the reports and whatever else shows a resource call these, so that a
 resource has one shape everywhere. Field order is the spec's.
 """
+from .progress import cycle_state
 
 
 def objective_json(row):
@@ -38,6 +39,17 @@ def key_result_json(row):
 
 def cycle_json(row):
     return {"id": row["id"], "name": row["name"], "created_at": row["created_at"]}
+
+
+def cycle_details_json(row, today):
+    """A cycle with what the spec does not have (reports, PATCH): its dates and state on the date today."""
+    return {**cycle_json(row), "starts_on": row["starts_on"], "ends_on": row["ends_on"],
+            "state": cycle_state(row["starts_on"], row["ends_on"], today)}
+
+
+def key_result_details_json(row):
+    """A key result with what the spec does not have (reports, PATCH): its owner."""
+    return {**key_result_json(row), "owner_id": row["owner_id"]}
 
 
 team_json = cycle_json  # a team has a cycle's three fields

@@ -5,18 +5,20 @@ every figure from okr.progress. Knows SQL but not Flask: the API, the dashboard
 and the exports all call it with an open connection.
 """
 from . import progress
-from .records import cycle_json, key_result_json, objective_json
+from .records import cycle_details_json, key_result_details_json, objective_json
 
-# Each key result with its start (the value of its first check-in) and its last
-# check-in's time: two probes of checkins_history per key result, whatever
-# its history's length. Every key result has a first check-in; the fallbacks
-# only keep a row written behind the API's back from breaking a report.
+# Each key result with its start (the value of its first check-in), its last
+# check-in's time and whether it had a check-in after its first (an update):
+# three probes of checkins_history per key result, whatever its history's length.
+# Every key result has a first check-in; the fallbacks only keep a row written
+# behind the API's back from breaking a report.
 KEY_RESULTS_WITH_HISTORY = """
 SELECT k.*,
     coalesce((SELECT value FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1),
              k.current_value) AS start_value,
     coalesce((SELECT created_at FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq DESC LIMIT 1),
-             k.modified_at) AS last_checkin_at
+             k.modified_at) AS last_checkin_at,
+    EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated
 FROM key_results k
 WHERE {where}
 ORDER BY k.seq
@@ -35,7 +37,7 @@ WITH RECURSIVE tree(id) AS (
 def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
     """The report of a cycle row, optionally of the objectives of one team and/or assignee.
 
-    now is an aware datetime, for staleness.
+    now is an aware datetime, for staleness and the cycle's state. A finished cycle's key results are never stale.
     """
     conditions, params = ["cycle_id = ?"], [cycle["id"]]
     for column, value in (("team_id", team_id), ("assignee_id", assignee_id)):
@@ -49,9 +51,11 @@ def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
     else:
         where = f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
         key_results = dict_rows(db, KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle["id"], *params])
-    roots, exact_by_objective = alignment_tree(objectives, key_results, progress.stale_test(now))
+    shown = cycle_details_json(cycle, now.date())
+    stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
+    roots, exact_by_objective = alignment_tree(objectives, key_results, stale)
     return {
-        "cycle": cycle_json(cycle),
+        "cycle": shown,
         "progress": progress.mean_figure(exact_by_objective),
         "objectives_count": len(objectives),
         "key_results_count": len(key_results),
@@ -69,14 +73,39 @@ def objective_report(db, objective_id, now):
     key_results = db.execute(
         DESCENDANTS + KEY_RESULTS_WITH_HISTORY.format(where="k.objective_id IN tree"), (objective_id,)
     ).fetchall()
-    roots, _ = alignment_tree(objectives, key_results, progress.stale_test(now), root_id=objective_id)
+    roots, _ = alignment_tree(objectives, key_results, stale_test(db, now), root_id=objective_id)
     return {"objective": roots[0]}
 
 
 def key_result_report(db, key_result_id, now):
     """One key result's report entry (as in a cycle report), or None if it is missing."""
     row = db.execute(KEY_RESULTS_WITH_HISTORY.format(where="k.id = ?"), (key_result_id,)).fetchone()
-    return None if row is None else key_result_node(row, progress.stale_test(now))[0]
+    return None if row is None else key_result_node(row, stale_test(db, now))[0]
+
+
+def key_results_report(db, where, params, now):
+    """The report entries of the key results a condition on k (key_results) picks, in creation order, whatever
+    their cycles: the rows of KEY_RESULTS_WITH_HISTORY and the nodes, as pairs."""
+    rows = dict_rows(db, KEY_RESULTS_WITH_HISTORY.format(where=where), params)
+    stale = stale_test(db, now)
+    return [(row, key_result_node(row, stale)[0]) for row in rows]
+
+
+def never_stale(row):
+    return False
+
+
+def stale_by_time(now):
+    by_time = progress.stale_test(now)
+    return lambda row: by_time(row["last_checkin_at"])
+
+
+def stale_test(db, now):
+    """A key-result row's staleness, for key results of any cycle: never in a finished cycle."""
+    today = now.date().isoformat()
+    finished = {row[0] for row in db.execute("SELECT id FROM cycles WHERE ends_on < ?", (today,))}
+    by_time = progress.stale_test(now)
+    return lambda row: row["cycle_id"] not in finished and by_time(row["last_checkin_at"])
 
 
 def recent_values(db, cycle_id, count):
@@ -117,12 +146,13 @@ def alignment_tree(objectives, key_results, stale, root_id=None):
 
     objectives and key_results come in creation order. An objective whose
     parent is not among them is a root; the others go in their parent's children.
-    stale tells whether a last check-in's time is stale. root_id, when given, is a root
+    stale tells whether a key-result row is stale. root_id, when given, is a root
     whatever its parent (an objective report's top, even in a loop written behind the API's back).
     """
     nodes, exact_of = {}, {}
     for row in objectives:
-        nodes[row["id"]] = {**objective_json(row), "progress": None, "key_results": [], "children": []}
+        nodes[row["id"]] = {**objective_json(row), "progress": None, "progress_from": None, "key_results": [],
+                            "children": []}
         exact_of[row["id"]] = []
     for row in key_results:
         node, exact = key_result_node(row, stale)
@@ -132,22 +162,41 @@ def alignment_tree(objectives, key_results, stale, root_id=None):
     for row in objectives:
         node = nodes[row["id"]]
         exact_of[row["id"]] = progress.mean(exact_of[row["id"]])
-        node["progress"] = progress.figure(exact_of[row["id"]])
         parent = None if row["id"] == root_id else nodes.get(row["parent_objective_id"])
         (parent["children"] if parent is not None else roots).append(node)
+    roll_up(roots, exact_of)
     return roots, list(exact_of.values())
 
 
+def roll_up(roots, exact_of):
+    """Gives each objective without key results of its own its aligned children's progress (okr.progress.rolled_up),
+    children first; exact_of keeps each objective's own."""
+    order, stack = [], list(roots)
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node["children"])
+    rolled = {}
+    for node in reversed(order):  # every child before its parent
+        value, source = progress.rolled_up(
+            exact_of[node["id"]], bool(node["key_results"]),
+            [rolled[child["id"]] for child in node["children"] if child["cycle_id"] == node["cycle_id"]])
+        rolled[node["id"]] = value
+        node["progress"], node["progress_from"] = progress.figure(value), source
+
+
 def key_result_node(row, stale):
-    """A key result's report entry, and its exact progress (None for a baseline)."""
+    """A key result's report entry, and its exact progress (None for a baseline).
+
+    stale tells whether the row (with its last_checkin_at and cycle_id) is stale."""
     exact = progress.key_result_progress(
         row["type"], row["start_value"], row["current_value"], row["target_value_min"], row["target_value_max"]
     )
     return {
-        **key_result_json(row),
+        **key_result_details_json(row),
         "start_value": row["start_value"],
         "progress": progress.figure(exact),
-        "status": progress.status(row["confidence"]),
-        "stale": stale(row["last_checkin_at"]),
+        "status": progress.key_result_status(row["confidence"], row["updated"]),
+        "stale": stale(row),
         "last_checkin_at": row["last_checkin_at"],
     }, exact

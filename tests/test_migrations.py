@@ -547,3 +547,60 @@ def test_a_version_5_database_keeps_every_row_its_users_are_editors_without_pass
     with migrated.app_context():
         init_db()
     assert dump(path) == once
+
+
+# --- version 6 to 7: cycles' dates, key results' owners -------------------------------------------------
+
+# schema.sql of the last release of schema version 6 (git show c4ddf07:schema.sql)
+SCHEMA_V6 = helpers.REPO / "tests" / "fixtures" / "schema_v6.sql"
+
+
+def make_v6_database(path):
+    """A database as the release before cycle dates made it: a cycle, an objective, a key result, a check-in."""
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_V6.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 6")
+        db.execute("INSERT INTO users (id, name, email, email_key, created_at, role) VALUES "
+                   "('u1', 'Ada', 'ada@example.com', 'ada@example.com', '2026-01-01T00:00:00Z', 'admin')")
+        db.execute("INSERT INTO cycles (id, name, created_at, revision) VALUES ('c1', 'Q1', '2026-01-03T00:00:00Z', 2)")
+        db.execute("INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at)"
+                   " VALUES ('o1', 'Grow', 1, 0, 'c1', '2026-01-04T00:00:00Z', '2026-01-04T00:00:00Z')")
+        db.execute("INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,"
+                   " target_value_min, created_at, modified_at) VALUES ('k1', 'o1', 'c1', 'Reach', 'positive',"
+                   " '0.50', '3.00', '10.00', '2026-01-04T00:00:00Z', '2026-01-04T00:00:00Z')")
+        db.execute("INSERT INTO checkins (id, key_result_seq, value, confidence, created_at)"
+                   " VALUES ('h1', 1, '3.00', '0.50', '2026-01-04T00:00:00Z')")
+        db.commit()
+
+
+def test_the_v6_fixture_is_the_schema_of_the_release_before_cycle_dates():
+    text = SCHEMA_V6.read_text(encoding="utf-8")
+    assert "starts_on" not in text and "owner_id" not in text and "invitations" in text
+
+
+def test_a_version_6_database_keeps_every_row_and_gets_no_dates_and_no_owners(app, tmp_path):
+    path = tmp_path / "v6.db"
+    make_v6_database(path)
+    migrated = create_app({"TESTING": True, "DATABASE": path})
+    with migrated.app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION
+    assert structure(path) == structure(app.config["DATABASE"])
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT id, name, revision, starts_on, ends_on FROM cycles").fetchall() == [
+            ("c1", "Q1", 2, None, None)]
+        assert db.execute("SELECT id, current_value, owner_id FROM key_results").fetchall() == [("k1", "3.00", None)]
+        assert db.execute("SELECT count(*) FROM checkins").fetchone()[0] == 1
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+    client = migrated.test_client()
+    report = client.get("/v1/cycles/c1/report").get_json()
+    assert report["cycle"]["state"] == "current" and report["key_results_count"] == 1
+    # The new columns work: a date is kept, an owner is set, and the database refuses what is not a date.
+    assert client.patch("/v1/cycles/c1", json={"ends_on": "2026-03-31"}).get_json()["ends_on"] == "2026-03-31"
+    assert client.patch("/v1/keyresults/k1", json={"owner_id": "u1"}).get_json()["owner_id"] == "u1"
+    with closing(sqlite3.connect(path)) as db, pytest.raises(sqlite3.IntegrityError):
+        db.execute("UPDATE cycles SET starts_on = '2026-13-01'")  # (SQLite's date() takes February 30th)
+    once = dump(path)
+    with migrated.app_context():
+        init_db()
+    assert dump(path) == once

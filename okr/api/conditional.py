@@ -11,10 +11,14 @@ from flask import current_app, request
 from werkzeug.exceptions import PreconditionFailed
 
 
-def tagged(data, revision):
-    """A JSON response for one resource, with its ETag; for a GET, 304 when If-None-Match names it."""
+def tagged(data, revision, tag_of=None):
+    """A JSON response for one resource, with its ETag; for a GET, 304 when If-None-Match names it.
+
+    tag_of, when given, is the resource as a GET answers it, whose ETag this response carries (a PATCH answers
+    more fields than the spec's GET, and its ETag must be the one a GET would give for If-Match to follow it).
+    """
     response = current_app.json.response(data)
-    tag = entity_tag(response.get_data(), revision)
+    tag = entity_tag(response.get_data(), revision) if tag_of is None else current_tag(tag_of, revision)
     response.set_etag(tag)
     if request.method in ("GET", "HEAD") and request.if_none_match.contains_weak(tag):
         response.status_code = 304

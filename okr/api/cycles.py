@@ -1,11 +1,12 @@
 """Delivery cycles: /v1/cycles."""
 from flask import Blueprint
 
-from ..db import get_db
-from ..records import cycle_json
-from ..rules.schemas import group_schema, group_update_schema
+from ..db import get_db, utc_now
+from ..progress import parse_timestamp
+from ..records import cycle_details_json, cycle_json
+from ..rules.schemas import cycle_schema, cycle_update_schema, group_update_schema
 from ..store import cycles
-from .bodies import load_body
+from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged
 from .paging import paginate
 from .responses import deleted
@@ -15,9 +16,9 @@ bp = Blueprint("cycles", __name__, url_prefix="/v1/cycles")
 
 @bp.post("")
 def create_cycle():
-    """Creates a cycle."""
-    body = load_body(group_schema)
-    return cycle_json(cycles.create(get_db(), body["name"]))
+    """Creates a cycle, maybe with its dates (answered as the spec's cycle, without them)."""
+    body = load_body(cycle_schema)
+    return cycle_json(cycles.create(get_db(), body["name"], body["starts_on"], body["ends_on"]))
 
 
 @bp.get("")
@@ -35,11 +36,22 @@ def get_cycle(cycle_id):
 
 @bp.post("/<cycle_id>")
 def update_cycle(cycle_id):
-    """Renames a cycle."""
+    """Renames a cycle; its dates stay."""
     current(cycles.get(get_db(), cycle_id), cycle_json)
     body = load_body(group_update_schema)
     row = cycles.rename(get_db(), cycle_id, body["name"])
     return tagged(cycle_json(row), row["revision"])
+
+
+@bp.patch("/<cycle_id>")
+def patch_cycle(cycle_id):
+    """Changes the name or dates a JSON Merge Patch names; answers the cycle with its dates and state."""
+    stored = current(cycles.get(get_db(), cycle_id), cycle_json)
+    body = load_merge_patch(cycle_update_schema, {"name": stored["name"], "starts_on": stored["starts_on"],
+                                                  "ends_on": stored["ends_on"]})
+    row = cycles.update(get_db(), cycle_id, body)
+    today = parse_timestamp(utc_now()).date()
+    return tagged(cycle_details_json(row, today), row["revision"], tag_of=cycle_json(row))
 
 
 @bp.delete("/<cycle_id>")

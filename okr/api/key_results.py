@@ -3,8 +3,8 @@ from flask import Blueprint
 
 from .. import access
 from ..db import get_db
-from ..records import key_result_json
-from ..rules.schemas import KEY_RESULT_TYPES, key_result_schema, key_result_update_schema
+from ..records import key_result_details_json, key_result_json
+from ..rules.schemas import KEY_RESULT_TYPES, key_result_edit_schema, key_result_schema, key_result_update_schema
 from ..store import cycles, key_results, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged
@@ -21,7 +21,8 @@ def current_key_result(key_result_id):
 
 @bp.post("/objectives/<objective_id>/keyresults")
 def create_key_result(objective_id):
-    """Creates a key result of an objective, with its first check-in: its starting value."""
+    """Creates a key result of an objective, with its first check-in: its starting value (and maybe its owner,
+    not answered: the spec's key result has none)."""
     objective = objectives.get(get_db(), objective_id)
     body = load_body(key_result_schema)
     return key_result_json(key_results.create(get_db(), objective, body, access.person_id()))
@@ -76,9 +77,12 @@ def update_key_result(key_result_id):
 
 @bp.patch("/keyresults/<key_result_id>")
 def patch_key_result(key_result_id):
-    """Changes the attributes a JSON Merge Patch names; the result is checked as a full update."""
+    """Changes the attributes (owner_id too) a JSON Merge Patch names; the result is checked as a full update and
+    answered with its owner."""
     stored = current_key_result(key_result_id)
-    return replace_key_result(stored, load_merge_patch(key_result_update_schema, key_result_json(stored)))
+    body = load_merge_patch(key_result_edit_schema, key_result_details_json(stored))
+    row = key_results.replace(get_db(), stored, body, access.person_id())
+    return tagged(key_result_details_json(row), row["revision"], tag_of=key_result_json(row))
 
 
 def replace_key_result(stored, body):

@@ -19,7 +19,7 @@ from marshmallow import Schema, fields
 from ..rules import schemas
 from ..store import users
 from .auth import SCHEME
-from ..rules.fields import DECIMAL_TEXT, DecimalString, StrictBool, Text, WHITESPACE
+from ..rules.fields import DECIMAL_TEXT, ISO_DATE, DateText, DecimalString, StrictBool, Text, WHITESPACE
 from ..rules.ids import UUID_PATTERN
 from .paging import BOOLEANS
 
@@ -84,6 +84,24 @@ class Team(Cycle):
     pass
 
 
+def date_field(description):
+    return fields.String(required=True, allow_none=True, metadata={
+        "format": "date", "example": "2026-10-01", "description": description})
+
+
+class CycleDetails(Cycle):
+    starts_on = date_field("The cycle's first day, or null (an open start).")
+    ends_on = date_field("The cycle's last day, or null (an open end).")
+    state = fields.String(required=True, metadata={
+        "enum": ["current", "upcoming", "finished"],
+        "description": "upcoming before starts_on, finished after ends_on, current in between (by today's date "
+                       "in UTC; a cycle without dates is current)."})
+
+
+class KeyResultDetails(KeyResult):
+    owner_id = uuid_field(allow_none=True)  # the user who owns it, or null
+
+
 class User(Schema):
     id = uuid_field()
     name = fields.String(required=True)
@@ -141,23 +159,31 @@ def progress_field():
         "description": "From 0.00 to 1.00; null where nothing has a progress (only baselines, or nothing)."})
 
 
-class KeyResultNode(KeyResult):
+class KeyResultNode(KeyResultDetails):
     start_value = decimal_field(metadata={"description": "The value of its first check-in."})
     progress = progress_field()
-    status = fields.String(required=True, metadata={"enum": ["on_track", "at_risk", "off_track"]})
-    stale = fields.Boolean(required=True, metadata={"description": "No check-in for more than 14 days."})
+    status = fields.String(required=True, metadata={
+        "enum": ["on_track", "at_risk", "off_track", "no_update"],
+        "description": "From the confidence (at least 0.70 on track, at least 0.40 at risk, else off track); "
+                       "no_update while it has had no check-in since it was created."})
+    stale = fields.Boolean(required=True, metadata={
+        "description": "No check-in for more than 14 days (never in a finished cycle)."})
     last_checkin_at = timestamp_field()
 
 
 class ObjectiveNode(Objective):
     progress = progress_field()
+    progress_from = fields.String(required=True, allow_none=True, metadata={
+        "enum": ["key_results", "children", None],
+        "description": "key_results: the mean of its own key results' progress; children: it has no key results, "
+                       "so the mean of its aligned children's in its cycle (recursively); null: no progress."})
     key_results = fields.List(fields.Nested(KeyResultNode), required=True)
     # Recursive: descendants in creation order.
     children = fields.List(fields.Nested(lambda: ObjectiveNode), required=True)
 
 
 class CycleReport(Schema):
-    cycle = fields.Nested(Cycle, required=True)
+    cycle = fields.Nested(CycleDetails, required=True)
     progress = progress_field()
     objectives_count = fields.Integer(required=True, metadata={"minimum": 0})
     key_results_count = fields.Integer(required=True, metadata={"minimum": 0})
@@ -203,6 +229,13 @@ def text_properties(self, field, **kwargs):
     return result
 
 
+def date_properties(self, field, **kwargs):
+    """A date is ISO 8601 text ("2026-10-01")."""
+    if not isinstance(field, DateText):
+        return {}
+    return {"format": "date", "pattern": f"^{ISO_DATE.pattern}$", "example": "2026-10-01"}
+
+
 def decimal_properties(self, field, **kwargs):
     """A decimal is a string in decimal or exponent notation, or a JSON number."""
     if not isinstance(field, DecimalString):
@@ -222,6 +255,8 @@ def decimal_properties(self, field, **kwargs):
         result["nullable"] = True
     return result
 
+
+CSV = "text/csv"  # a response that is a CSV file, not JSON
 
 # (path, method, summary, request schema, response schema, query parameters)
 LIST = ("page_token", "page_size")
@@ -248,18 +283,21 @@ OPERATIONS = [
     ("/v1/keyresults/{key_result_id}", "post", "Replace a key result", schemas.KeyResultUpdateSchema,
      KeyResult, ()),
     ("/v1/keyresults/{key_result_id}", "patch", "Change some of a key result's attributes (JSON Merge Patch)",
-     schemas.KeyResultPatchSchema, KeyResult, ()),
+     schemas.KeyResultPatchSchema, KeyResultDetails, ()),
     ("/v1/keyresults/{key_result_id}", "delete", "Delete a key result and its check-ins", None, None, ()),
     ("/v1/keyresults/{key_result_id}/checkins", "post",
      "Record a check-in: it becomes the key result's current value and confidence",
      schemas.CheckinSchema, Checkin, ()),
     ("/v1/keyresults/{key_result_id}/checkins", "get", "List a key result's check-ins, oldest first", None,
      CheckinPage, LIST),
-    ("/v1/cycles", "post", "Create a cycle", schemas.GroupSchema, Cycle, ()),
+    ("/v1/cycles", "post", "Create a cycle, maybe with its dates", schemas.CycleSchema, Cycle, ()),
     ("/v1/cycles", "get", "List cycles", None, CyclePage, LIST),
     ("/v1/cycles/{cycle_id}", "get", "Get a cycle", None, Cycle, ()),
     ("/v1/cycles/{cycle_id}", "post", "Rename a cycle", schemas.GroupUpdateSchema, Cycle, ()),
+    ("/v1/cycles/{cycle_id}", "patch", "Change a cycle's name or dates (JSON Merge Patch)",
+     schemas.CyclePatchSchema, CycleDetails, ()),
     ("/v1/cycles/{cycle_id}", "delete", "Delete a cycle with its objectives", None, None, ()),
+    ("/v1/cycles/{cycle_id}/report.csv", "get", "A cycle's key results as CSV, one row each", None, CSV, ()),
     ("/v1/cycles/{cycle_id}/report", "get",
      "Report a cycle's alignment tree with progress and status, maybe for one team or assignee",
      None, CycleReport, ("team_id", "assignee_id")),
@@ -284,6 +322,23 @@ OPERATIONS = [
 # A PATCH body is a JSON Merge Patch (RFC 7396); plain JSON is read the same way.
 REQUEST_MEDIA_TYPES = {"patch": ("application/merge-patch+json", "application/json")}
 REQUEST_DESCRIPTIONS = {
+    ("/v1/cycles", "post"):
+        "starts_on and ends_on (ISO dates, either may be null or absent) are kept but, as the spec's cycle has "
+        "neither, not answered here: the cycle report and PATCH show them.",
+    ("/v1/cycles/{cycle_id}", "post"):
+        "Renames the cycle; its dates stay as they are.",
+    ("/v1/cycles/{cycle_id}", "patch"):
+        "Answers the cycle with its dates and state; its ETag is the one GET gives.",
+    ("/v1/objectives/{objective_id}/keyresults", "post"):
+        "owner_id (a user's id, or null) is kept but, as the spec's key result has none, not answered here: the "
+        "reports and PATCH show it.",
+    ("/v1/keyresults/{key_result_id}", "post"):
+        "Replaces what the spec's key result holds; its owner_id stays as it is.",
+    ("/v1/keyresults/{key_result_id}", "patch"):
+        "owner_id may be changed too; the answer shows it, and its ETag is the one GET gives.",
+    ("/v1/cycles/{cycle_id}/report.csv", "get"):
+        "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
+        "the report's figures.",
     "patch": "A JSON Merge Patch (RFC 7396) over the stored record: fields sent change, fields absent stay, "
              "and null clears a nullable field (it is a 400 for any other). The merged record is validated "
              "as a full update (POST) is.",
@@ -311,6 +366,23 @@ QUERY_PARAMETERS = {
 
 # Said of one operation beyond its summary.
 DESCRIPTIONS = {
+    ("/v1/cycles", "post"):
+        "starts_on and ends_on (ISO dates, either may be null or absent) are kept but, as the spec's cycle has "
+        "neither, not answered here: the cycle report and PATCH show them.",
+    ("/v1/cycles/{cycle_id}", "post"):
+        "Renames the cycle; its dates stay as they are.",
+    ("/v1/cycles/{cycle_id}", "patch"):
+        "Answers the cycle with its dates and state; its ETag is the one GET gives.",
+    ("/v1/objectives/{objective_id}/keyresults", "post"):
+        "owner_id (a user's id, or null) is kept but, as the spec's key result has none, not answered here: the "
+        "reports and PATCH show it.",
+    ("/v1/keyresults/{key_result_id}", "post"):
+        "Replaces what the spec's key result holds; its owner_id stays as it is.",
+    ("/v1/keyresults/{key_result_id}", "patch"):
+        "owner_id may be changed too; the answer shows it, and its ETag is the one GET gives.",
+    ("/v1/cycles/{cycle_id}/report.csv", "get"):
+        "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
+        "the report's figures.",
     ("/v1/me", "get"):
         "The user (as GET /v1/users/{user_id} gives it), role and API key the request is signed with. A service "
         "key (one made without a user) has user and role null. While auth is off (open mode: no API key was ever "
@@ -412,7 +484,11 @@ def operation(path, method, summary, body, response, parameters):
     spec = {"summary": summary, "operationId": f"{method}_{path}", "responses": {}}
     if (path, method) in DESCRIPTIONS:
         spec = {"summary": summary, "description": DESCRIPTIONS[path, method], **spec}  # after the summary
-    if response is not None:
+    if response is CSV:
+        spec["responses"]["200"] = {"description": "OK: UTF-8 with a byte order mark, a header row first",
+                                    "content": {"text/csv": {"schema": {"type": "string"}}},
+                                    "headers": {"Content-Disposition": {"schema": {"type": "string"}}}}
+    elif response is not None:
         spec["responses"]["200"] = {"description": "OK", "content": {"application/json": {"schema": response}}}
     else:
         spec["responses"]["200"] = {"description": "OK; the body is empty" if method == "delete" else "OK"}
@@ -458,7 +534,8 @@ TARGETS = {
 # Every text the service reads as 1; of exponent forms, only that the digits are a power of ten.
 ONE_TEXT = r"^\+?(0*1(\.0*)?|(0*10*(\.0*)?|0*\.0*10*)[eE][+-]?[0-9]+)$"
 # Components split per type: request bodies, then responses.
-BY_TYPE = {"KeyResultSchema": True, "KeyResultUpdateSchema": True, "KeyResult": False, "KeyResultNode": False}
+BY_TYPE = {"KeyResultSchema": True, "KeyResultUpdateSchema": True, "KeyResult": False, "KeyResultDetails": False,
+           "KeyResultNode": False}
 
 
 def target_property(described, rule, kind, request):
@@ -528,6 +605,7 @@ def build_document(version):
         security=[{SCHEME: []}],
     )
     plugin.converter.add_attribute_function(text_properties)
+    plugin.converter.add_attribute_function(date_properties)
     plugin.converter.add_attribute_function(decimal_properties)
     plugin.map_to_openapi_type(StrictBool, "boolean", None)
     spec.components.security_scheme(SCHEME, {

@@ -1,7 +1,8 @@
-"""Reports: /v1/cycles/<id>/report and /v1/objectives/<id>/report, built by okr.reports."""
-from flask import Blueprint
+"""Reports: /v1/cycles/<id>/report (and report.csv) and /v1/objectives/<id>/report, built by okr.reports."""
+from flask import Blueprint, Response
 
 from .. import progress, reports
+from ..transfer.export import cycle_csv_bytes
 from ..errors import NotFound
 from ..db import get_db, utc_now
 from ..store import cycles
@@ -26,3 +27,12 @@ def report_objective(objective_id):
     if report is None:
         raise NotFound("objective")
     return report
+
+
+@bp.get("/cycles/<cycle_id>/report.csv")
+def report_cycle_csv(cycle_id):
+    """A cycle's key results as CSV: the file okr export --format csv --cycle writes."""
+    cycle = cycles.get(get_db(), cycle_id)
+    body = cycle_csv_bytes(get_db(), cycle["id"], progress.parse_timestamp(utc_now()))
+    return Response(body, mimetype="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="cycle-{cycle["id"]}.csv"'})

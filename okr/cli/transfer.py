@@ -54,7 +54,7 @@ def export_command(path, include_keys, file_format, cycle_id):
             now = progress.parse_timestamp(utc_now())  # the clock the API's reports use
             # A byte-order mark: Excel takes a CSV without one for the local code page.
             count = write_new_file(path, lambda f: transfer.export_csv(db, cycle_id, f, now),
-                                   encoding="utf-8-sig", newline="")
+                                   encoding=transfer.CSV_ENCODING, newline="")
             report = {"exported": os.path.abspath(path), "format": "csv", "cycle": cycle_id, "key_results": count}
         else:
             counts = write_new_file(path, lambda f: transfer.export_json(db, f, include_keys),

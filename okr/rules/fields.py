@@ -1,5 +1,6 @@
 """marshmallow fields with the contract's strict rules for text, bools and decimals."""
 import re
+from datetime import date
 from decimal import Decimal, InvalidOperation
 
 from marshmallow import ValidationError, fields
@@ -38,6 +39,25 @@ class Text(fields.String):
         if self.not_blank and not NOT_BLANK.search(text):
             raise ValidationError("Must not be empty or only whitespace.")
         return text
+
+
+ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+class DateText(Text):
+    """A calendar date as ISO 8601 text ("2026-10-01"), kept as that text."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=10, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            if ISO_DATE.fullmatch(text) and date.fromisoformat(text):
+                return text
+        except ValueError:
+            pass
+        raise ValidationError("Not a valid date: send one such as \"2026-10-01\".")
 
 
 class StrictBool(fields.Field):

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 from marshmallow import EXCLUDE, Schema, ValidationError, missing, post_load, pre_load, validate, validates_schema
 
-from .fields import DecimalString, StrictBool, Text
+from .fields import DateText, DecimalString, StrictBool, Text
 
 KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
 NAME_MAX = 500
@@ -45,8 +45,8 @@ class ObjectiveUpdateSchema(ObjectiveSchema):
     is_personal = StrictBool(load_default=False)
 
 
-class KeyResultSchema(BodySchema):
-    """Creates a key result."""
+class KeyResultFields(BodySchema):
+    """What the spec's key result is made of, and its target rules."""
 
     name = Text(required=True, max_length=NAME_MAX, not_blank=True)
     type = Text(required=True, validate=validate.OneOf(KEY_RESULT_TYPES))
@@ -81,10 +81,23 @@ class KeyResultSchema(BodySchema):
         return data
 
 
-class KeyResultUpdateSchema(KeyResultSchema):
-    """Replaces a key result: omitted decimals are "0.00", omitted targets null."""
+class KeyResultSchema(KeyResultFields):
+    """Creates a key result, maybe with its owner (a user id)."""
+
+    owner_id = Text(max_length=100, allow_none=True, load_default=None)
+
+
+class KeyResultUpdateSchema(KeyResultFields):
+    """Replaces a key result (the spec's POST): omitted decimals are "0.00", omitted targets null; its owner
+    stays."""
 
     confidence = DecimalString(minimum=0, maximum=1, load_default="0.00")
+
+
+class KeyResultEditSchema(KeyResultUpdateSchema):
+    """Replaces a key result with its owner too (PATCH, the pages): an omitted owner is none."""
+
+    owner_id = Text(max_length=100, allow_none=True, load_default=None)
 
 
 def merge_patch_schema(update_schema, name):
@@ -104,7 +117,7 @@ def merge_patch_schema(update_schema, name):
 
 
 ObjectivePatchSchema = merge_patch_schema(ObjectiveUpdateSchema, "ObjectivePatchSchema")
-KeyResultPatchSchema = merge_patch_schema(KeyResultUpdateSchema, "KeyResultPatchSchema")
+KeyResultPatchSchema = merge_patch_schema(KeyResultEditSchema, "KeyResultPatchSchema")
 
 
 class CheckinSchema(BodySchema):
@@ -128,13 +141,47 @@ class GroupUpdateSchema(BodySchema):
     name = Text(required=True, max_length=GROUP_NAME_MAX)
 
 
+def dates_in_order(data):
+    starts_on, ends_on = data.get("starts_on"), data.get("ends_on")
+    if starts_on and ends_on and ends_on < starts_on:
+        raise ValidationError({"ends_on": ["Must not be before starts_on."]})
+
+
+class CycleSchema(GroupSchema):
+    """Creates a cycle, maybe with its dates (ISO dates; either may be null, an open end)."""
+
+    starts_on = DateText(allow_none=True, load_default=None)
+    ends_on = DateText(allow_none=True, load_default=None)
+
+    @validates_schema
+    def dates_in_order(self, data, **kwargs):
+        dates_in_order(data)
+
+
+class CycleUpdateSchema(GroupUpdateSchema):
+    """Replaces a cycle's name and dates (PATCH, the pages, okr import): omitted dates are null."""
+
+    starts_on = DateText(allow_none=True, load_default=None)
+    ends_on = DateText(allow_none=True, load_default=None)
+
+    @validates_schema
+    def dates_in_order(self, data, **kwargs):
+        dates_in_order(data)
+
+
+CyclePatchSchema = merge_patch_schema(CycleUpdateSchema, "CyclePatchSchema")
+
+
 objective_schema = ObjectiveSchema()
 objective_update_schema = ObjectiveUpdateSchema()
 key_result_schema = KeyResultSchema()
 key_result_update_schema = KeyResultUpdateSchema()
+key_result_edit_schema = KeyResultEditSchema()
 checkin_schema = CheckinSchema()
 group_schema = GroupSchema()
 group_update_schema = GroupUpdateSchema()
+cycle_schema = CycleSchema()
+cycle_update_schema = CycleUpdateSchema()
 
 
 class UserSchema(BodySchema):

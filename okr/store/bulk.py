@@ -21,17 +21,19 @@ FIELDS = {
     "users": ("id", "name", "email", "role", "is_active", "created_at", "revision"),
     "teams": ("id", "name", "created_at", "revision"),
     "team_members": ("team_id", "user_id", "joined_at"),
-    "cycles": ("id", "name", "created_at", "revision"),
+    "cycles": ("id", "name", "created_at", "revision", "starts_on", "ends_on"),
     "objectives": ("id", "name", "description", "is_company", "is_personal", "cycle_id", "team_id", "assignee_id",
                    "parent_objective_id", "created_at", "modified_at", "revision"),
     "key_results": ("id", "objective_id", "name", "type", "confidence", "current_value", "target_value_min",
-                    "target_value_max", "created_at", "modified_at", "revision"),
+                    "target_value_max", "created_at", "modified_at", "revision", "owner_id"),
     "checkins": ("id", "key_result_id", "value", "confidence", "comment", "author_id", "created_at"),
     "api_keys": ("credential", "secret", "name", "read_only", "created_at", "revoked_at", "user_id"),
 }
 # Fields a row may come without: a new row then gets the column's default (schema.sql: a user's role
-# editor, an API key's user_id null, a service key), and a stored row keeps its own.
-OPTIONAL = {"users": ("role",), "api_keys": ("user_id",)}
+# editor, an API key's user_id null, a service key, a cycle's dates and a key result's owner null), and a
+# stored row keeps its own.
+OPTIONAL = {"users": ("role",), "api_keys": ("user_id",), "cycles": ("starts_on", "ends_on"),
+            "key_results": ("owner_id",)}
 
 
 class NotGiven:

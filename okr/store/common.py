@@ -35,3 +35,8 @@ def rename_group(table, resource, db, row_id, name):
     if row is None:
         raise NotFound(resource)
     return row
+
+
+def count(db, sql, *params):
+    """The one number a SELECT count(*) answers."""
+    return db.execute(sql, params).fetchone()[0]

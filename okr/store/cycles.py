@@ -1,12 +1,84 @@
-"""Delivery cycles."""
+"""Delivery cycles: created (maybe with dates), renamed or edited, copied to a new cycle, deleted."""
 from functools import partial
 
-from ..db import bulk_delete
-from .common import create_group, deleted_or_missing, fetch, rename_group
+from ..db import bulk_delete, new_id, utc_now
+from ..errors import NotFound
+from .checkins import record
+from .common import count, deleted_or_missing, fetch, rename_group
 
 get = partial(fetch, "cycles", "cycle")
-create = partial(create_group, "cycles")
 rename = partial(rename_group, "cycles", "cycle")
+
+
+def create(db, name, starts_on=None, ends_on=None):
+    """A new cycle (its row), maybe with its dates (ISO dates, checked by CycleSchema)."""
+    return db.execute(
+        "INSERT INTO cycles (id, name, created_at, starts_on, ends_on) VALUES (?, ?, ?, ?, ?) RETURNING *",
+        (new_id(), name, utc_now(), starts_on, ends_on),
+    ).fetchone()
+
+
+def update(db, cycle_id, values):
+    """The cycle with a CycleUpdateSchema's name and dates (its revision moves on); NotFound when it does not exist."""
+    row = db.execute(
+        "UPDATE cycles SET name = ?, starts_on = ?, ends_on = ?, revision = revision + 1 WHERE id = ? RETURNING *",
+        (values["name"], values["starts_on"], values["ends_on"], cycle_id),
+    ).fetchone()
+    if row is None:
+        raise NotFound("cycle")
+    return row
+
+
+def doomed(db, cycle_id):
+    """What deleting the cycle deletes with it: {"objectives", "key_results", "checkins": n}."""
+    return {
+        "objectives": count(db, "SELECT count(*) FROM objectives WHERE cycle_id = ?", cycle_id),
+        "key_results": count(db, "SELECT count(*) FROM key_results WHERE cycle_id = ?", cycle_id),
+        "checkins": count(db, """SELECT count(*) FROM key_results k JOIN checkins c ON c.key_result_seq = k.seq
+                                 WHERE k.cycle_id = ?""", cycle_id),
+    }
+
+
+def copy(db, source_id, values, author_id=None):
+    """A new cycle (its row) from a CycleUpdateSchema's values, with copies of the source cycle's objectives and
+    key results; the caller's transaction makes it all or nothing.
+
+    An objective keeps its name, description, kind, team and assignee; its parent is the copy of its parent when
+    that is in the source cycle, else the same parent (an objective of another cycle, a year's, say). A key result
+    keeps its name, type, targets and owner and starts from the source's current value (a milestone not done),
+    with the default confidence, its first check-in by author_id.
+    """
+    get(db, source_id)
+    cycle = create(db, values["name"], values["starts_on"], values["ends_on"])
+    now = utc_now()
+    sources = db.execute("SELECT * FROM objectives WHERE cycle_id = ? ORDER BY seq", (source_id,)).fetchall()
+    copies = {row["id"]: new_id() for row in sources}
+    db.executemany(
+        """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id, team_id, assignee_id,
+               parent_objective_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [(copies[row["id"]], row["name"], row["description"], row["is_company"], row["is_personal"], cycle["id"],
+          row["team_id"], row["assignee_id"],
+          None if row["parent_objective_id"] in copies else row["parent_objective_id"], now, now)
+         for row in sources],
+    )
+    # Parents within the cycle once every copy exists: a parent may have been made after its child.
+    db.executemany("UPDATE objectives SET parent_objective_id = ? WHERE id = ?",
+                   [(copies[row["parent_objective_id"]], copies[row["id"]])
+                    for row in sources if row["parent_objective_id"] in copies])
+    for row in db.execute("SELECT * FROM key_results WHERE cycle_id = ? ORDER BY seq", (source_id,)).fetchall():
+        start = "0.00" if row["type"] == "milestone" else row["current_value"]
+        copied = db.execute(
+            """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,
+                   target_value_min, target_value_max, created_at, modified_at, owner_id)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq, id""",
+            (new_id(), copies[row["objective_id"]], cycle["id"], row["name"], row["type"], DEFAULT_CONFIDENCE,
+             start, row["target_value_min"], row["target_value_max"], now, now, row["owner_id"]),
+        ).fetchone()
+        record(db, copied, start, DEFAULT_CONFIDENCE, now, author_id=author_id)
+    return cycle
+
+
+DEFAULT_CONFIDENCE = "0.50"  # a new key result's, as KeyResultSchema's default
 
 
 def delete(db, cycle_id):

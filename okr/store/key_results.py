@@ -3,38 +3,50 @@ from decimal import Decimal
 from functools import partial
 
 from ..db import new_id, utc_now
+from ..errors import Invalid
 from .checkins import record
-from .common import deleted_or_missing, fetch
+from .common import count, deleted_or_missing, fetch
 
 get = partial(fetch, "key_results", "key result")
 
 
+def check_owner(db, values):
+    """Invalid unless the owner values name, if any, is a user."""
+    owner = values.get("owner_id")
+    if owner is not None and db.execute("SELECT 1 FROM users WHERE id = ?", (owner,)).fetchone() is None:
+        raise Invalid({"owner_id": "No user with this id exists."})
+
+
 def create(db, objective, values, author_id=None):
-    """A new key result of an objective (its row) from a KeyResultSchema's values, with its first check-in:
-    its starting value, by author_id (the person who made it, None when unknown)."""
+    """A new key result of an objective (its row) from a KeyResultSchema's values (maybe with an owner_id), with
+    its first check-in: its starting value, by author_id (the person who made it, None when unknown)."""
+    check_owner(db, values)
     now = utc_now()
     row = db.execute(
         """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence,
-               current_value, target_value_min, target_value_max, created_at, modified_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+               current_value, target_value_min, target_value_max, created_at, modified_at, owner_id)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
         (new_id(), objective["id"], objective["cycle_id"], values["name"], values["type"],
          values["confidence"], values["current_value"], values["target_value_min"],
-         values["target_value_max"], now, now),
+         values["target_value_max"], now, now, values.get("owner_id")),
     ).fetchone()
     record(db, row, row["current_value"], row["confidence"], now, author_id=author_id)
     return row
 
 
 def replace(db, stored, values, author_id=None):
-    """The stored key result (its row) with a KeyResultUpdateSchema's values; a new value or confidence is a
-    check-in, by author_id."""
+    """The stored key result (its row) with a KeyResultUpdateSchema's values (its owner stays) or a
+    KeyResultEditSchema's (with owner_id); a new value or confidence is a check-in, by author_id."""
+    check_owner(db, values)
     now = utc_now()
     row = db.execute(
         """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
-               target_value_min = ?, target_value_max = ?, modified_at = ?, revision = revision + 1
+               target_value_min = ?, target_value_max = ?, modified_at = ?, revision = revision + 1,
+               owner_id = CASE WHEN ? THEN ? ELSE owner_id END
            WHERE id = ? RETURNING *""",
         (values["name"], values["type"], values["confidence"], values["current_value"],
-         values["target_value_min"], values["target_value_max"], now, stored["id"]),
+         values["target_value_min"], values["target_value_max"], now, "owner_id" in values,
+         values.get("owner_id"), stored["id"]),
     ).fetchone()
     if row is None:
         return get(db, stored["id"])
@@ -46,6 +58,12 @@ def replace(db, stored, values, author_id=None):
 def moved(before, after):
     """Whether the current value or the confidence changed, as numbers ("1.0" is "1.00")."""
     return any(Decimal(before[field]) != Decimal(after[field]) for field in ("current_value", "confidence"))
+
+
+def doomed(db, key_result_id):
+    """What deleting the key result deletes with it: {"checkins": n}."""
+    return {"checkins": count(db, """SELECT count(*) FROM checkins WHERE key_result_seq =
+                                         (SELECT seq FROM key_results WHERE id = ?)""", key_result_id)}
 
 
 def delete(db, key_result_id):

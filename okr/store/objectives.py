@@ -4,7 +4,7 @@ from functools import partial
 
 from ..db import new_id, utc_now
 from ..errors import Invalid
-from .common import deleted_or_missing, fetch
+from .common import count, deleted_or_missing, fetch
 
 get = partial(fetch, "objectives", "objective")
 
@@ -78,6 +78,17 @@ def replace(db, objective_id, values):
          utc_now(), objective_id),
     ).fetchone()
     return row or get(db, objective_id)
+
+
+def doomed(db, objective_id):
+    """What deleting the objective changes: {"key_results", "checkins": deleted with it, "children": the
+    objectives that lose their parent}."""
+    return {
+        "key_results": count(db, "SELECT count(*) FROM key_results WHERE objective_id = ?", objective_id),
+        "checkins": count(db, """SELECT count(*) FROM key_results k JOIN checkins c ON c.key_result_seq = k.seq
+                                 WHERE k.objective_id = ?""", objective_id),
+        "children": count(db, "SELECT count(*) FROM objectives WHERE parent_objective_id = ?", objective_id),
+    }
 
 
 def delete(db, objective_id):

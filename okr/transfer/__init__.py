@@ -39,18 +39,20 @@ null:
     users        id, name, email, role, is_active, created_at, revision
     teams        id, name, created_at, revision
     team_members team_id, user_id, joined_at
-    cycles       id, name, created_at, revision
+    cycles       id, name, created_at, revision, starts_on, ends_on
     objectives   id, name, description, is_company, is_personal, cycle_id, team_id,
                  assignee_id, parent_objective_id, created_at, modified_at, revision
     key_results  id, objective_id, name, type, confidence, current_value,
-                 target_value_min, target_value_max, created_at, modified_at, revision
+                 target_value_min, target_value_max, created_at, modified_at, revision,
+                 owner_id
     checkins     id, key_result_id, value, confidence, comment, author_id, created_at
     api_keys     credential, secret, name, read_only, created_at, revoked_at, user_id
 
 Values are as the API shows them: ids are lowercase UUIDs, timestamps RFC 3339
 UTC to the second ("2026-11-22T10:15:30Z"), decimals the stored strings
 ("0.50", "-5.00"), is_* and read_only true or false, revision the row's update
-counter (part of its ETag). A key result's cycle is its objective's, so it is
+counter (part of its ETag), a cycle's starts_on and ends_on ISO dates
+("2026-10-01") or null, a key result's owner_id a user's id or null. A key result's cycle is its objective's, so it is
 not written; a check-in names its key result by id. A user's role is admin,
 editor or viewer. An API key's user_id is the user it acts for, null for a
 service key. An API key's secret is the secret itself, as the database keeps
@@ -112,9 +114,9 @@ quote (OWASP's advice on CSV injection). Every other column holds an id, a
 fixed word, a time or a decimal the service wrote, so none is quoted:
 "-5.00" stays the number minus five.
 """
-from .export import export_csv, export_json, spreadsheet_text
+from .export import CSV_ENCODING, cycle_csv_bytes, export_csv, export_json, spreadsheet_text
 from .importer import import_file
 from .rows import FIELDS, FORMAT, PLURAL, SINGULAR, VERSION, Refusal, checked_record
 
-__all__ = ["FIELDS", "FORMAT", "PLURAL", "SINGULAR", "VERSION", "Refusal", "checked_record", "export_csv",
-           "export_json", "import_file", "spreadsheet_text"]
+__all__ = ["CSV_ENCODING", "FIELDS", "FORMAT", "PLURAL", "SINGULAR", "VERSION", "Refusal", "checked_record",
+           "cycle_csv_bytes", "export_csv", "export_json", "import_file", "spreadsheet_text"]

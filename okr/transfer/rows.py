@@ -12,13 +12,14 @@ from marshmallow import ValidationError, validate
 from ..rules.fields import StrictBool, Text
 from ..rules.ids import UUID_RE
 from ..rules.messages import flatten
-from ..rules.schemas import (BodySchema, UserSchema, checkin_schema, group_update_schema, key_result_schema,
+from ..rules.schemas import (BodySchema, UserSchema, checkin_schema, cycle_update_schema, group_update_schema,
+                             key_result_schema,
                              objective_schema)
 from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL
 from ..store.users import ROLES
 
 FORMAT = "okr-export"
-VERSION = 2  # 2 added users' role, the team_members section and API keys' user_id
+VERSION = 2  # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner
 
 SECTIONS = tuple(FIELDS)
 DATA_SECTIONS = SECTIONS[:-1]  # what makes a database not empty; always written
@@ -29,7 +30,8 @@ BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only"})
 TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at"})
 # Fields that may be null (a team member's user_id may not: its schema refuses null).
 NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
-                      "target_value_max", "comment", "author_id", "revoked_at", "user_id"})
+                      "target_value_max", "comment", "author_id", "revoked_at", "user_id", "starts_on", "ends_on",
+                      "owner_id"})
 SINGULAR = {"users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",
             "objectives": "objective", "key_results": "key result", "checkins": "check-in", "api_keys": "API key"}
 PLURAL = {name: f"{word}s" for name, word in SINGULAR.items()}
@@ -78,7 +80,7 @@ SCHEMAS = {
     "users": UserRowSchema(),
     "teams": group_update_schema,
     "team_members": TeamMemberSchema(),
-    "cycles": group_update_schema,
+    "cycles": cycle_update_schema,
     "objectives": objective_schema,
     "key_results": key_result_schema,
     "checkins": checkin_schema,

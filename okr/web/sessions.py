@@ -186,6 +186,9 @@ def require_session():
     g.actor = actor
     if not access.may_write(actor, request.method):
         raise PageError(403, "Not allowed", WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
+    if request.endpoint in EDITOR_ENDPOINTS and not access.may_write(actor, "POST"):
+        # An edit form's GET too: a viewer is shown no form it could not send.
+        raise PageError(403, "Not allowed", WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
     if request.endpoint in PEOPLE_MANAGER_ENDPOINTS and not access.may_manage_people(actor):
         raise PageError(403, "Not allowed", "Only an admin manages people.")
     return None
@@ -193,6 +196,16 @@ def require_session():
 
 # The endpoints of the views only those who manage people may open (okr.access.may_manage_people).
 PEOPLE_MANAGER_ENDPOINTS = set()
+
+
+# The endpoints of the edit pages (forms that create, change or delete), which only those who may write open.
+EDITOR_ENDPOINTS = set()
+
+
+def editors_only(view):
+    """Marks a dashboard view as an edit page: viewers and read-only keys are refused it, its GET included."""
+    EDITOR_ENDPOINTS.add(f"web.{view.__name__}")
+    return view
 
 
 def people_managers_only(view):

@@ -44,8 +44,8 @@ def test_unknown_route_with_post_is_json_404(client):
     [
         ("put", "/v1/cycles", {"GET", "POST"}),
         ("delete", "/v1/cycles", {"GET", "POST"}),
-        ("patch", "/v1/cycles/{id}", {"GET", "POST", "DELETE"}),
-        ("put", "/v1/keyresults/{id}", {"GET", "POST", "DELETE"}),
+        ("put", "/v1/cycles/{id}", {"GET", "POST", "PATCH", "DELETE"}),
+        ("put", "/v1/keyresults/{id}", {"GET", "POST", "PATCH", "DELETE"}),
         ("delete", "/v1/users", {"GET"}),
         ("post", "/v1/users/{id}", {"GET"}),
         ("post", "/healthz", {"GET"}),
@@ -236,7 +236,7 @@ def test_database_error_in_view_is_500_without_sql(client, monkeypatch, caplog):
     def broken():
         raise sqlite3.DatabaseError(SECRET)
 
-    monkeypatch.setattr(okr.store.common, "new_id", broken)
+    monkeypatch.setattr(okr.store.cycles, "new_id", broken)
     with caplog.at_level(logging.ERROR):
         response = client.post("/v1/cycles", json={"name": "Q1"})
     assert_internal_error(response)

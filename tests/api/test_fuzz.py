@@ -34,7 +34,7 @@ chance = random.Random(None if os.environ.get("FUZZ_RANDOM") == "1" else 0)
 
 REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
               "parent_objective_id": "objectives", "objective_id": "objectives",
-              "key_result_id": "key_results", "user_id": "users", "author_id": "users"}
+              "key_result_id": "key_results", "user_id": "users", "author_id": "users", "owner_id": "users"}
 
 # A 412 depends on the resource's state, not on the request's data, as a 404 does: an If-Match
 # naming a tag the resource no longer has (or an empty one) fails whether the body is valid or not.
@@ -156,7 +156,17 @@ def fix_targets(body):
 MEMBER = "/v1/teams/{team_id}/members/{user_id}"
 # The record a PATCH path names: (table, path parameter).
 PATCHED = {"/v1/objectives/{objective_id}": ("objectives", "objective_id"),
-           "/v1/keyresults/{key_result_id}": ("key_results", "key_result_id")}
+           "/v1/keyresults/{key_result_id}": ("key_results", "key_result_id"),
+           "/v1/cycles/{cycle_id}": ("cycles", "cycle_id")}
+
+
+def fix_dates(body):
+    """A cycle's ends_on is not before its starts_on: swaps them when it is; whether it did."""
+    starts_on, ends_on = body.get("starts_on"), body.get("ends_on")
+    if isinstance(starts_on, str) and isinstance(ends_on, str) and ends_on < starts_on:
+        body["starts_on"], body["ends_on"] = ends_on, starts_on
+        return True
+    return False
 
 
 def make_patch_consistent(case, app, body):
@@ -168,6 +178,11 @@ def make_patch_consistent(case, app, body):
     if table == "objectives":
         if body.get("is_company", stored["is_company"]) and body.get("is_personal", stored["is_personal"]):
             body["is_personal"] = False
+        return
+    if table == "cycles":
+        merged = {"starts_on": stored["starts_on"], "ends_on": stored["ends_on"], **body}
+        if fix_dates(merged):
+            body["starts_on"], body["ends_on"] = merged["starts_on"], merged["ends_on"]
         return
     fix_decimals(body)
     targets = ("type", "target_value_min", "target_value_max")
@@ -218,7 +233,7 @@ def make_consistent(case, app):
         return
     if "cycle_id" in body:
         body["cycle_id"] = a_cycle(app)
-    for field in ("team_id", "assignee_id", "parent_objective_id", "author_id"):
+    for field in ("team_id", "assignee_id", "parent_objective_id", "author_id", "owner_id"):
         if body.get(field) is not None:
             body[field] = existing_id(app, REFERENCES[field])
     patching = case.method.upper() == "PATCH"
@@ -226,6 +241,7 @@ def make_consistent(case, app):
         body["parent_objective_id"] = None  # an existing parent could close a loop; a stored one does not
     if body.get("is_company") and body.get("is_personal"):
         body["is_personal"] = False
+    fix_dates(body)
     if patching:
         make_patch_consistent(case, app, body)
     elif "type" in body or "value" in body:

@@ -25,8 +25,9 @@ from helpers import (
 from okr.reports import recent_values
 
 UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
-KR_EXTRAS = ["start_value", "progress", "status", "stale", "last_checkin_at"]
-OBJECTIVE_EXTRAS = ["progress", "key_results", "children"]
+KR_EXTRAS = ["owner_id", "start_value", "progress", "status", "stale", "last_checkin_at"]
+OBJECTIVE_EXTRAS = ["progress", "progress_from", "key_results", "children"]
+CYCLE_EXTRAS = {"starts_on": None, "ends_on": None, "state": "current"}
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -227,7 +228,7 @@ def test_cycle_mean_weighs_objectives_not_key_results(client, cycle):
 
 def test_empty_cycle_report(client, cycle):
     report = cycle_report(client, cycle["id"])
-    assert report == {"cycle": cycle, "progress": None, "objectives_count": 0,
+    assert report == {"cycle": {**cycle, **CYCLE_EXTRAS}, "progress": None, "objectives_count": 0,
                       "key_results_count": 0, "objectives": []}
 
 
@@ -329,8 +330,8 @@ def test_report_fields_in_order(client, runner, cycle):
     assert response.status_code == 200
     report = response.get_json()
     assert list(report) == ["cycle", "progress", "objectives_count", "key_results_count", "objectives"]
-    assert report["cycle"] == fetch(client, f"/v1/cycles/{cycle['id']}")
-    assert list(report["cycle"]) == ["id", "name", "created_at"]
+    assert report["cycle"] == {**fetch(client, f"/v1/cycles/{cycle['id']}"), **CYCLE_EXTRAS}
+    assert list(report["cycle"]) == ["id", "name", "created_at", "starts_on", "ends_on", "state"]
     [node] = report["objectives"]
     stored = fetch(client, f"/v1/objectives/{objective['id']}")
     assert set(stored) == OBJECTIVE_FIELDS
@@ -344,7 +345,7 @@ def test_report_fields_in_order(client, runner, cycle):
     assert {key: kr_json[key] for key in stored_kr} == stored_kr
     assert kr_json["start_value"] == "10.00"
     assert kr_json["progress"] == "0.00"
-    assert kr_json["status"] == "on_track"
+    assert kr_json["status"] == "no_update"  # no check-in since it was made
     assert kr_json["stale"] is False
     assert kr_json["last_checkin_at"] == stored_kr["created_at"]
     assert node["progress"] == "0.00"
@@ -547,7 +548,7 @@ def test_filter_with_an_unknown_id_keeps_nothing(client, world):
     report = cycle_report(client, world["cycle"], team_id=UNKNOWN)
     assert (report["objectives"], report["objectives_count"], report["key_results_count"],
             report["progress"]) == ([], 0, 0, None)
-    assert report["cycle"] == fetch(client, f"/v1/cycles/{world['cycle']}")
+    assert report["cycle"] == {**fetch(client, f"/v1/cycles/{world['cycle']}"), **CYCLE_EXTRAS}
 
 
 def test_filtered_tree_keeps_alignment_among_what_it_keeps(client, world):
@@ -581,12 +582,15 @@ def test_malformed_filter_is_400_naming_it(client, cycle, name, value):
     ("0", "off_track"),
 ])
 def test_status_from_confidence(client, cycle, objective, confidence, expected):
-    kr = make_key_result(client, objective["id"], confidence=confidence)
+    kr = make_key_result(client, objective["id"])
+    checkin(client, kr["id"], "1", confidence=confidence)
     assert kr_node(cycle_report(client, cycle["id"]), kr["id"])["status"] == expected
 
 
 def test_status_follows_the_latest_checkins_confidence(client, cycle, objective):
     kr = make_key_result(client, objective["id"], confidence="0.10")
+    assert kr_node(cycle_report(client, cycle["id"]), kr["id"])["status"] == "no_update"
+    checkin(client, kr["id"], "5", confidence="0.10")
     assert kr_node(cycle_report(client, cycle["id"]), kr["id"])["status"] == "off_track"
     checkin(client, kr["id"], "5", confidence="0.70")
     assert kr_node(cycle_report(client, cycle["id"]), kr["id"])["status"] == "on_track"
@@ -775,7 +779,7 @@ def test_reports_and_sparklines_read_the_checkin_history_from_its_index_alone(ap
         db.set_trace_callback(sparklines.append)
         assert len(recent_values(db, cycle, 12)) == 90
     steps += checkin_steps(path, sparklines)
-    assert len(steps) == 5, steps  # first value and last time in each report, and the sparklines' walk
+    assert len(steps) == 7, steps  # first value, last time and an update in each report; the sparklines' walk
     assert all(step.startswith("SEARCH c USING COVERING INDEX checkins_history ") for step in steps), steps
 
 

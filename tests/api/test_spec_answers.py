@@ -30,7 +30,7 @@ from helpers import make_user
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "spec_answers.json"
 # Where the resources the script makes get their ids (check-ins keep theirs: the answers do not show them).
-ID_MODULES = (okr.store.common, okr.store.objectives, okr.store.key_results, okr.store.users)
+ID_MODULES = (okr.store.common, okr.store.cycles, okr.store.objectives, okr.store.key_results, okr.store.users)
 
 
 def fixed_id(n):

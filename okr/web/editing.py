@@ -1,0 +1,103 @@
+"""What every edit page shares: a form read and checked by the API's own schemas, a conflict caught by the
+revision a form was made from, and the confirmation page before a delete.
+
+The pages for cycles, teams, objectives and key results (okr.web.edit_*) build on these; the writes are
+okr.store's, the rules okr.rules.schemas', so that a page accepts exactly what the API accepts.
+"""
+import json
+
+from flask import render_template, request
+from marshmallow import ValidationError
+
+from ..errors import Invalid
+from ..rules.messages import flatten
+from . import forms
+
+# The hidden fields every edit form carries: the revision it was made from, and what its fields held then.
+REVISION_FIELD = "revision"
+ORIGINAL_FIELD = "original"
+
+
+def typed(names):
+    """The fields of the posted form, as typed (missing ones as "")."""
+    return {name: request.form.get(name, "") for name in names}
+
+
+def load(schema, body, numbers=(), labels=None):
+    """schema.load(body), its refusals worded for people beside each field: Invalid({field: sentence}).
+
+    numbers names the fields that hold numbers; labels maps a rule's field to the form's field that shows
+    it, when they differ (the form's "kind" shows the rules' is_company and is_personal).
+    """
+    try:
+        return schema.load(body)
+    except ValidationError as error:
+        errors = {}
+        for field, text in flatten(error.messages).items():
+            shown = (labels or {}).get(field, field)
+            errors.setdefault(shown, forms.for_people(field, text, numbers=numbers))
+        raise Invalid(errors) from None
+
+
+def optional(text):
+    """A form's text as a rule's value: "" (an empty field, a select's "none" choice) is None."""
+    text = text.strip()
+    return text or None
+
+
+def snapshot(values):
+    """What an edit form's fields hold when it is made, for its hidden ORIGINAL_FIELD."""
+    return json.dumps(values, separators=(",", ":"), sort_keys=True)
+
+
+def changed_since(form, stored_values, stored_revision):
+    """The fields someone else changed since the form was made, when its revision is not the stored one: a
+    list of field names (empty when the revision is the same; every field when the form's snapshot is gone).
+
+    form is the posted form (with REVISION_FIELD and ORIGINAL_FIELD); stored_values are the row's fields
+    now, as snapshot() took them when the form was made.
+    """
+    if form.get(REVISION_FIELD, "") == str(stored_revision):
+        return []
+    try:
+        original = json.loads(form.get(ORIGINAL_FIELD, ""))
+    except ValueError:
+        original = None
+    if not isinstance(original, dict):
+        return list(stored_values)
+    changed = [name for name, value in stored_values.items() if original.get(name) != value]
+    return changed or ["something"]  # a revision moved with no field of this form changed (a check-in, say)
+
+
+def conflict_message(changed, labels):
+    """The sentence above a form that was not saved because someone changed these fields meanwhile."""
+    named = listing([labels.get(name, name.replace("_", " ")) for name in changed])
+    return (f"Someone else changed {named} after you opened this form, so nothing was saved. The form shows what "
+            f"you typed; the page behind it shows their change. Save again to replace it with yours.")
+
+
+def listing(parts):
+    """["a", "b", "c"] as "a, b and c"."""
+    parts = list(parts)
+    if len(parts) <= 1:
+        return "".join(parts)
+    return f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def counted(number, singular, plural=None):
+    """3, "objective" as "3 objectives"; 1 as "1 objective"."""
+    return f"{number:,} {singular if number == 1 else plural or singular + 's'}"
+
+
+def doomed_sentence(counts, words, verb="will be deleted"):
+    """What a delete takes with it, as a sentence: {"objectives": 3, "key_results": 11} with words
+    {"objectives": "objective", ...} as "3 objectives and 11 key results will be deleted"; None when nothing."""
+    parts = [counted(counts[name], words[name]) for name in words if counts.get(name)]
+    return f"{listing(parts)} {verb}." if parts else None
+
+
+def confirm_delete(title, what, consequences, back_url):
+    """The confirmation page of a delete: what it is, what goes with it (sentences, None skipped), a Delete
+    button that posts to this same address, and Cancel, a link back (nothing is deleted)."""
+    return render_template("confirm-delete.html", title=title, what=what,
+                           consequences=[sentence for sentence in consequences if sentence], back_url=back_url)
