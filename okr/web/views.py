@@ -85,9 +85,10 @@ def show_cycles():
 def render_week(checked=None, form=None, errors=None):
     """The signed-in person's week; checked, form and errors: a refused inline check-in's key result id, its
     typed values and the refusals, shown beside its fields."""
-    data = week.week(get_db(), access.person_id(), now())
+    moment = now()
+    data = week.week(get_db(), access.person_id(), moment)
     return render_template("week.html", **data, checked=checked, form=form or {}, errors=errors or {},
-                           moment=now())
+                           moment=moment)
 
 
 def cycles_page(endpoint):
