@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from flask import g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
-from itsdangerous import URLSafeTimedSerializer
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from .. import access
 from ..db import READ_METHODS, DatabaseMissing, get_connection, get_db, transaction
@@ -25,6 +25,10 @@ from .errors import FORM_REFUSED, PageError, SessionUnavailable, wants_page
 
 SESSION_HOURS = 12
 SESSION_SECONDS = SESSION_HOURS * 3600
+# A read-only API key's session (a wallboard's, say, which nobody signs in to again every morning) lasts
+# 30 days; every other session SESSION_HOURS.
+READ_ONLY_KEY_SESSION_DAYS = 30
+READ_ONLY_KEY_SESSION_SECONDS = READ_ONLY_KEY_SESSION_DAYS * 86400
 # Pages anyone may open: signing in, signing out, choosing a password from an invitation, and the stylesheet
 # and script.
 OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitation", "web.static"})
@@ -50,7 +54,16 @@ class DashboardSessions(SecureCookieSessionInterface):
             g.session_secret = signing_key()
         except (DatabaseMissing, sqlite3.Error):
             return None  # a page needing the session then says the database is unavailable
-        return super().open_session(app, request)
+        serializer = self.get_signing_serializer(app)
+        cookie = request.cookies.get(self.get_cookie_name(app))
+        if serializer is None or not cookie:
+            return self.session_class()
+        try:
+            # Flask's own would refuse a cookie signed more than 12 hours ago: a read-only key's session lasts
+            # 30 days, and live_actor ends every other one at its 12 hours.
+            return self.session_class(serializer.loads(cookie, max_age=READ_ONLY_KEY_SESSION_SECONDS))
+        except BadSignature:
+            return self.session_class()
 
     def get_cookie_path(self, app):
         """SESSION_COOKIE_PATH if the host set one, else the path the app is mounted at.
@@ -60,6 +73,13 @@ class DashboardSessions(SecureCookieSessionInterface):
         At the host's root it is / (APPLICATION_ROOT), as Flask would make it.
         """
         return app.config["SESSION_COOKIE_PATH"] or request.script_root or app.config["APPLICATION_ROOT"]
+
+    def get_expiration_time(self, app, session):
+        """When the cookie ends: a read-only key's session's 30 days from now (the login), others' 12 hours."""
+        expires = super().get_expiration_time(app, session)
+        if expires is not None and session.get("long") is True:
+            expires += timedelta(days=READ_ONLY_KEY_SESSION_DAYS) - app.permanent_session_lifetime
+        return expires
 
     def get_signing_serializer(self, app):
         secret = g.get("session_secret")
@@ -96,9 +116,20 @@ def log_in(user_id=None, credential=None):
     g.pop("session_actor", None)
     session.clear()
     session.permanent = True
-    session["token"] = web_sessions.open_session(get_db(), timedelta(hours=SESSION_HOURS), user_id, credential)
+    # Rows are kept for the longest session's life; each session ends at its own (live_actor).
+    session["token"] = web_sessions.open_session(get_db(), timedelta(days=READ_ONLY_KEY_SESSION_DAYS), user_id,
+                                                 credential)
     session["login_at"] = int(time.time())
     session["csrf"] = secrets.token_urlsafe(32)
+    if credential is not None:
+        key = access.live_key(get_db(), credential)
+        if key is not None and key["read_only"]:
+            session["long"] = True  # only what the cookie's life says: live_actor goes by the actor
+
+
+def session_seconds(actor):
+    """How long a session of this actor lasts from its login: 30 days for a read-only key, else 12 hours."""
+    return READ_ONLY_KEY_SESSION_SECONDS if actor.credential is not None and actor.read_only else SESSION_SECONDS
 
 
 def session_token():
@@ -136,7 +167,8 @@ def live_actor():
     token, login_at = session.get("token"), session.get("login_at")
     if not isinstance(token, str) or not isinstance(login_at, int):
         return None
-    if time.time() - login_at > SESSION_SECONDS:
+    age = time.time() - login_at
+    if age > READ_ONLY_KEY_SESSION_SECONDS:
         return None
     db = get_connection()
     row = web_sessions.live(db, token)
@@ -144,9 +176,11 @@ def live_actor():
         return None
     if row["credential"] is not None:
         key = access.live_key(db, row["credential"])
-        return None if key is None else access.key_actor(key)
-    user = db.execute("SELECT * FROM users WHERE id = ?", (row["user_id"],)).fetchone()
-    return None if user is None else access.user_actor(user)
+        actor = None if key is None else access.key_actor(key)
+    else:
+        user = db.execute("SELECT * FROM users WHERE id = ?", (row["user_id"],)).fetchone()
+        actor = None if user is None else access.user_actor(user)
+    return None if actor is None or age > session_seconds(actor) else actor
 
 
 def csrf_token():

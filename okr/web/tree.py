@@ -16,47 +16,55 @@ from markupsafe import Markup
 from . import words
 
 
-def tree_html(objectives, team_names, user_names, sparks, now, root=""):
+def tree_html(objectives, team_names, user_names, sparks, now, root="", link_objectives=False):
     """The objectives (report nodes, with their children) as nested <article>s.
 
     root is the path the app is mounted at ("" at the host's root, "/okr" under
     DispatcherMiddleware): the key results' links start with it. It is worked out
-    once per page by the view, not with url_for per row.
+    once per page by the view, not with url_for per row. link_objectives: whether
+    each objective's heading links to its page (/objectives/<id>, another module's).
     """
     out = []
     links = escape(root) + "/keyresults/"
+    headings = escape(root) + "/objectives/" if link_objectives else None
     for objective in objectives:
-        objective_html(objective, team_names, user_names, sparks, now, links, out)
+        objective_html(objective, team_names, user_names, sparks, now, links, out, headings)
     return Markup("".join(out))
 
 
-def objective_html(o, team_names, user_names, sparks, now, links, out):
+def objective_html(o, team_names, user_names, sparks, now, links, out, headings=None):
     kind = "company" if o["is_company"] else "personal" if o["is_personal"] else "team"
     meta = f'<span class=badge>{kind}</span>'
     if o["team_id"]:
         meta += f" · team {escape(team_names.get(o['team_id'], '?'))}"
     if o["assignee_id"]:
         meta += f" · {escape(user_names.get(o['assignee_id'], '?'))}"
-    out.append(f'<article class=objective id="o-{escape(o["id"])}"><h3>{escape(o["name"])}</h3>'
-               f'<p class=meta>{meta}</p>')
+    name = escape(o["name"])
+    if headings is not None:
+        name = f'<a href="{headings}{escape(o["id"])}">{name}</a>'
+    out.append(f'<article class=objective id="o-{escape(o["id"])}"><h3>{name}</h3><p class=meta>{meta}</p>')
+    if o["description"]:
+        out.append(f"<p class=description>{escape(words.first_lines(o['description']))}</p>")
     if o["progress"] is not None:
-        out.append(f"<p>{progress_bar(o['progress'])} {words.percent(o['progress'])}</p>")
+        source = " <span class=from-children>from aligned objectives</span>" \
+            if o.get("progress_from") == "children" else ""
+        out.append(f"<p>{progress_bar(o['progress'])} {words.percent(o['progress'])}{source}</p>")
     if o["key_results"]:
         out.append("<ul class=key-results>")
         for k in o["key_results"]:
-            out.append(key_result_html(k, sparks.get(k["id"], ()), now, links))
+            out.append(key_result_html(k, sparks.get(k["id"], ()), now, links, user_names))
         out.append("</ul>")
     else:
         out.append("<p class=none>No key results yet.</p>")
     if o["children"]:
         out.append("<div class=children>")
         for child in o["children"]:
-            objective_html(child, team_names, user_names, sparks, now, links, out)
+            objective_html(child, team_names, user_names, sparks, now, links, out, headings)
         out.append("</div>")
     out.append("</article>")
 
 
-def key_result_html(k, spark_values, now, links="/keyresults/"):
+def key_result_html(k, spark_values, now, links="/keyresults/", user_names=None):
     said = words.target_words(k["type"], k["start_value"], k["current_value"], k["target_value_min"],
                               k["target_value_max"])
     bar = f" {progress_bar(k['progress'])}" if k["progress"] is not None else ""
@@ -65,8 +73,10 @@ def key_result_html(k, spark_values, now, links="/keyresults/"):
     # Drawn in the stylesheet's 60 × 16 pixels, so it needs no viewBox.
     spark = f'<svg aria-hidden=true><polyline points="{points}"/></svg>' if points else ""
     when = k["last_checkin_at"]
+    owner_id = k.get("owner_id")
+    owner = f' <span class=owner>owner {escape((user_names or {}).get(owner_id, "?"))}</span>' if owner_id else ""
     return (
-        f'<li class={k["status"]}><a href="{links}{escape(k["id"])}">{escape(k["name"])}</a>'
+        f'<li class={k["status"]}><a href="{links}{escape(k["id"])}">{escape(k["name"])}</a>{owner}'
         f' <span class=type>{escape(k["type"])}</span> {escape(said)}{bar}'
         f' <span class=status>{words.STATUS_WORDS[k["status"]]}</span> {words.percent(k["confidence"])} confidence{stale}'
         f' <time datetime="{escape(when)}">{words.time_ago(when, now)}</time>{spark}</li>'

@@ -1,4 +1,5 @@
-"""The dashboard's pages: /, /cycles/<id>, /keyresults/<id> (okr.web.accounts has signing in and people).
+"""The dashboard's pages: / (your week, or the cycles), /cycles, /cycles/<id> (also as a wallboard and as
+CSV), /keyresults/<id> (okr.web.accounts has signing in and people).
 
 The app may be mounted under a prefix in another WSGI app (DispatcherMiddleware at
 /okr, say): every link, form, redirect and static URL is built with url_for or
@@ -6,9 +7,13 @@ request.script_root, never a bare "/".
 """
 import gzip
 import hashlib
+import io
+import re
 from pathlib import Path
 
-from flask import Blueprint, make_response, redirect, render_template, request, url_for
+from urllib.parse import urlsplit
+
+from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
 
 from .. import access, index, reports
 from ..db import get_db, utc_now
@@ -16,7 +21,8 @@ from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives
-from . import forms, sessions, words
+from ..transfer.export import export_csv
+from . import forms, sessions, week, words
 from .errors import PageError, wants_page
 from .tree import tree_html
 
@@ -29,6 +35,9 @@ STATIC = Path(__file__).parent / "static"
 # Changes with the static files, so that their long cache life never serves an old one.
 STYLE_VERSION = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(STATIC.glob("*.*")))).hexdigest()[:12]
 CHECKIN_FIELDS = ("value", "confidence", "comment")
+# A wallboard reloads itself this often, in seconds (a meta refresh: no script).
+BOARD_REFRESH_SECONDS = 300
+STATES = ("current", "upcoming", "finished")  # the cycles page's groups, in order
 
 
 @bp.app_context_processor
@@ -40,7 +49,13 @@ def page_globals():
         "signed_in": sessions.current_actor,
         "may_write": lambda: access.may_write(access.current_actor(), "POST"),
         "may_manage_people": lambda: access.may_manage_people(access.current_actor()),
+        "has_endpoint": has_endpoint,
     }
+
+
+def has_endpoint(name):
+    """Whether a view is registered under this endpoint (pages another module adds may not be there yet)."""
+    return name in current_app.view_functions
 
 
 def now():
@@ -49,13 +64,35 @@ def now():
 
 @bp.get("/")
 def show_dashboard():
-    """Shows the cycles, newest first, with their progress; the JSON index for API clients."""
-    response = make_response(show_cycles() if wants_page() else index.show_index(request.script_root))
+    """Shows a person their week, anyone else the cycles; the JSON index for API clients."""
+    if not wants_page():
+        body = index.show_index(request.script_root)
+    elif access.person_id() is not None:
+        body = render_week()
+    else:
+        body = cycles_page("web.show_dashboard")
+    response = make_response(body)
     response.vary.add("Accept")  # one URL, two answers: a cache must keep them apart
     return response
 
 
+@bp.get("/cycles")
 def show_cycles():
+    """Shows the cycles, current, upcoming and finished, newest first, with their dates and progress."""
+    return cycles_page("web.show_cycles")
+
+
+def render_week(checked=None, form=None, errors=None):
+    """The signed-in person's week; checked, form and errors: a refused inline check-in's key result id, its
+    typed values and the refusals, shown beside its fields."""
+    moment = now()
+    data = week.week(get_db(), access.person_id(), moment)
+    return render_template("week.html", **data, checked=checked, form=form or {}, errors=errors or {},
+                           moment=moment)
+
+
+def cycles_page(endpoint):
+    """The cycles list, 20 a page (before: the position the page starts under), grouped by state."""
     db = get_db()
     before = request.args.get("before", "")
     if before and not (before.isascii() and before.isdigit() and len(before) <= 19):
@@ -67,20 +104,23 @@ def show_cycles():
     older = cycles[CYCLES_PER_PAGE]["seq"] + 1 if len(cycles) > CYCLES_PER_PAGE else None
     moment = now()
     summaries = [summary(reports.cycle_report(db, cycle, moment)) for cycle in cycles[:CYCLES_PER_PAGE]]
-    return render_template("dashboard.html", cycles=summaries, older=older)
+    groups = [(state, [c for c in summaries if c["cycle"]["state"] == state]) for state in STATES]
+    return render_template("dashboard.html", cycles=summaries, groups=[g for g in groups if g[1]], older=older,
+                           endpoint=endpoint)
 
 
 def summary(report):
-    """A cycle report boiled down to what the dashboard's list shows."""
-    at_risk = stale = 0
+    """A cycle report boiled down to what the cycles list shows ("no update yet" is not "at risk")."""
+    at_risk = stale = waiting = 0
     stack = list(report["objectives"])
     while stack:
         objective = stack.pop()
         stack.extend(objective["children"])
         for key_result in objective["key_results"]:
-            at_risk += key_result["status"] != "on_track"
+            at_risk += key_result["status"] in ("at_risk", "off_track")
+            waiting += key_result["status"] == "no_update"
             stale += key_result["stale"]
-    return {**report, "at_risk": at_risk, "stale": stale}
+    return {**report, "at_risk": at_risk, "stale": stale, "no_update": waiting}
 
 
 @bp.get("/cycles/<cycle_id>")
@@ -100,8 +140,32 @@ def show_cycle(cycle_id):
         sparks=reports.recent_values(db, cycle_id, SPARK_POINTS),
         now=moment,
         root=request.script_root,
+        link_objectives=has_endpoint("web.show_objective"),
     )
-    return render_template("cycle.html", report=report, chosen=chosen, teams=teams, users=users, tree=tree)
+    board = request.args.get("board", "") not in ("", "0")
+    return render_template("cycle.html", report=report, chosen=chosen, teams=teams, users=users, tree=tree,
+                           board=board, refresh=BOARD_REFRESH_SECONDS)
+
+
+@bp.get("/cycles/<cycle_id>.csv")
+def download_cycle_csv(cycle_id):
+    """Sends a cycle's key results as CSV: the bytes `okr export --format csv --cycle ID` writes."""
+    db = get_db()
+    cycle = cycles.get(db, cycle_id)
+    out = io.StringIO(newline="")
+    export_csv(db, cycle_id, out, now())  # the clock the CLI's export and the reports use
+    # With a byte-order mark, as the CLI writes it: Excel takes a CSV without one for the local code page.
+    response = make_response(out.getvalue().encode("utf-8-sig"))
+    response.mimetype = "text/csv"
+    response.charset = "utf-8"
+    response.headers["Content-Disposition"] = f'attachment; filename="{csv_file_name(cycle)}.csv"'
+    return response
+
+
+def csv_file_name(cycle):
+    """A file name from a cycle's name (letters, digits, dots, dashes and underscores), else its id."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", cycle["name"] or "").strip("-.")
+    return name[:100] or cycle["id"]
 
 
 def filter_arg(name):
@@ -129,8 +193,27 @@ def check_in_key_result(key_result_id):
         checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"],
                           access.person_id())
     except Invalid as error:  # the form's refusals, worded for people, and the store's
+        if back_to_week():
+            return render_week(checked=key_result_id, form=form, errors=error.fields), 400
         return render_key_result(key_result_id, form=form, errors=error.fields), 400
+    back = next_path()
+    if back is not None:
+        return redirect(request.script_root + back, 303)
     return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
+
+
+def next_path():
+    """The form's `next`, a path in this app (anything else is /), or None when the form sent none."""
+    from .accounts import local_path  # accounts adds its views to this module's blueprint: imported late
+
+    target = request.form.get("next", "")
+    return local_path(target) if target else None
+
+
+def back_to_week():
+    """Whether a check-in came from Your week's inline form (its next is /) of a signed-in person."""
+    back = next_path()
+    return back is not None and urlsplit(back).path == "/" and access.person_id() is not None
 
 
 def render_key_result(key_result_id, form=None, errors=None):

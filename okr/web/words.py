@@ -2,12 +2,16 @@
 
 Presentation only: every figure shown comes from okr.progress and okr.reports.
 """
+from datetime import date
 from decimal import Decimal
 from functools import lru_cache
 
 from .. import progress
 
-STATUS_WORDS = {"on_track": "on track", "at_risk": "at risk", "off_track": "off track"}
+STATUS_WORDS = {"on_track": "on track", "at_risk": "at risk", "off_track": "off track",
+                "no_update": "no update yet"}
+STATE_WORDS = {"current": "Current", "upcoming": "Upcoming", "finished": "Finished"}
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def number(decimal_text):
@@ -45,6 +49,37 @@ def target_words(kind, start, current, low, high):
     if kind == "milestone":
         return "done" if Decimal(current) >= 1 else "not yet"
     return f"now {number(current)} (no target)"
+
+
+def day(iso_date, with_year=True):
+    """ "2026-10-01" as "1 Oct 2026" (or "1 Oct"); text that is not a date stays as it is."""
+    try:
+        when = date.fromisoformat(iso_date)
+    except (TypeError, ValueError):
+        return iso_date or ""
+    return f"{when.day} {MONTHS[when.month - 1]}" + (f" {when.year}" if with_year else "")
+
+
+def date_range(starts_on, ends_on):
+    """A cycle's dates in words: "1 Oct – 31 Dec 2026", "from 1 Oct 2026", "until 31 Dec 2026", or ""."""
+    if starts_on and ends_on:
+        same_year = starts_on[:4] == ends_on[:4] and len(starts_on) == len(ends_on) == 10
+        return f"{day(starts_on, with_year=not same_year)} – {day(ends_on)}"
+    if starts_on:
+        return f"from {day(starts_on)}"
+    if ends_on:
+        return f"until {day(ends_on)}"
+    return ""
+
+
+def first_lines(text, limit=200, lines=3):
+    """The start of a description: its first non-empty lines, at most limit characters, with an ellipsis when
+    more follows; "" for none."""
+    kept = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    shown = " ".join(kept[:lines])
+    if len(shown) > limit:
+        return shown[:limit].rstrip() + "…"
+    return shown + ("…" if len(kept) > lines else "")
 
 
 def time_ago(timestamp, now):

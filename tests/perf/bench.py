@@ -56,6 +56,15 @@ connections signed with the editor's key is measured against the same GET
 signed with the service key, in the same round, in turn as the access log's
 pair is; a signature is good for 10 minutes, so each wrk run gets a fresh one.
 
+Issue 23's pages, timed in turn with the listing, the reports and the cycle page, over
+their own keep-alive connections, each as a ratio to the smaller cycle's report in the
+same repetition: the edit page of an objective of that cycle (GET /objectives/:id/edit,
+HTML, by the open service that serves the reports), against a goal of 1.0 x the report,
+and "Your week" (GET / as a browser, with the session cookie a POST /login with the
+editor's email and password gave, from the signed service), for the editor, who owns 50
+key results of that cycle (set in the copy), against a goal of 0.2 x the report. Until
+the edit page exists (it answers 404) its row says "not measured" and has no verdict.
+
 Export and import: `python app.py export` of a database of --objectives objectives
 with 4 key results each (and each key result's first check-in) to JSON, and of
 its cycle with --format csv, each timed to its end with the process's peak
@@ -473,8 +482,12 @@ def fetch(connection, path):
 BENCH_EDITOR = ("bench editor", "editor@example.com", "a bench of quiet measurements")
 
 
-def add_people(source, database):
-    """A copy of the database source with an editor who has a password and a key, and a service key.
+WEEK_KEY_RESULTS = 50  # the key results the bench editor owns, for "Your week"
+
+
+def add_people(source, database, cycle):
+    """A copy of the database source with an editor who has a password and a key, and a service key; the editor
+    owns WEEK_KEY_RESULTS key results of cycle, spread over it.
 
     Returns {"user": (credential, secret), "service": (credential, secret)}.
     """
@@ -486,6 +499,13 @@ def add_people(source, database):
     with app.app_context(), transaction() as db:
         editor = users.create(db, name, email, "editor")
         users.set_password(db, editor, password_hash)
+        count = db.execute("SELECT count(*) FROM key_results WHERE cycle_id = ?", (cycle,)).fetchone()[0]
+        db.execute(
+            """UPDATE key_results SET owner_id = ? WHERE seq IN (
+                   SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM key_results
+                                    WHERE cycle_id = ?)
+                   WHERE (n - 1) % ? = 0 ORDER BY seq LIMIT ?)""",
+            (editor["id"], cycle, max(1, count // WEEK_KEY_RESULTS), WEEK_KEY_RESULTS))
         return {"user": keys.create(db, "bench editor's key", user_id=editor["id"]),
                 "service": keys.create(db, "bench service key")}
 
@@ -525,7 +545,13 @@ CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 def time_sign_in(connection):
-    """Seconds for one sign-in with the bench editor's email and password: POST /login, to its 303.
+    """Seconds for one sign-in with the bench editor's email and password: POST /login, to its 303."""
+    return sign_in(connection)[0]
+
+
+def sign_in(connection):
+    """One sign-in with the bench editor's email and password: the seconds of POST /login, to its 303, and the
+    session cookie it set.
 
     First, untimed, GET /login without a cookie, as a browser opens the page: its session cookie and CSRF token.
     """
@@ -544,11 +570,41 @@ def time_sign_in(connection):
     response = connection.getresponse()
     response.read()
     seconds = time.perf_counter() - started
-    signed_in = (response.getheader("Set-Cookie") or "").startswith("okr_session=")
-    if response.status != 303 or response.getheader("Location") != "/" or not signed_in:
+    session = (response.getheader("Set-Cookie") or "").partition(";")[0]
+    if response.status != 303 or response.getheader("Location") != "/" or not session.startswith("okr_session="):
         raise RuntimeError(f"POST /login answered {response.status} to {response.getheader('Location')!r}, "
                            "not a 303 to / with a session")
-    return seconds
+    return seconds, session
+
+
+def get_page(connection, path, cookie=None):
+    """GETs a page as a browser (without gzip) over an open keep-alive connection: status and HTML."""
+    headers = {"Accept": "text/html", "Accept-Encoding": "identity", **({"Cookie": cookie} if cookie else {})}
+    connection.request("GET", path, headers=headers)
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+def time_week(connection, cookie):
+    """Seconds to get "Your week" (/ for a signed-in person), read whole; and the key results it lists."""
+    started = time.perf_counter()
+    status, html = get_page(connection, "/", cookie)
+    seconds = time.perf_counter() - started
+    if status != 200:
+        raise RuntimeError(f"GET / signed in answered {status}: {html[:200]!r}")
+    return seconds, [len(re.findall(rb'id="kr-[0-9a-f-]{36}"', html))]
+
+
+def time_edit_page(connection, objective):
+    """Seconds to get an objective's edit page, read whole; None while that page does not exist (a 404)."""
+    started = time.perf_counter()
+    status, html = get_page(connection, f"/objectives/{objective}/edit")
+    seconds = time.perf_counter() - started
+    if status == 404:
+        return None, []
+    if status != 200:
+        raise RuntimeError(f"GET /objectives/{objective}/edit answered {status}: {html[:200]!r}")
+    return seconds, [1]
 
 
 def time_listing(connection, cycle):
@@ -735,7 +791,11 @@ def main():
     print(f"  seeded in {time.perf_counter() - started:.1f} s", flush=True)
     print("copying it, with an editor who has a password and a key, and a service key, to sign in to ...", flush=True)
     signed_database = os.path.join(folder, "signed.db")
-    signing_keys = add_people(database, signed_database)
+    signing_keys = add_people(database, signed_database, small_cycle)
+    with closing_db(database) as db:  # an objective of the smaller cycle, halfway through it, to edit
+        small_objectives = [row[0] for row in db.execute(
+            "SELECT id FROM objectives WHERE cycle_id = ? ORDER BY seq", (small_cycle,))]
+    edited = small_objectives[len(small_objectives) // 2]
 
     okr_port, hello_port, quiet_port, report_port = free_port(), free_port(), free_port(), free_port()
     okr = Process(okr_command(database, okr_port, args.threads), okr_port, "/healthz", PLACEMENT["okr"],
@@ -753,7 +813,8 @@ def main():
     names = ("hello", "get 1", "get", "get quiet", "get service", "get user", "get 32", "first", "deep", "post",
              "checkin", "hello again")
     runs = {name: [] for name in names}
-    reports = {name: [] for name in ("listing", "report", "big report", "page", "page raw")}  # per round: median, s
+    reports = {name: [] for name in ("listing", "report", "big report", "page", "page raw", "edit", "week")}
+    # per round: median, s
     repetitions = []  # {name: seconds}, one per repetition of every round, timed back to back
     sizes = {}  # the largest body of the smaller cycle's report and page, in bytes
     sign_ins = []  # per round: the median sign-in, s
@@ -761,19 +822,30 @@ def main():
     # A keep-alive connection per round: the service closes one idle for its channel timeout (30 s).
     client = keep_alive(report_port)
     signer = keep_alive(signed_port)  # the sign-ins', likewise
+    editor = keep_alive(report_port)  # the edit page's, beside the reports' (the same open service)
+    weeker = keep_alive(signed_port)  # "Your week"'s, signed in on the signed service
+    connections = {"editor": editor, "weeker": weeker}
+    week_cookie = [None]
     # In this order or its reverse: the report is timed next to the listing and to the page.
     timers = {"big report": lambda client: time_report(client, big_cycle),
               "listing": lambda client: time_listing(client, small_cycle),
               "report": lambda client: time_report(client, small_cycle, sizes),
               "page": lambda client: time_page(client, small_cycle, sizes, "gzip"),
-              "page raw": lambda client: time_page(client, small_cycle, sizes, "identity")}
-    expected = {"listing": [small, 4 * small], "report": [small, 4 * small], "big report": [big, 4 * big]}
+              "page raw": lambda client: time_page(client, small_cycle, sizes, "identity"),
+              "edit": lambda client: time_edit_page(connections["editor"], edited),
+              "week": lambda client: time_week(connections["weeker"], week_cookie[0])}
+    expected = {"listing": [small, 4 * small], "report": [small, 4 * small], "big report": [big, 4 * big],
+                "edit": [1], "week": [WEEK_KEY_RESULTS]}
     try:
         # Once untimed: checks the answers, and warms the reporting process up.
         nodes = report_nodes(fetch(client, f"/v1/cycles/{small_cycle}/report"))
         if list(nodes) != expected["report"]:
             print(f"NOTE: the report's tree holds {nodes} objectives and key results, seeded {expected['report']}")
         expected["page"] = expected["page raw"] = list(nodes)  # the page shows the report's tree
+        week_cookie[0] = sign_in(signer)[1]
+        if time_edit_page(editor, edited)[0] is None:
+            print("NOTE: /objectives/:id/edit answers 404: its row is not measured")
+            del timers["edit"]
         for name, timer in timers.items():
             counts = timer(client)[1]
             if counts != expected[name]:
@@ -810,6 +882,9 @@ def main():
             timings = {name: [] for name in timers}
             client.close()
             client = keep_alive(report_port)
+            for name, port in (("editor", report_port), ("weeker", signed_port)):
+                connections[name].close()
+                connections[name] = keep_alive(port)
             for repetition in range(args.report_repetitions):
                 timed = {}
                 for name in list(timers)[::1 if (round_number + repetition) % 2 else -1]:
@@ -825,6 +900,8 @@ def main():
     finally:
         client.close()
         signer.close()
+        for connection in connections.values():
+            connection.close()
         signed.stop()
         okr.stop()
         quiet.stop()
@@ -858,6 +935,8 @@ def main():
         "big report": statistics.median(t["big report"] / t["report"] for t in repetitions),
         "page": statistics.median(t["page"] / t["report"] for t in repetitions),
         "page raw": statistics.median(t["page raw"] / t["report"] for t in repetitions),
+        "edit": statistics.median(t["edit"] / t["report"] for t in repetitions) if "edit" in timers else None,
+        "week": statistics.median(t["week"] / t["report"] for t in repetitions),
         "deep": statistics.median(d[1] / f[1] for d, f in zip(runs["deep"], runs["first"])),
         "log": statistics.median(g[0] / q[0] for g, q in zip(runs["get"], runs["get quiet"])),
         "user key": statistics.median(u[0] / k[0] for u, k in zip(runs["get user"], runs["get service"])),
@@ -900,6 +979,11 @@ def main():
         ("  ... its size as sent gzipped, and its HTML", f"{sizes['page gzip']:,} B", f"HTML {sizes['page']:,} B",
          "< 1,500,000 B"),
         ("  ... the report's size (JSON, not compressed)", f"{sizes['report']:,} B", "", ""),
+        ("GET /objectives/:id/edit, an objective of that cycle (HTML)",
+         *((f"{statistics.median(reports['edit']) * 1000:,.0f} ms", f"{ratio['edit']:.2f} x report", "<= 1.00")
+           if ratio["edit"] is not None else ("not measured", "the page answers 404", ""))),
+        (f"GET / as a signed-in person, \"Your week\" of {WEEK_KEY_RESULTS} key results (HTML)",
+         f"{statistics.median(reports['week']) * 1000:,.0f} ms", f"{ratio['week']:.2f} x report", "<= 0.20"),
         (f"DELETE a cycle of {args.objectives:,} objectives + {3 * args.objectives:,} key results + check-ins",
          f"{delete_seconds:.2f} s", f"checkpointed {delete_checkpointed:.2f} s", "< 3 s"),
         ("server resident memory, peak under the wrk load", f"{okr_rss / 2**20:.1f} MB", "", "< 80 MB"),
@@ -932,6 +1016,8 @@ def main():
         ratio["big report"] <= 12,
         ratio["page"] <= 1.5,
         sizes["page gzip"] < 1_500_000,
+        *([ratio["edit"] <= 1.0] if ratio["edit"] is not None else []),
+        ratio["week"] <= 0.2,
         delete_seconds < 3,
         okr_rss < 80 * 2**20,
         delete_peak_rss < 80 * 2**20,
