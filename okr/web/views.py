@@ -7,7 +7,6 @@ request.script_root, never a bare "/".
 """
 import gzip
 import hashlib
-import io
 import re
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives
-from ..transfer.export import export_csv
+from ..transfer.export import cycle_csv_bytes
 from . import forms, sessions, week, words
 from .errors import PageError, wants_page
 from .tree import tree_html
@@ -152,10 +151,7 @@ def download_cycle_csv(cycle_id):
     """Sends a cycle's key results as CSV: the bytes `okr export --format csv --cycle ID` writes."""
     db = get_db()
     cycle = cycles.get(db, cycle_id)
-    out = io.StringIO(newline="")
-    export_csv(db, cycle_id, out, now())  # the clock the CLI's export and the reports use
-    # With a byte-order mark, as the CLI writes it: Excel takes a CSV without one for the local code page.
-    response = make_response(out.getvalue().encode("utf-8-sig"))
+    response = make_response(cycle_csv_bytes(db, cycle_id, now()))  # the clock the CLI's export and reports use
     response.mimetype = "text/csv"
     response.charset = "utf-8"
     response.headers["Content-Disposition"] = f'attachment; filename="{csv_file_name(cycle)}.csv"'

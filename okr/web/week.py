@@ -63,7 +63,7 @@ def week(db, person_id, now):
     cycles = current_cycles(db, today)
     details = {row["id"]: cycle_details_json(row, today) for row in cycles}
     order = {row["id"]: position for position, row in enumerate(cycles)}
-    stale = progress.stale_test(now)
+    stale = reports.stale_by_time(now)  # a current cycle is not finished
     key_results = []
     if cycles:
         rows = db.execute(MY_KEY_RESULTS, {"person": person_id, "cycles": json_list(details)}).fetchall()
