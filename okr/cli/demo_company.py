@@ -297,7 +297,10 @@ class Script:
             self.add(self.at(self.last_start - timedelta(days=21), 10, 5 * number), "team", {"name": team})
         for cycle_index, (cycle_name, start, objectives, weeks) in enumerate(cycles):
             planning = start - timedelta(days=4)  # the Thursday before
-            self.add(self.at(planning, 9, 0), "cycle", {"name": cycle_name, "key": cycle_index})
+            # Thirteen weeks each: the last one ended the day before this one began.
+            dates = {"starts_on": start.date().isoformat(),
+                     "ends_on": (start + timedelta(weeks=13, days=-1)).date().isoformat()}
+            self.add(self.at(planning, 9, 0), "cycle", {"name": cycle_name, "key": cycle_index, **dates})
             for index, objective in enumerate(objectives):
                 self.script_objective(cycle_index, index, objective, planning, weeks)
         self.events.sort(key=lambda event: (event[0], event[1]))
@@ -326,7 +329,7 @@ class Script:
             body["target_value_min"] = target
         elif script["type"] == "range":
             body["target_value_min"], body["target_value_max"] = target
-        self.add(made, "key_result", {"key": key, "body": body})
+        self.add(made, "key_result", {"key": key, "body": body, "owner": owner})
         last = len(weeks) - 3 if script["stale"] else len(weeks)
         previous = script["start"]
         for week, value, confidence in list(zip(weeks, values[1:], confidences[1:]))[:last]:
@@ -507,7 +510,8 @@ def fill(app, events, password_hash=None):
             if kind == "team":
                 ids[data["name"]] = post("/v1/teams", data)
             elif kind == "cycle":
-                ids["cycle", data["key"]] = post("/v1/cycles", {"name": data["name"]})
+                ids["cycle", data["key"]] = post("/v1/cycles", {
+                    "name": data["name"], "starts_on": data["starts_on"], "ends_on": data["ends_on"]})
             elif kind == "objective":
                 ids[data["key"]] = post("/v1/objectives", {
                     "name": data["name"], "cycle_id": ids["cycle", data["key"][0]], "is_company": data["is_company"],
@@ -516,7 +520,8 @@ def fill(app, events, password_hash=None):
                     "parent_objective_id": ids.get(data["parent"]),
                 })
             elif kind == "key_result":
-                ids[data["key"]] = post(f"/v1/objectives/{ids[data['key'][:2]]}/keyresults", data["body"])
+                ids[data["key"]] = post(f"/v1/objectives/{ids[data['key'][:2]]}/keyresults",
+                                        {**data["body"], "owner_id": ids[data["owner"]]})
             else:
                 post(f"/v1/keyresults/{ids[data['key']]}/checkins", {**data["body"], "author_id": ids[data["owner"]]})
     if password_hash is not None:

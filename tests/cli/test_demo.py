@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from contextlib import closing
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from urllib.parse import urlencode
 
@@ -21,7 +21,7 @@ import okr.__main__ as program
 from helpers import TIMESTAMP, create_key, signed
 from okr import create_app
 from okr.rules import passwords
-from okr.rules.schemas import checkin_schema, group_update_schema, key_result_schema, objective_schema, user_schema
+from okr.rules.schemas import checkin_schema, group_update_schema, key_result_update_schema, objective_schema, user_schema
 from okr.cli import serving_lock
 import okr.db
 from okr.db import init_db
@@ -198,7 +198,7 @@ def test_every_row_passes_the_apis_own_validation(demo_client):
             loads_as_itself(objective_schema, objective)
         for key_result in get_all(demo_client, "/v1/keyresults", "keyresults", cycle_id=cycle["id"]):
             past(key_result)
-            loads_as_itself(key_result_schema, key_result)
+            loads_as_itself(key_result_update_schema, key_result)
             for checkin in get_all(demo_client, f"/v1/keyresults/{key_result['id']}/checkins", "checkins"):
                 past(checkin)
                 loads_as_itself(checkin_schema, checkin)
@@ -225,10 +225,28 @@ def test_each_cycles_report_has_something_to_show(demo_client):
         assert any(figure not in (None, "0.00", "1.00") for figure in figures)
         assert statuses == {"on_track", "at_risk", "off_track"}
         if number == len(cycles) - 1:  # this cycle, under way: some key results went without a check-in
+            assert report["cycle"]["state"] == "current"
             assert 0 < stale.count(True) < len(stale)
-        else:  # last quarter's, finished
-            assert all(stale)
+        else:  # last quarter's, finished: nothing in it is stale any more
+            assert report["cycle"]["state"] == "finished"
+            assert not any(stale)
         assert 0 < Decimal(report["progress"]) < 1
+
+
+def test_the_cycles_have_thirteen_weeks_of_dates_back_to_back_and_each_key_result_its_owner(demo_client):
+    older, newer = (demo_client.get(f"/v1/cycles/{cycle['id']}/report").get_json()
+                    for cycle in get_all(demo_client, "/v1/cycles", "cycles"))
+    for report in (older, newer):
+        starts, ends = (date.fromisoformat(report["cycle"][name]) for name in ("starts_on", "ends_on"))
+        assert ends - starts == timedelta(weeks=13, days=-1) and starts.weekday() == 0
+    assert date.fromisoformat(newer["cycle"]["starts_on"]) - date.fromisoformat(older["cycle"]["ends_on"]) == \
+        timedelta(days=1)
+    nodes = list(newer["objectives"])
+    while nodes:
+        objective = nodes.pop()
+        nodes.extend(objective["children"])
+        assert objective["key_results"] and all(kr["owner_id"] == objective["assignee_id"]
+                                                for kr in objective["key_results"])
 
 
 def test_the_newest_cycle_is_this_one_and_the_other_the_last(demo_client):
@@ -503,7 +521,10 @@ def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
         key = json.loads(made.stdout)
         cycles = http.get("/v1/cycles", headers=signed(key)).ok()["cycles"]
         cookie = log_in_with_key(http, key)
-        assert b"<h1>Cycles</h1>" in http.get("/", headers={"Accept": "text/html", "Cookie": cookie}).payload
+        # The key acts as the admin, a person: / is her week, with the key results she owns this quarter.
+        week = http.get("/", headers={"Accept": "text/html", "Cookie": cookie}).payload
+        assert b"<h1>Your week</h1>" in week and b"<ul class=\"week\">" in week and b">Check in</button>" in week
+        assert b"<h1>Cycles</h1>" in http.get("/cycles", headers={"Accept": "text/html", "Cookie": cookie}).payload
         cycle_page = http.get(f"/cycles/{cycles[-1]['id']}", headers={"Accept": "text/html", "Cookie": cookie})
         assert cycle_page.status == 200 and "Grow self-serve revenue" in cycle_page.payload.decode()
     finally:
