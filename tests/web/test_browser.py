@@ -332,8 +332,9 @@ def test_log_in_open_the_cycle_and_filter_by_team(browser, service):
         assert "2026 Q4" in text_of(cycles.nth(0)) and "2026 Q3" in text_of(cycles.nth(1))
         q4 = text_of(cycles.nth(0))
         assert "3 objectives" in q4 and "6 key results" in q4, q4
-        # at risk or off track: the negative (0.50), the milestone (0.30); stale: the baseline.
-        assert "2 at risk" in q4 and "1 stale" in q4, q4
+        # at risk: the negative (0.50); no check-in since they were made: the range and the milestone; stale:
+        # the baseline.
+        assert "1 at risk" in q4 and "2 with no update yet" in q4 and "1 stale" in q4, q4
         assert cycles.nth(0).locator("progress").count() == 1
         assert page.locator('footer a[href="/v1/openapi.json"]').count() == 1
 
@@ -367,7 +368,7 @@ def test_log_in_open_the_cycle_and_filter_by_team(browser, service):
         sparkline = positive.locator("svg")
         assert sparkline.count() == 1 and sparkline.get_attribute("aria-hidden") == "true"
         assert sparkline.bounding_box()["width"] == 60 and sparkline.bounding_box()["height"] == 16
-        assert "off track" in text_of(key_result_item(page, ids["milestone"]))
+        assert "no update yet" in text_of(key_result_item(page, ids["milestone"]))  # no check-in since made
         assert "stale" in text_of(key_result_item(page, ids["baseline"]))
         assert key_result_item(page, ids["baseline"]).locator("progress").count() == 0
 
