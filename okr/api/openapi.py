@@ -322,23 +322,6 @@ OPERATIONS = [
 # A PATCH body is a JSON Merge Patch (RFC 7396); plain JSON is read the same way.
 REQUEST_MEDIA_TYPES = {"patch": ("application/merge-patch+json", "application/json")}
 REQUEST_DESCRIPTIONS = {
-    ("/v1/cycles", "post"):
-        "starts_on and ends_on (ISO dates, either may be null or absent) are kept but, as the spec's cycle has "
-        "neither, not answered here: the cycle report and PATCH show them.",
-    ("/v1/cycles/{cycle_id}", "post"):
-        "Renames the cycle; its dates stay as they are.",
-    ("/v1/cycles/{cycle_id}", "patch"):
-        "Answers the cycle with its dates and state; its ETag is the one GET gives.",
-    ("/v1/objectives/{objective_id}/keyresults", "post"):
-        "owner_id (a user's id, or null) is kept but, as the spec's key result has none, not answered here: the "
-        "reports and PATCH show it.",
-    ("/v1/keyresults/{key_result_id}", "post"):
-        "Replaces what the spec's key result holds; its owner_id stays as it is.",
-    ("/v1/keyresults/{key_result_id}", "patch"):
-        "owner_id may be changed too; the answer shows it, and its ETag is the one GET gives.",
-    ("/v1/cycles/{cycle_id}/report.csv", "get"):
-        "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
-        "the report's figures.",
     "patch": "A JSON Merge Patch (RFC 7396) over the stored record: fields sent change, fields absent stay, "
              "and null clears a nullable field (it is a 400 for any other). The merged record is validated "
              "as a full update (POST) is.",
