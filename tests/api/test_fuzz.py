@@ -289,3 +289,4 @@ def test_the_fuzzer_reaches_every_documented_operation(api_schema, app):
     assert fuzzed == documented - {("GET", "/v1/openapi.json")}
     assert ("POST", "/v1/keyresults/{key_result_id}/checkins") in fuzzed
     assert {("GET", "/v1/me"), ("GET", "/v1/teams/{team_id}/members"), ("PUT", MEMBER), ("DELETE", MEMBER)} <= fuzzed
+    assert {("PATCH", "/v1/cycles/{cycle_id}"), ("GET", "/v1/cycles/{cycle_id}/report.csv")} <= fuzzed
