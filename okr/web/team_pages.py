@@ -11,7 +11,7 @@ from ..db import get_db
 from ..errors import Invalid
 from ..progress import cycle_state
 from ..rules.schemas import group_schema, group_update_schema
-from ..store import team_members, teams, users
+from ..store import team_members, teams
 from . import editing, sessions
 from .accounts import after_arg
 from .views import bp, now

@@ -133,7 +133,8 @@ def test_a_form_without_its_csrf_token_is_refused_and_nothing_is_written(app, cl
     team = make_team(client)
     user = person(app, "Ed Itor", "ed@example.com", password=False)
     for path, fields in (("/teams/new", {"name": "Forged"}), (f"/teams/{team['id']}/edit", {"name": "Forged"}),
-                         (f"/teams/{team['id']}/delete", {}), (f"/teams/{team['id']}/members", {"user_id": user["id"]})):
+                         (f"/teams/{team['id']}/delete", {}),
+                         (f"/teams/{team['id']}/members", {"user_id": user["id"]})):
         response = client.post(path, data=fields, headers=BROWSER)
         assert response.status_code == 400, path
         assert "Form not accepted" in parse(response.get_data(as_text=True)).text
