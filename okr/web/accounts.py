@@ -1,4 +1,5 @@
-"""Signing in and out, invitations, the account page, the People page (admins) and a team's page.
+"""Signing in and out, invitations, the account page and the People page (admins); a team's page is in
+okr.web.team_pages.
 
 Who may open which is okr.access's to say, through the guards in okr.web.sessions: the
 People page's views are marked with sessions.people_managers_only.
@@ -15,13 +16,12 @@ from ..rules import passwords
 from ..rules.ids import MAX_ROW_ID
 from ..rules.messages import flatten
 from ..rules.schemas import user_schema
-from ..store import invitations, keys, teams, users, web_sessions
+from ..store import invitations, keys, users, web_sessions
 from . import sessions, sign_in
 from .errors import PageError
 from .views import bp
 
 PEOPLE_PER_PAGE = 200
-MEMBERS_PER_PAGE = 200
 ROLE_WORDS = {
     "admin": "reads and changes everything, and manages people",
     "editor": "reads and changes cycles, teams, objectives, key results and check-ins",
@@ -253,16 +253,3 @@ def change_status(user_id):
     except Conflict as error:
         return render_people(error=f"Not changed: {error}."), 409
     return redirect(url_for("web.show_people") + f"#u-{user_id}", 303)
-
-
-@bp.get("/teams/<team_id>")
-def show_team(team_id):
-    """Shows a team and its members."""
-    db = get_db()
-    team = teams.get(db, team_id)
-    members = db.execute(
-        """SELECT m.seq AS member_seq, u.* FROM team_members m JOIN users u ON u.id = m.user_id
-           WHERE m.team_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?""",
-        (team_id, after_arg(), MEMBERS_PER_PAGE + 1)).fetchall()
-    more = members[MEMBERS_PER_PAGE - 1]["member_seq"] if len(members) > MEMBERS_PER_PAGE else None
-    return render_template("team.html", team=team, members=members[:MEMBERS_PER_PAGE], more=more)

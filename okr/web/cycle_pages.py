@@ -1,0 +1,157 @@
+"""The cycle edit pages: /cycles/new, /cycles/<id>/edit, /cycles/<id>/delete and /cycles/<id>/copy.
+
+Each form's fields are the API's (name, starts_on, ends_on), checked by okr.rules.schemas through
+okr.web.editing.load and written by okr.store.cycles; only editors and admins open them (sessions.editors_only).
+"""
+import calendar
+import re
+from datetime import date, timedelta
+
+from flask import redirect, render_template, request, url_for
+
+from .. import access
+from ..db import get_db
+from ..errors import Invalid
+from ..rules.schemas import cycle_schema, cycle_update_schema
+from ..store import cycles
+from . import editing, sessions
+from .views import bp
+
+FIELDS = ("name", "starts_on", "ends_on")
+LABELS = {"name": "the name", "starts_on": "the start date", "ends_on": "the end date"}
+DOOMED_WORDS = {"objectives": "objective", "key_results": "key result", "checkins": "check-in"}
+# The rules' refusals of a date, as a person at the form reads them.
+DATE_WORDS = {
+    'Not a valid date: send one such as "2026-10-01".': "Enter a date such as 2026-10-01.",
+    "Must not be before starts_on.": "Choose an end date on or after the start date.",
+}
+QUARTER = re.compile(r"(\d{4})(\s*-?\s*)Q([1-4])")  # "2026 Q4", "2026-Q4", "2026Q4"
+
+
+def shown(cycle):
+    """A stored cycle's fields as its form shows them (a missing date as "")."""
+    return {"name": cycle["name"], "starts_on": cycle["starts_on"] or "", "ends_on": cycle["ends_on"] or ""}
+
+
+def checked(schema, form):
+    """The form's values as the schema loads them (an empty date is none); Invalid, worded for people."""
+    body = {"name": form["name"], "starts_on": editing.optional(form["starts_on"]),
+            "ends_on": editing.optional(form["ends_on"])}
+    try:
+        return editing.load(schema, body)
+    except Invalid as error:
+        raise Invalid({field: DATE_WORDS.get(text, text) for field, text in error.fields.items()}) from None
+
+
+def render_form(cycle=None, form=None, errors=None, conflict=None, revision=None, original=None):
+    return render_template("cycle-form.html", cycle=cycle, form=form or {}, errors=errors or {},
+                           conflict=conflict, revision=revision, original=original)
+
+
+@bp.route("/cycles/new", methods=["GET", "POST"])
+@sessions.editors_only
+def new_cycle():
+    """Shows the new cycle form, and creates the cycle from it."""
+    if request.method == "GET":
+        return render_form()
+    form = editing.typed(FIELDS)
+    try:
+        values = checked(cycle_schema, form)
+    except Invalid as error:
+        return render_form(form=form, errors=error.fields), 400
+    cycle = cycles.create(get_db(), values["name"], values["starts_on"], values["ends_on"])
+    return redirect(url_for("web.show_cycle", cycle_id=cycle["id"]), 303)
+
+
+@bp.route("/cycles/<cycle_id>/edit", methods=["GET", "POST"])
+@sessions.editors_only
+def edit_cycle(cycle_id):
+    """Shows a cycle's form, and saves its name and dates unless someone changed them meanwhile."""
+    db = get_db()
+    stored = cycles.get(db, cycle_id)
+    now_values = shown(stored)
+    if request.method == "GET":
+        return render_form(stored, now_values, revision=stored["revision"], original=editing.snapshot(now_values))
+    form = editing.typed(FIELDS)
+    try:
+        values = checked(cycle_update_schema, form)
+    except Invalid as error:  # the form keeps the revision it was made from
+        return render_form(stored, form, error.fields, revision=request.form.get(editing.REVISION_FIELD, ""),
+                           original=request.form.get(editing.ORIGINAL_FIELD, "")), 400
+    changed = editing.changed_since(request.form, now_values, stored["revision"])
+    if changed:  # shown again on the stored revision: a second save replaces their change on purpose
+        return render_form(stored, form, conflict=editing.conflict_message(changed, LABELS),
+                           revision=stored["revision"], original=editing.snapshot(now_values)), 409
+    cycles.update(db, cycle_id, values)
+    return redirect(url_for("web.show_cycle", cycle_id=cycle_id), 303)
+
+
+@bp.route("/cycles/<cycle_id>/delete", methods=["GET", "POST"])
+@sessions.editors_only
+def delete_cycle(cycle_id):
+    """Asks before deleting a cycle (saying what goes with it), and deletes it."""
+    db = get_db()
+    cycle = cycles.get(db, cycle_id)
+    if request.method == "GET":
+        name = cycle["name"] or "Unnamed cycle"
+        return editing.confirm_delete(f"Delete {name}", f"the cycle “{name}”",
+                                      [editing.doomed_sentence(cycles.doomed(db, cycle_id), DOOMED_WORDS)],
+                                      url_for("web.edit_cycle", cycle_id=cycle_id))
+    cycles.delete(db, cycle_id)
+    return redirect(url_for("web.show_cycles"), 303)
+
+
+@bp.route("/cycles/<cycle_id>/copy", methods=["GET", "POST"])
+@sessions.editors_only
+def copy_cycle(cycle_id):
+    """Shows the form for a copy of a cycle (the next one, its name and dates suggested), and makes it."""
+    db = get_db()
+    source = cycles.get(db, cycle_id)
+    if request.method == "GET":
+        return render_template("cycle-copy.html", source=source, form=suggested(source), errors={})
+    form = editing.typed(FIELDS)
+    try:
+        values = checked(cycle_update_schema, form)
+    except Invalid as error:
+        return render_template("cycle-copy.html", source=source, form=form, errors=error.fields), 400
+    cycle = cycles.copy(db, cycle_id, values, author_id=access.person_id())
+    held = cycles.doomed(db, cycle["id"])  # what the new cycle holds: the copies
+    copied = (f"{editing.counted(held['objectives'], 'objective')} and "
+              f"{editing.counted(held['key_results'], 'key result')} were")
+    return render_template("cycle-copy.html", source=source, cycle=cycle, copied=copied)
+
+
+def suggested(source):
+    """The copy form's fields: the next quarter's name ("2026 Q4" → "2027 Q1") or "<name> (copy)", and the
+    dates after the source's (see next_dates)."""
+    name = source["name"]
+    match = QUARTER.fullmatch(name.strip())
+    if match:
+        year, quarter = int(match.group(1)), int(match.group(3))
+        year, quarter = (year + 1, 1) if quarter == 4 else (year, quarter + 1)
+        name = f"{year}{match.group(2)}Q{quarter}"
+    elif name:
+        name = f"{name} (copy)"
+    starts_on, ends_on = next_dates(source["starts_on"], source["ends_on"])
+    return {"name": name, "starts_on": starts_on, "ends_on": ends_on}
+
+
+def next_dates(starts_on, ends_on):
+    """The dates of the cycle after one: it starts the day after this one ends; when this one has both dates
+    it lasts as long (as many whole months when this one is whole months, so a quarter follows a quarter,
+    else as many days). ("", "") when this one has no end."""
+    if not ends_on:
+        return "", ""
+    end = date.fromisoformat(ends_on)
+    start = end + timedelta(days=1)
+    if not starts_on:
+        return start.isoformat(), ""
+    first = date.fromisoformat(starts_on)
+    if first.day == 1 and end.day == calendar.monthrange(end.year, end.month)[1]:
+        months = (end.year - first.year) * 12 + end.month - first.month  # whole months, less one
+        last_month = start.year * 12 + start.month - 1 + months
+        year, month = divmod(last_month, 12)
+        new_end = date(year, month + 1, calendar.monthrange(year, month + 1)[1])
+    else:
+        new_end = start + (end - first)
+    return start.isoformat(), new_end.isoformat()

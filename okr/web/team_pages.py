@@ -1,0 +1,176 @@
+"""The team pages: /teams (every team, its members and objectives counted), /teams/new, /teams/<id> (its
+members, added and removed there, and its objectives), /teams/<id>/edit and /teams/<id>/delete.
+
+The forms' fields are the API's (name, user_id), checked by okr.rules.schemas through okr.web.editing.load and
+written by okr.store.teams and okr.store.team_members; only editors and admins open the edit pages.
+"""
+from flask import redirect, render_template, request, url_for
+
+from .. import access
+from ..db import get_db
+from ..errors import Invalid
+from ..progress import cycle_state
+from ..rules.schemas import group_schema, group_update_schema
+from ..store import team_members, teams
+from . import editing, sessions
+from .accounts import after_arg
+from .views import bp, now
+
+TEAMS_PER_PAGE = 200
+MEMBERS_PER_PAGE = 200
+NAMES_SHOWN = 5  # members named on /teams, per team
+OBJECTIVES_SHOWN = 100  # objectives listed on a team's page
+LABELS = {"name": "the name"}
+
+
+@bp.get("/teams")
+def show_teams():
+    """Lists the teams in the order they were made, each with its first members and its counts."""
+    db = get_db()
+    rows = db.execute("SELECT * FROM teams WHERE seq > ? ORDER BY seq LIMIT ?",
+                      (after_arg(), TEAMS_PER_PAGE + 1)).fetchall()
+    more = rows[TEAMS_PER_PAGE - 1]["seq"] if len(rows) > TEAMS_PER_PAGE else None
+    rows = rows[:TEAMS_PER_PAGE]
+    names, members, objectives = {}, {}, {}
+    if rows:  # three queries for the whole page, however many teams it lists
+        span = (rows[0]["seq"], rows[-1]["seq"])
+        for row in db.execute(
+                """SELECT team_id, name, total FROM (
+                       SELECT m.team_id, u.name, row_number() OVER (PARTITION BY m.team_id ORDER BY m.seq) AS n,
+                              count(*) OVER (PARTITION BY m.team_id) AS total
+                       FROM team_members m JOIN teams t ON t.id = m.team_id JOIN users u ON u.id = m.user_id
+                       WHERE t.seq BETWEEN ? AND ?)
+                   WHERE n <= ? ORDER BY team_id, n""", (*span, NAMES_SHOWN)):
+            names.setdefault(row["team_id"], []).append(row["name"])
+            members[row["team_id"]] = row["total"]
+        objectives = dict(db.execute(
+            """SELECT o.team_id, count(*) FROM objectives o JOIN teams t ON t.id = o.team_id
+               WHERE t.seq BETWEEN ? AND ? GROUP BY o.team_id""", span).fetchall())
+    listed = [{"team": row, "names": names.get(row["id"], []), "members": members.get(row["id"], 0),
+               "objectives": objectives.get(row["id"], 0)} for row in rows]
+    return render_template("teams.html", teams=listed, more=more)
+
+
+@bp.route("/teams/new", methods=["GET", "POST"])
+@sessions.editors_only
+def new_team():
+    """Shows the new team form, and creates the team from it."""
+    if request.method == "GET":
+        return render_template("team-form.html", team=None, form={}, errors={})
+    form = editing.typed(("name",))
+    try:
+        values = editing.load(group_schema, form)
+    except Invalid as error:
+        return render_template("team-form.html", team=None, form=form, errors=error.fields), 400
+    team = teams.create(get_db(), values["name"])
+    return redirect(url_for("web.show_team", team_id=team["id"]), 303)
+
+
+@bp.get("/teams/<team_id>")
+def show_team(team_id):
+    """Shows a team: its members (editors add and remove them here) and its objectives."""
+    return render_team(team_id)
+
+
+def render_team(team_id, form=None, errors=None):
+    """The team's page; form and errors: a refused add-member form's choice and the sentence beside it."""
+    db = get_db()
+    team = teams.get(db, team_id)
+    members = db.execute(
+        """SELECT m.seq AS member_seq, u.* FROM team_members m JOIN users u ON u.id = m.user_id
+           WHERE m.team_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?""",
+        (team_id, after_arg(), MEMBERS_PER_PAGE + 1)).fetchall()
+    more = members[MEMBERS_PER_PAGE - 1]["member_seq"] if len(members) > MEMBERS_PER_PAGE else None
+    today = now().date()
+    day = today.isoformat()
+    objectives = db.execute(
+        """SELECT o.id, o.name, c.id AS cycle_id, c.name AS cycle_name, c.starts_on, c.ends_on
+           FROM objectives o JOIN cycles c ON c.id = o.cycle_id WHERE o.team_id = ?
+           ORDER BY CASE WHEN c.starts_on > ? THEN 1 WHEN c.ends_on < ? THEN 2 ELSE 0 END, c.seq DESC, o.seq
+           LIMIT ?""", (team_id, day, day, OBJECTIVES_SHOWN)).fetchall()
+    total = len(objectives)
+    if total == OBJECTIVES_SHOWN:
+        total = db.execute("SELECT count(*) FROM objectives WHERE team_id = ?", (team_id,)).fetchone()[0]
+    states = [cycle_state(row["starts_on"], row["ends_on"], today) for row in objectives]
+    candidates = []
+    if access.may_write(access.current_actor(), "POST"):
+        candidates = db.execute(
+            """SELECT id, name, email FROM users WHERE is_active = 1
+               AND id NOT IN (SELECT user_id FROM team_members WHERE team_id = ?) ORDER BY name, seq""",
+            (team_id,)).fetchall()
+    return render_template("team.html", team=team, members=members[:MEMBERS_PER_PAGE], more=more,
+                           objectives=list(zip(objectives, states)), objectives_total=total,
+                           candidates=[(row["id"], f"{row['name']} ({row['email']})") for row in candidates],
+                           form=form or {}, errors=errors or {})
+
+
+@bp.post("/teams/<team_id>/members")
+@sessions.editors_only
+def add_team_member(team_id):
+    """Adds an active user, chosen from the list, to the team."""
+    db = get_db()
+    teams.get(db, team_id)
+    form = editing.typed(("user_id",))
+    chosen = db.execute("SELECT * FROM users WHERE id = ?", (form["user_id"],)).fetchone()
+    if chosen is None:
+        return render_team(team_id, form, {"user_id": "Choose a person from the list."}), 400
+    if not chosen["is_active"]:
+        return render_team(team_id, form, {"user_id": f"{chosen['name']} is deactivated: an admin can "
+                                                      "reactivate them first."}), 400
+    team_members.add(db, team_id, chosen["id"])
+    return redirect(url_for("web.show_team", team_id=team_id), 303)
+
+
+@bp.post("/teams/<team_id>/members/<user_id>/remove")
+@sessions.editors_only
+def remove_team_member(team_id, user_id):
+    """Removes a member from the team (the person stays, and so do the team's objectives)."""
+    team_members.remove(get_db(), team_id, user_id)
+    return redirect(url_for("web.show_team", team_id=team_id), 303)
+
+
+@bp.route("/teams/<team_id>/edit", methods=["GET", "POST"])
+@sessions.editors_only
+def edit_team(team_id):
+    """Shows a team's form, and renames it unless someone renamed it meanwhile."""
+    db = get_db()
+    stored = teams.get(db, team_id)
+    now_values = {"name": stored["name"]}
+    if request.method == "GET":
+        return render_template("team-form.html", team=stored, form=now_values, errors={},
+                               revision=stored["revision"], original=editing.snapshot(now_values))
+    form = editing.typed(("name",))
+    try:
+        values = editing.load(group_update_schema, form)
+    except Invalid as error:  # the form keeps the revision it was made from
+        return render_template("team-form.html", team=stored, form=form, errors=error.fields,
+                               revision=request.form.get(editing.REVISION_FIELD, ""),
+                               original=request.form.get(editing.ORIGINAL_FIELD, "")), 400
+    changed = editing.changed_since(request.form, now_values, stored["revision"])
+    if changed:  # shown again on the stored revision: a second save replaces their change on purpose
+        return render_template("team-form.html", team=stored, form=form, errors={},
+                               conflict=editing.conflict_message(changed, LABELS),
+                               revision=stored["revision"], original=editing.snapshot(now_values)), 409
+    teams.rename(db, team_id, values["name"])
+    return redirect(url_for("web.show_team", team_id=team_id), 303)
+
+
+@bp.route("/teams/<team_id>/delete", methods=["GET", "POST"])
+@sessions.editors_only
+def delete_team(team_id):
+    """Asks before deleting a team (saying which objectives lose it and whose memberships end), and deletes it."""
+    db = get_db()
+    team = teams.get(db, team_id)
+    if request.method == "GET":
+        counts = teams.doomed(db, team_id)
+        name = team["name"] or "Unnamed team"
+        objectives, members = counts["objectives"], counts["members"]
+        lose = "will lose its team (it stays" if objectives == 1 else "will lose their team (they stay"
+        consequences = [
+            objectives and f"{editing.counted(objectives, 'objective')} {lose}, with no team).",
+            members and f"{editing.counted(members, 'membership')} will end (the people stay).",
+        ]
+        return editing.confirm_delete(f"Delete {name}", f"the team “{name}”", consequences,
+                                      url_for("web.edit_team", team_id=team_id))
+    teams.delete(db, team_id)
+    return redirect(url_for("web.show_teams"), 303)
