@@ -1,5 +1,5 @@
 """The web dashboard: server-rendered pages over the same reports, progress and store as the API."""
-from . import accounts, sessions, views  # accounts adds its pages to views.bp
+from . import accounts, key_result_pages, objective_pages, sessions, views  # these add their pages to views.bp
 
 
 def init_app(app):
