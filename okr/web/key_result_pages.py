@@ -30,7 +30,6 @@ LABELS = {"name": "the name", "type": "the type", "target_value_min": "the targe
           "confidence": "the confidence", "owner_id": "the owner"}
 # The rules' refusals of targets, as a person at the form reads them.
 RULE_WORDS = {
-    "Must not be greater than target_value_max.": "Make this no greater than the highest target.",
     "No user with this id exists.": "Choose a person from the list.",
 }
 DOOMED_WORDS = {"checkins": "check-in"}
@@ -54,6 +53,12 @@ def forbidden_targets(form):
         errors["target_value_min"] = f"A {kind} key result needs a target: fill this in."
     if kind == "range" and not high:
         errors["target_value_max"] = "A range key result needs a highest target: fill this in."
+    if kind == "range" and low and high:
+        try:
+            if forms.decimal(low) > forms.decimal(high):
+                errors["target_value_min"] = "Make this no greater than the highest target."
+        except forms.FieldError:
+            pass  # the rules say which is not a number
     return errors
 
 
