@@ -97,7 +97,10 @@ def parent_choices(db, objective_id, cycle_id, query, keep):
     total = len(picked)
     if total > PARENT_CHOICES:
         picked = picked[:PARENT_CHOICES]
-        total = db.execute(DESCENDANTS + f"SELECT count(*) FROM objectives o WHERE {where}", params).fetchone()[0]
+        # Without a search, all of them less those aligned under it: no scan of every name.
+        count_sql = (f"SELECT count(*) FROM objectives o WHERE {where}" if query else
+                     "SELECT (SELECT count(*) FROM objectives) - (SELECT count(*) FROM objectives WHERE id IN tree)")
+        total = db.execute(DESCENDANTS + count_sql, params).fetchone()[0]
     present = {row["id"] for row in picked}
     for kept in keep:
         if kept and kept not in present:
