@@ -74,3 +74,34 @@ def test_a_conflicting_edit_is_refused_in_the_browser_and_the_first_save_stays(a
             second.get_by_role("button", name="Save").click()
         assert overwritten.value.status == 200
         assert api.get(f"/v1/objectives/{objective['id']}").ok()["name"] == "Grow revenue in Europe"
+
+
+def test_the_edit_pages_pass_axe_and_the_contrast_check(app, chromium):
+    """axe-core's WCAG A/AA rules and the main text's contrast on the objective page and both forms, refusals shown."""
+    with served_in_thread(app) as served:
+        api = HttpClient(f"127.0.0.1:{served.port}")
+        cycle = api.post("/v1/cycles", {"name": "2026 Q4"}).ok()
+        objective = api.post("/v1/objectives", {"name": "Grow revenue", "cycle_id": cycle["id"], "is_company": True,
+                                                "is_personal": False, "description": "Two\nlines"}).ok()
+        key_result = api.post(f"/v1/objectives/{objective['id']}/keyresults",
+                              {"name": "Reach 500", "type": "positive", "target_value_min": "500"}).ok()
+        context = chromium.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
+        context.set_default_timeout(WAIT_MS)
+        page = context.new_page()
+        problems = []
+        for label, path in (("objective", f"/objectives/{objective['id']}"),
+                            ("objective form", f"/objectives/{objective['id']}/edit"),
+                            ("key result form", f"/keyresults/{key_result['id']}/edit"),
+                            ("new key result", f"/keyresults/new?objective_id={objective['id']}"),
+                            ("delete objective", f"/objectives/{objective['id']}/delete")):
+            page.goto(served.url + path)
+            problems += test_browser.check_accessibility(page, label)
+        page.goto(f"{served.url}/keyresults/new?objective_id={objective['id']}")
+        page.get_by_label("Baseline").check()
+        page.get_by_label("Target", exact=True).fill("10")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Create key result").click()
+        assert "A baseline key result has no target: leave this empty." in page.inner_text("main")
+        problems += test_browser.check_accessibility(page, "refused key result")
+        context.close()
+        assert problems == [], "\n".join(problems)
