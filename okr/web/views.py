@@ -219,6 +219,7 @@ def render_key_result(key_result_id, form=None, errors=None):
     if node is None:
         raise NotFound("key result")
     objective = objectives.get(db, node["objective_id"])
+    owner = db.execute("SELECT name FROM users WHERE id = ?", (node["owner_id"],)).fetchone()
     history = db.execute(
         """SELECT c.*, u.name AS author_name FROM checkins c
            JOIN key_results k ON k.seq = c.key_result_seq
@@ -234,7 +235,7 @@ def render_key_result(key_result_id, form=None, errors=None):
         form = {"value": "", "confidence": words.percent(node["confidence"]), "comment": ""}
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
-        chart=chart, form=form, errors=errors or {}, moment=moment,
+        chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner["name"] if owner else None,
     )
 
 

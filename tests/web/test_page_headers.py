@@ -55,7 +55,8 @@ def test_a_hostile_id_type_or_time_in_the_database_is_escaped_on_the_cycle_page(
     body = page.get_data(as_text=True)
     assert page.status_code == 200, body[:500]
     assert "<script>alert(1)</script>" not in body
-    assert body.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 2  # the objective's id, the key result's link
+    # the objective's id and its heading's link to its page, the key result's link
+    assert body.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 3
 
 
 def test_a_hostile_type_or_time_is_escaped_in_a_key_results_markup():

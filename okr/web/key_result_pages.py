@@ -1,0 +1,181 @@
+"""The key result edit pages: /keyresults/new, /keyresults/<id>/edit and /keyresults/<id>/delete.
+
+Each form's fields are the API's (name, type, target_value_min, target_value_max, current_value, confidence,
+owner_id), checked by okr.rules.schemas through okr.web.editing.load and written by okr.store.key_results;
+only editors and admins open them (sessions.editors_only). As in the API, a changed current value or
+confidence is recorded as a check-in.
+"""
+from flask import redirect, render_template, request, url_for
+
+from .. import access
+from ..db import get_db
+from ..errors import Invalid
+from ..rules.schemas import key_result_edit_schema, key_result_schema
+from ..store import key_results, objectives
+from . import editing, forms, sessions, words
+from .views import bp
+
+FIELDS = ("name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id")
+NUMBERS = ("target_value_min", "target_value_max", "current_value")
+# The five types, each with what it means in plain words.
+TYPES = {
+    "positive": "Positive: a number to raise to the target, such as customers won.",
+    "negative": "Negative: a number to bring down to the target, such as open bugs.",
+    "range": "Range: a number to keep between a lowest and a highest target.",
+    "milestone": "Milestone: done or not done (1 when done, 0 until then).",
+    "baseline": "Baseline: a number to measure for now, with no target.",
+}
+LABELS = {"name": "the name", "type": "the type", "target_value_min": "the target",
+          "target_value_max": "the highest target", "current_value": "the current value",
+          "confidence": "the confidence", "owner_id": "the owner"}
+# The rules' refusals of targets, as a person at the form reads them.
+RULE_WORDS = {
+    "No user with this id exists.": "Choose a person from the list.",
+}
+DOOMED_WORDS = {"checkins": "check-in"}
+
+
+def forbidden_targets(form):
+    """The target fields the form's type has no use for but which hold text, with why: {field: sentence}."""
+    kind, low, high = form["type"], form["target_value_min"].strip(), form["target_value_max"].strip()
+    errors = {}
+    if kind == "baseline" and low:
+        errors["target_value_min"] = "A baseline key result has no target: leave this empty."
+    if kind == "milestone" and low:
+        try:
+            if forms.decimal(low) != 1:
+                errors["target_value_min"] = "A milestone's target is always 1: leave this empty."
+        except forms.FieldError as error:
+            errors["target_value_min"] = str(error)
+    if kind in ("positive", "negative", "milestone", "baseline") and high:
+        errors["target_value_max"] = "Only a range key result has a highest target: leave this empty."
+    if kind in ("positive", "negative", "range") and not low:
+        errors["target_value_min"] = f"A {kind} key result needs a target: fill this in."
+    if kind == "range" and not high:
+        errors["target_value_max"] = "A range key result needs a highest target: fill this in."
+    if kind == "range" and low and high:
+        try:
+            if forms.decimal(low) > forms.decimal(high):
+                errors["target_value_min"] = "Make this no greater than the highest target."
+        except forms.FieldError:
+            pass  # the rules say which is not a number
+    return errors
+
+
+def checked(schema, form, editing_one):
+    """The form's values as the schema loads them; Invalid with a sentence for people beside each wrong field.
+
+    A new key result's empty current value and confidence take the API's defaults (0 and 50 %); an edited
+    one's must be filled in (the API's full update would make them 0).
+    """
+    errors = forbidden_targets(form) if form["type"] in TYPES else {}
+    body = {"name": form["name"], "type": form["type"], "owner_id": editing.optional(form["owner_id"]),
+            "target_value_min": editing.optional(form["target_value_min"]),
+            "target_value_max": editing.optional(form["target_value_max"])}
+    if form["type"] == "milestone" and "target_value_min" not in errors:
+        body["target_value_min"] = None  # 1 or empty: the rules make it 1
+    if form["current_value"].strip():
+        body["current_value"] = form["current_value"].strip()
+    elif editing_one:
+        errors["current_value"] = "Fill this in."
+    try:
+        confidence = forms.confidence(form["confidence"])
+        if confidence is not None:
+            body["confidence"] = confidence
+        elif editing_one:
+            errors["confidence"] = forms.ENTER_A_CONFIDENCE
+    except forms.FieldError as error:
+        errors["confidence"] = str(error)
+    try:
+        values = editing.load(schema, body, numbers=NUMBERS)
+    except Invalid as error:
+        for field, text in error.fields.items():
+            errors.setdefault(field, RULE_WORDS.get(text, text))
+    if form["type"] not in TYPES:
+        errors["type"] = "Choose one of the five types."
+    if errors:
+        raise Invalid(errors)
+    return values
+
+
+def shown(row):
+    """A stored key result's fields as its form shows them (numbers as people write them, none as "")."""
+    return {"name": row["name"], "type": row["type"],
+            "target_value_min": "" if row["type"] == "milestone" else words.number(row["target_value_min"]),
+            "target_value_max": words.number(row["target_value_max"]),
+            "current_value": words.number(row["current_value"]),
+            "confidence": words.percent(row["confidence"]).replace("%", " %"),
+            "owner_id": row["owner_id"] or ""}
+
+
+def render_form(objective, row=None, form=None, errors=None, conflict=None, revision=None, original=None):
+    """The new or edit form of a key result of objective (row: the stored one, None for a new one)."""
+    db = get_db()
+    form = form or {}
+    keep = (form.get("owner_id", ""), row["owner_id"] if row is not None else "")
+    people = db.execute("SELECT id, name, is_active FROM users WHERE is_active OR id IN (?, ?) ORDER BY name, seq",
+                        keep).fetchall()
+    return render_template(
+        "keyresult-form.html", objective=objective, kr=row, form=form, errors=errors or {}, conflict=conflict,
+        revision=revision, original=original, types=list(TYPES.items()),
+        people=[(u["id"], u["name"] + ("" if u["is_active"] else " (inactive)")) for u in people])
+
+
+@bp.route("/keyresults/new", methods=["GET", "POST"])
+@sessions.editors_only
+def new_key_result():
+    """Shows the new key result form, and creates the key result, with its first check-in, from it."""
+    db = get_db()
+    objective = objectives.get(db, request.args.get("objective_id", ""))
+    if request.method == "GET":
+        return render_form(objective, form={"type": "positive", "current_value": "0", "confidence": "50 %"})
+    form = editing.typed(FIELDS)
+    try:
+        values = checked(key_result_schema, form, editing_one=False)
+        row = key_results.create(db, objective, values, access.person_id())
+    except Invalid as error:
+        return render_form(objective, form=form, errors={f: RULE_WORDS.get(t, t) for f, t in error.fields.items()}), 400
+    return redirect(url_for("web.show_key_result", key_result_id=row["id"]), 303)
+
+
+@bp.route("/keyresults/<key_result_id>/edit", methods=["GET", "POST"])
+@sessions.editors_only
+def edit_key_result(key_result_id):
+    """Shows a key result's form, and saves it unless someone changed it meanwhile (a new value is a check-in)."""
+    db = get_db()
+    stored = key_results.get(db, key_result_id)
+    objective = objectives.get(db, stored["objective_id"])
+    now_values = shown(stored)
+    if request.method == "GET":
+        return render_form(objective, stored, now_values, revision=stored["revision"],
+                           original=editing.snapshot(now_values))
+    form = editing.typed(FIELDS)
+    try:
+        values = checked(key_result_edit_schema, form, editing_one=True)
+        key_results.check_owner(db, values)
+    except Invalid as error:  # the form keeps the revision it was made from
+        return render_form(objective, stored, form, {f: RULE_WORDS.get(t, t) for f, t in error.fields.items()},
+                           revision=request.form.get(editing.REVISION_FIELD, ""),
+                           original=request.form.get(editing.ORIGINAL_FIELD, "")), 400
+    changed = editing.changed_since(request.form, now_values, stored["revision"])
+    if changed:  # shown again on the stored revision: a second save replaces their change on purpose
+        return render_form(objective, stored, form, conflict=editing.conflict_message(changed, LABELS),
+                           revision=stored["revision"], original=editing.snapshot(now_values)), 409
+    key_results.replace(db, stored, values, access.person_id())
+    return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
+
+
+@bp.route("/keyresults/<key_result_id>/delete", methods=["GET", "POST"])
+@sessions.editors_only
+def delete_key_result(key_result_id):
+    """Asks before deleting a key result (saying how many check-ins go with it), and deletes it."""
+    db = get_db()
+    row = key_results.get(db, key_result_id)
+    if request.method == "GET":
+        return editing.confirm_delete(
+            f"Delete {row['name']}", f"the key result “{row['name']}”",
+            [editing.doomed_sentence(key_results.doomed(db, key_result_id), DOOMED_WORDS)],
+            url_for("web.edit_key_result", key_result_id=key_result_id))
+    key_results.delete(db, key_result_id)
+    return redirect(url_for("web.show_objective", objective_id=row["objective_id"]), 303)
+
