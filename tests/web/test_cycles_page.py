@@ -17,20 +17,6 @@ PASSWORD = "correct horse battery"
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
 
-# Pages other modules add (the objective page, the cycle and objective forms): stand-ins when they are not
-# there yet, so that the links to them show (the pages link to them only once they exist).
-OTHER_PAGES = {"web.new_cycle": "/cycles/new", "web.edit_cycle": "/cycles/<cycle_id>/edit",
-               "web.copy_cycle": "/cycles/<cycle_id>/copy", "web.new_objective": "/objectives/new",
-               "web.show_objective": "/objectives/<objective_id>"}
-
-
-@pytest.fixture(autouse=True)
-def other_pages(app):
-    for endpoint, rule in OTHER_PAGES.items():
-        if endpoint not in app.view_functions:
-            app.add_url_rule(rule, endpoint=endpoint, view_func=lambda **_: "stand-in")
-
-
 def sql(app, statement, *params):
     with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
         return db.execute(statement, params).fetchall()
@@ -218,7 +204,8 @@ def test_dates_in_words(starts_on, ends_on, said):
 
 
 def test_links_to_pages_that_are_not_there_are_left_out(app, client, three):
-    for endpoint in OTHER_PAGES:
+    """The pages link to an edit page only when the app has it (an app embedding the dashboard may drop them)."""
+    for endpoint in ("web.new_cycle", "web.edit_cycle", "web.copy_cycle", "web.new_objective", "web.show_objective"):
         app.view_functions.pop(endpoint)
     cycle_id = three["Q4"]["id"]
     objective = make_objective(client, cycle_id, "Grow")

@@ -21,20 +21,6 @@ PASSWORD = "correct horse battery"
 NOW = "2026-03-01T09:00:00Z"
 
 
-# Pages other modules add (the objective page, the cycle and objective forms): stand-ins when they are not
-# there yet, so that the links to them show (the pages link to them only once they exist).
-OTHER_PAGES = {"web.new_cycle": "/cycles/new", "web.edit_cycle": "/cycles/<cycle_id>/edit",
-               "web.copy_cycle": "/cycles/<cycle_id>/copy", "web.new_objective": "/objectives/new",
-               "web.show_objective": "/objectives/<objective_id>"}
-
-
-@pytest.fixture(autouse=True)
-def other_pages(app):
-    for endpoint, rule in OTHER_PAGES.items():
-        if endpoint not in app.view_functions:
-            app.add_url_rule(rule, endpoint=endpoint, view_func=lambda **_: "stand-in")
-
-
 def sql(app, statement, *params):
     with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
         return db.execute(statement, params).fetchall()
