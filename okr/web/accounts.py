@@ -4,7 +4,6 @@ okr.web.team_pages.
 Who may open which is okr.access's to say, through the guards in okr.web.sessions: the
 People page's views are marked with sessions.people_managers_only.
 """
-from urllib.parse import unquote, urlsplit
 
 from flask import redirect, render_template, request, url_for
 from marshmallow import ValidationError
@@ -19,7 +18,7 @@ from ..rules.schemas import user_schema
 from ..store import invitations, keys, users, web_sessions
 from . import sessions, sign_in
 from .errors import PageError
-from .views import bp
+from .views import bp, local_path
 
 PEOPLE_PER_PAGE = 200
 ROLE_WORDS = {
@@ -61,22 +60,6 @@ def log_out():
     """Ends the session."""
     sessions.log_out()
     return redirect(url_for("web.show_login" if sessions.login_required() else "web.show_dashboard"), 303)
-
-
-def local_path(target):
-    """target when it is a path in this app, else /: a login must never send anyone elsewhere.
-
-    Nor out of the app's own prefix when it is mounted under one: a dot segment
-    (/../, also spelt %2e%2e) would climb out of it once a browser resolves it.
-    """
-    if any(ord(character) < 0x20 or ord(character) == 0x7F for character in target):
-        return "/"  # urlsplit would drop them, and a header cannot carry them
-    parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
-        return "/"
-    return target
 
 
 @bp.route("/invitations/<token>", methods=["GET", "POST"])

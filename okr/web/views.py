@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
 
@@ -200,10 +200,24 @@ def check_in_key_result(key_result_id):
 
 def next_path():
     """The form's `next`, a path in this app (anything else is /), or None when the form sent none."""
-    from .accounts import local_path  # accounts adds its views to this module's blueprint: imported late
-
     target = request.form.get("next", "")
     return local_path(target) if target else None
+
+
+def local_path(target):
+    """target when it is a path in this app, else /: a login must never send anyone elsewhere.
+
+    Nor out of the app's own prefix when it is mounted under one: a dot segment
+    (/../, also spelt %2e%2e) would climb out of it once a browser resolves it.
+    """
+    if any(ord(character) < 0x20 or ord(character) == 0x7F for character in target):
+        return "/"  # urlsplit would drop them, and a header cannot carry them
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
+        return "/"
+    return target
 
 
 def back_to_week():

@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from helpers import fetch, make_key_result, make_user
+from helpers import fetch, make_user
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 

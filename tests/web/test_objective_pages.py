@@ -168,7 +168,6 @@ def test_editing_moves_an_objective_to_another_team_cycle_and_parent_and_changes
 
 def make_user_via_api(client):
     """A user made through the app's CLI runner is not at hand here: through the store, its id."""
-    from flask import current_app  # noqa: F401
     from okr.db import transaction
     from okr.store import users
     with client.application.app_context(), transaction() as db:
