@@ -102,7 +102,7 @@ def seed(app, clock):
     other_team = post(client, "/v1/teams", {"name": "=cmd|' /C calc'!A0"})["id"]
     for team_id, user_id in ((team, emile), (other_team, ada), (team, ada)):
         assert client.put(f"/v1/teams/{team_id}/members/{user_id}").status_code == 200
-    cycle = post(client, "/v1/cycles", {"name": "2026 Q1"})["id"]
+    cycle = post(client, "/v1/cycles", {"name": "2026 Q1", "starts_on": "2026-01-01", "ends_on": "2026-03-31"})["id"]
     old_cycle = post(client, "/v1/cycles", {"name": ""})["id"]
     post(client, f"/v1/cycles/{old_cycle}", {"name": "2025 Q4"})  # revision 1
     clock.now = "2026-01-06T10:00:00Z"
@@ -123,7 +123,8 @@ def seed(app, clock):
                        ("range", {"current_value": "3", "target_value_min": "1", "target_value_max": "4.5"}),
                        ("milestone", {}), ("baseline", {"current_value": "17.125"})):
         key_results[kind] = post(client, f"/v1/objectives/{child}/keyresults",
-                                 {"name": f"+{kind} ✓", "type": kind, "confidence": "0.7", **body})["id"]
+                                 {"name": f"+{kind} ✓", "type": kind, "confidence": "0.7",
+                                  "owner_id": emile if kind == "positive" else None, **body})["id"]
     key_results["personal"] = post(client, f"/v1/objectives/{personal}/keyresults",
                                    {"name": "Read\tbooks", "type": "positive", "target_value_min": "12"})["id"]
     clock.now = "2026-01-20T08:30:00Z"
@@ -186,6 +187,32 @@ def test_export_then_import_into_an_empty_database_then_export_gives_the_same_by
     second = tmp_path / "second.json"
     export(target, second)
     assert first.read_bytes() == second.read_bytes()
+
+
+def test_cycle_dates_and_owners_go_out_and_come_back_and_files_without_them_still_import(app, seeded, tmp_path):
+    data = exported(app, tmp_path)
+    [cycle] = [row for row in data["cycles"] if row["id"] == seeded["cycle"]]
+    assert (cycle["starts_on"], cycle["ends_on"]) == ("2026-01-01", "2026-03-31")
+    owners = {row["id"]: row["owner_id"] for row in data["key_results"]}
+    assert owners[seeded["key_results"]["positive"]] == seeded["emile"]
+    assert owners[seeded["key_results"]["negative"]] is None
+    # A file of the release before has neither: it imports, with no dates and no owners.
+    for row in data["cycles"]:
+        del row["starts_on"], row["ends_on"]
+    for row in data["key_results"]:
+        del row["owner_id"]
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(data), encoding="utf-8")
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", older))
+    report = target.test_client().get(f"/v1/cycles/{seeded['cycle']}/report").get_json()
+    assert (report["cycle"]["starts_on"], report["cycle"]["state"]) == (None, "current")
+    nodes, owners = list(report["objectives"]), set()
+    while nodes:
+        node = nodes.pop()
+        nodes.extend(node["children"])
+        owners.update(kr["owner_id"] for kr in node["key_results"])
+    assert owners == {None}
 
 
 def test_the_imported_database_answers_the_api_as_the_original(app, seeded, tmp_path):
