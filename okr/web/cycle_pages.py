@@ -6,6 +6,7 @@ okr.web.editing.load and written by okr.store.cycles; only editors and admins op
 import calendar
 import re
 from datetime import date, timedelta
+from functools import partial
 
 from flask import redirect, render_template, request, url_for
 
@@ -69,21 +70,13 @@ def edit_cycle(cycle_id):
     """Shows a cycle's form, and saves its name and dates unless someone changed them meanwhile."""
     db = get_db()
     stored = cycles.get(db, cycle_id)
-    now_values = shown(stored)
-    if request.method == "GET":
-        return render_form(stored, now_values, revision=stored["revision"], original=editing.snapshot(now_values))
-    form = editing.typed(FIELDS)
-    try:
-        values = checked(cycle_update_schema, form)
-    except Invalid as error:  # the form keeps the revision it was made from
-        return render_form(stored, form, error.fields, revision=request.form.get(editing.REVISION_FIELD, ""),
-                           original=request.form.get(editing.ORIGINAL_FIELD, "")), 400
-    changed = editing.changed_since(request.form, now_values, stored["revision"])
-    if changed:  # shown again on the stored revision: a second save replaces their change on purpose
-        return render_form(stored, form, conflict=editing.conflict_message(changed, LABELS),
-                           revision=stored["revision"], original=editing.snapshot(now_values)), 409
-    cycles.update(db, cycle_id, values)
-    return redirect(url_for("web.show_cycle", cycle_id=cycle_id), 303)
+
+    def save(values):
+        cycles.update(db, cycle_id, values)
+        return redirect(url_for("web.show_cycle", cycle_id=cycle_id), 303)
+
+    return editing.edit_page(FIELDS, shown(stored), stored["revision"], partial(render_form, stored),
+                             partial(checked, cycle_update_schema), save, LABELS)
 
 
 @bp.route("/cycles/<cycle_id>/delete", methods=["GET", "POST"])

@@ -69,6 +69,34 @@ def changed_since(form, stored_values, stored_revision):
     return changed or ["something"]  # a revision moved with no field of this form changed (a check-in, say)
 
 
+def edit_page(fields, now_values, revision, render, check, save, labels):
+    """The flow of every edit page, GET and POST: the form made from the stored values, then a save that is
+    refused beside the fields (400, the form keeping the revision it was made from), refused as a conflict when
+    someone changed the record meanwhile (409, the form now on the stored revision, so that saving again
+    replaces their change on purpose; nothing written), or done.
+
+    fields: the form's field names; now_values: the stored record's values as the form shows them; revision:
+    its revision; render(form, errors=None, conflict=None, revision=None, original=None): the form's page;
+    check(form): the values to save, or Invalid; save(values): writes them (or Invalid) and answers.
+    """
+    if request.method == "GET":
+        return render(now_values, revision=revision, original=snapshot(now_values))
+    form = typed(fields)
+    kept = {"revision": request.form.get(REVISION_FIELD, ""), "original": request.form.get(ORIGINAL_FIELD, "")}
+    try:
+        values = check(form)
+    except Invalid as error:
+        return render(form, errors=error.fields, **kept), 400
+    changed = changed_since(request.form, now_values, revision)
+    if changed:
+        return render(form, conflict=conflict_message(changed, labels), revision=revision,
+                      original=snapshot(now_values)), 409
+    try:
+        return save(values)
+    except Invalid as error:  # what only the stored records can tell (a reference gone, an alignment loop)
+        return render(form, errors=error.fields, **kept), 400
+
+
 def conflict_message(changed, labels):
     """The sentence above a form that was not saved because someone changed these fields meanwhile."""
     named = listing([labels.get(name, name.replace("_", " ")) for name in changed])

@@ -5,6 +5,8 @@ owner_id), checked by okr.rules.schemas through okr.web.editing.load and written
 only editors and admins open them (sessions.editors_only). As in the API, a changed current value or
 confidence is recorded as a check-in.
 """
+from functools import partial
+
 from flask import redirect, render_template, request, url_for
 
 from .. import access
@@ -145,24 +147,21 @@ def edit_key_result(key_result_id):
     db = get_db()
     stored = key_results.get(db, key_result_id)
     objective = objectives.get(db, stored["objective_id"])
-    now_values = shown(stored)
-    if request.method == "GET":
-        return render_form(objective, stored, now_values, revision=stored["revision"],
-                           original=editing.snapshot(now_values))
-    form = editing.typed(FIELDS)
-    try:
-        values = checked(key_result_edit_schema, form, editing_one=True)
-        key_results.check_owner(db, values)
-    except Invalid as error:  # the form keeps the revision it was made from
-        return render_form(objective, stored, form, {f: RULE_WORDS.get(t, t) for f, t in error.fields.items()},
-                           revision=request.form.get(editing.REVISION_FIELD, ""),
-                           original=request.form.get(editing.ORIGINAL_FIELD, "")), 400
-    changed = editing.changed_since(request.form, now_values, stored["revision"])
-    if changed:  # shown again on the stored revision: a second save replaces their change on purpose
-        return render_form(objective, stored, form, conflict=editing.conflict_message(changed, LABELS),
-                           revision=stored["revision"], original=editing.snapshot(now_values)), 409
-    key_results.replace(db, stored, values, access.person_id())
-    return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
+
+    def check(form):
+        try:
+            values = checked(key_result_edit_schema, form, editing_one=True)
+            key_results.check_owner(db, values)
+        except Invalid as error:
+            raise Invalid({field: RULE_WORDS.get(text, text) for field, text in error.fields.items()}) from None
+        return values
+
+    def save(values):
+        key_results.replace(db, stored, values, access.person_id())
+        return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
+
+    return editing.edit_page(FIELDS, shown(stored), stored["revision"], partial(render_form, objective, stored),
+                             check, save, LABELS)
 
 
 @bp.route("/keyresults/<key_result_id>/delete", methods=["GET", "POST"])

@@ -6,6 +6,8 @@ but for "kind", one choice that stands for the API's is_company and is_personal.
 okr.rules.schemas through okr.web.editing.load and written by okr.store.objectives; only editors and admins
 open the forms (sessions.editors_only).
 """
+from functools import partial
+
 from flask import redirect, render_template, request, url_for
 from markupsafe import Markup
 
@@ -198,25 +200,16 @@ def edit_objective(objective_id):
     """Shows an objective's form, and saves it unless someone changed it meanwhile."""
     db = get_db()
     stored = objectives.get(db, objective_id)
-    now_values = shown(stored)
-    if request.method == "GET":
-        return render_form(stored, now_values, revision=stored["revision"], original=editing.snapshot(now_values))
-    form = editing.typed(FIELDS)
-    try:
-        values = checked(objective_update_schema, form)
-    except Invalid as error:  # the form keeps the revision it was made from
-        return render_form(stored, form, error.fields, revision=request.form.get(editing.REVISION_FIELD, ""),
-                           original=request.form.get(editing.ORIGINAL_FIELD, "")), 400
-    changed = editing.changed_since(request.form, now_values, stored["revision"])
-    if changed:  # shown again on the stored revision: a second save replaces their change on purpose
-        return render_form(stored, form, conflict=editing.conflict_message(changed, LABELS),
-                           revision=stored["revision"], original=editing.snapshot(now_values)), 409
-    try:
-        objectives.replace(db, objective_id, values)
-    except Invalid as error:
-        return render_form(stored, form, stored_refusal(error), revision=request.form.get(editing.REVISION_FIELD),
-                           original=request.form.get(editing.ORIGINAL_FIELD, "")), 400
-    return redirect(url_for("web.show_objective", objective_id=objective_id), 303)
+
+    def save(values):
+        try:
+            objectives.replace(db, objective_id, values)
+        except Invalid as error:
+            raise Invalid(stored_refusal(error)) from None
+        return redirect(url_for("web.show_objective", objective_id=objective_id), 303)
+
+    return editing.edit_page(FIELDS, shown(stored), stored["revision"], partial(render_form, stored),
+                             partial(checked, objective_update_schema), save, LABELS)
 
 
 @bp.route("/objectives/<objective_id>/delete", methods=["GET", "POST"])

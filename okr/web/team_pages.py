@@ -4,6 +4,8 @@ members, added and removed there, and its objectives), /teams/<id>/edit and /tea
 The forms' fields are the API's (name, user_id), checked by okr.rules.schemas through okr.web.editing.load and
 written by okr.store.teams and okr.store.team_members; only editors and admins open the edit pages.
 """
+from functools import partial
+
 from flask import redirect, render_template, request, url_for
 
 from .. import access
@@ -135,24 +137,17 @@ def edit_team(team_id):
     """Shows a team's form, and renames it unless someone renamed it meanwhile."""
     db = get_db()
     stored = teams.get(db, team_id)
-    now_values = {"name": stored["name"]}
-    if request.method == "GET":
-        return render_template("team-form.html", team=stored, form=now_values, errors={},
-                               revision=stored["revision"], original=editing.snapshot(now_values))
-    form = editing.typed(("name",))
-    try:
-        values = editing.load(group_update_schema, form)
-    except Invalid as error:  # the form keeps the revision it was made from
-        return render_template("team-form.html", team=stored, form=form, errors=error.fields,
-                               revision=request.form.get(editing.REVISION_FIELD, ""),
-                               original=request.form.get(editing.ORIGINAL_FIELD, "")), 400
-    changed = editing.changed_since(request.form, now_values, stored["revision"])
-    if changed:  # shown again on the stored revision: a second save replaces their change on purpose
-        return render_template("team-form.html", team=stored, form=form, errors={},
-                               conflict=editing.conflict_message(changed, LABELS),
-                               revision=stored["revision"], original=editing.snapshot(now_values)), 409
-    teams.rename(db, team_id, values["name"])
-    return redirect(url_for("web.show_team", team_id=team_id), 303)
+
+    def render(form, errors=None, conflict=None, revision=None, original=None):
+        return render_template("team-form.html", team=stored, form=form, errors=errors or {}, conflict=conflict,
+                               revision=revision, original=original)
+
+    def save(values):
+        teams.rename(db, team_id, values["name"])
+        return redirect(url_for("web.show_team", team_id=team_id), 303)
+
+    return editing.edit_page(("name",), {"name": stored["name"]}, stored["revision"], render,
+                             partial(editing.load, group_update_schema), save, LABELS)
 
 
 @bp.route("/teams/<team_id>/delete", methods=["GET", "POST"])
