@@ -11,6 +11,7 @@ KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
 NAME_MAX = 500
 GROUP_NAME_MAX = 200
 DESCRIPTION_MAX = 10_000
+DEFAULT_CONFIDENCE = "0.50"  # a new key result's
 
 
 class BodySchema(Schema):
@@ -50,7 +51,7 @@ class KeyResultFields(BodySchema):
 
     name = Text(required=True, max_length=NAME_MAX, not_blank=True)
     type = Text(required=True, validate=validate.OneOf(KEY_RESULT_TYPES))
-    confidence = DecimalString(minimum=0, maximum=1, load_default="0.50")
+    confidence = DecimalString(minimum=0, maximum=1, load_default=DEFAULT_CONFIDENCE)
     current_value = DecimalString(load_default="0.00")
     target_value_min = DecimalString(allow_none=True, load_default=None)
     target_value_max = DecimalString(allow_none=True, load_default=None)
@@ -141,32 +142,25 @@ class GroupUpdateSchema(BodySchema):
     name = Text(required=True, max_length=GROUP_NAME_MAX)
 
 
-def dates_in_order(data):
-    starts_on, ends_on = data.get("starts_on"), data.get("ends_on")
-    if starts_on and ends_on and ends_on < starts_on:
-        raise ValidationError({"ends_on": ["Must not be before starts_on."]})
-
-
-class CycleSchema(GroupSchema):
-    """Creates a cycle, maybe with its dates (ISO dates; either may be null, an open end)."""
+class CycleDates(BodySchema):
+    """A cycle's dates (ISO dates; either may be null or absent, an open end), the end not before the start."""
 
     starts_on = DateText(allow_none=True, load_default=None)
     ends_on = DateText(allow_none=True, load_default=None)
 
     @validates_schema
     def dates_in_order(self, data, **kwargs):
-        dates_in_order(data)
+        starts_on, ends_on = data.get("starts_on"), data.get("ends_on")
+        if starts_on and ends_on and ends_on < starts_on:
+            raise ValidationError({"ends_on": ["Must not be before starts_on."]})
 
 
-class CycleUpdateSchema(GroupUpdateSchema):
+class CycleSchema(CycleDates, GroupSchema):
+    """Creates a cycle, maybe with its dates."""
+
+
+class CycleUpdateSchema(CycleDates, GroupUpdateSchema):
     """Replaces a cycle's name and dates (PATCH, the pages, okr import): omitted dates are null."""
-
-    starts_on = DateText(allow_none=True, load_default=None)
-    ends_on = DateText(allow_none=True, load_default=None)
-
-    @validates_schema
-    def dates_in_order(self, data, **kwargs):
-        dates_in_order(data)
 
 
 CyclePatchSchema = merge_patch_schema(CycleUpdateSchema, "CyclePatchSchema")

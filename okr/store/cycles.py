@@ -3,6 +3,7 @@ from functools import partial
 
 from ..db import bulk_delete, new_id, utc_now
 from ..errors import NotFound
+from ..rules.schemas import DEFAULT_CONFIDENCE
 from .checkins import record
 from .common import count, deleted_or_missing, fetch, rename_group
 
@@ -76,9 +77,6 @@ def copy(db, source_id, values, author_id=None):
         ).fetchone()
         record(db, copied, start, DEFAULT_CONFIDENCE, now, author_id=author_id)
     return cycle
-
-
-DEFAULT_CONFIDENCE = "0.50"  # a new key result's, as KeyResultSchema's default
 
 
 def delete(db, cycle_id):

@@ -1,3 +1,7 @@
+import time
+import types
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 
@@ -6,3 +10,33 @@ def key_result_fields():
     """The dashboard's key result: 100 customers of 500, confidence 0.8."""
     return {"name": "Reach 500 customers", "type": "positive", "current_value": "100", "target_value_min": "500",
             "confidence": "0.8"}
+
+
+class Later:
+    """Moves the clock the sessions read (time.time in okr.web.sessions, and the utc_now clock)."""
+
+    def __init__(self, clock, monkeypatch):
+        import okr.web.sessions as sessions
+
+        self.clock, self.offset = clock, 0
+        self.start = datetime(2026, 6, 1, tzinfo=timezone.utc)
+        clock.now = self.stamp()
+        if isinstance(getattr(sessions, "time", None), types.ModuleType):
+            real_time = time.time
+            fake = types.SimpleNamespace(**{n: getattr(time, n) for n in dir(time) if not n.startswith("_")})
+            fake.time = lambda: real_time() + self.offset
+            monkeypatch.setattr(sessions, "time", fake)
+
+    def stamp(self):
+        return (self.start + timedelta(seconds=self.offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def advance(self, seconds):
+        self.offset += seconds
+        self.clock.now = self.stamp()
+
+
+@pytest.fixture
+def later(clock, monkeypatch):
+    """The clock to move (it starts on 2026-06-01): list it after the fixtures that make data, which is then
+    made before the clock moves."""
+    return Later(clock, monkeypatch)

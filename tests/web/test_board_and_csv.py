@@ -1,8 +1,6 @@
 """A cycle as CSV at /cycles/<id>.csv (the bytes `okr export --format csv` writes), as a wallboard at
 /cycles/<id>?board=1, and a read-only key's session, which lasts 30 days."""
 import re
-import time
-import types
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 
@@ -77,28 +75,6 @@ def test_the_cycle_page_is_no_wallboard(client, filled):
 # --- a read-only key's session lasts 30 days -------------------------------------------------------------
 
 
-class Later:
-    """Moves the clock the sessions read: time.time in okr.web.sessions, and the utc_now clock."""
-
-    def __init__(self, clock, monkeypatch):
-        import okr.web.sessions as sessions
-
-        self.clock, self.offset = clock, 0
-        self.start = datetime(2026, 6, 1, tzinfo=timezone.utc)
-        clock.now = self.stamp()
-        real_time = time.time
-        fake = types.SimpleNamespace(**{n: getattr(time, n) for n in dir(time) if not n.startswith("_")})
-        fake.time = lambda: real_time() + self.offset
-        monkeypatch.setattr(sessions, "time", fake)
-
-    def stamp(self):
-        return (self.start + timedelta(seconds=self.offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    def advance(self, seconds):
-        self.offset += seconds
-        self.clock.now = self.stamp()
-
-
 def log_in_with(client, key):
     token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").get_data(as_text=True)).group(1)
     response = client.post("/login", data={"csrf_token": token, "credential": key["credential"],
@@ -115,9 +91,8 @@ def cookie_expires(response):
 
 
 @pytest.mark.parametrize("read_only, days", [(True, 30), (False, 0.5)])
-def test_a_read_only_keys_session_lasts_30_days_and_others_12_hours(client, runner, clock, monkeypatch,
-                                                                     filled, read_only, days):
-    later = Later(clock, monkeypatch)
+def test_a_read_only_keys_session_lasts_30_days_and_others_12_hours(client, runner, filled, later,
+                                                                     read_only, days):
     key = create_key(runner, "wallboard", read_only=read_only)
     before = datetime.now(timezone.utc)
     expires = cookie_expires(log_in_with(client, key))
@@ -130,13 +105,12 @@ def test_a_read_only_keys_session_lasts_30_days_and_others_12_hours(client, runn
     assert response.status_code == 303 and "/login" in response.headers["Location"]
 
 
-def test_a_person_signed_in_after_a_read_only_key_keeps_its_own_12_hours(app, client, runner, clock, monkeypatch,
-                                                                         filled, fast_hashing):
+def test_a_person_signed_in_after_a_read_only_key_keeps_its_own_12_hours(app, client, runner, filled, later,
+                                                                         fast_hashing):
     from okr.db import transaction
     from okr.rules import passwords
     from okr.store import users
 
-    later = Later(clock, monkeypatch)
     wallboard = app.test_client()
     log_in_with(wallboard, create_key(runner, "wallboard", read_only=True))
     with app.app_context(), transaction() as db:

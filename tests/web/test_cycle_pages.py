@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from helpers import make_cycle, make_key_result, make_objective
+from edit_forms import get, hidden, post_form
 from html_tree import BROWSER, parse
 from okr.db import transaction
 from okr.rules import passwords
@@ -18,25 +19,8 @@ pytestmark = pytest.mark.usefixtures("fast_hashing")
 PASSWORD = "correct horse battery"
 
 
-def get(client, path, status=200):
-    response = client.get(path, headers=BROWSER)
-    assert response.status_code == status, response.get_data(as_text=True)[:2000]
-    return parse(response.get_data(as_text=True))
-
-
-def token(client):
-    page = client.get("/cycles/new", headers=BROWSER).get_data(as_text=True)
-    return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-
-
 def post(client, path, **fields):
-    fields.setdefault("csrf_token", token(client))
-    return client.post(path, data=fields, headers=BROWSER)
-
-
-def hidden(tree):
-    """A form's hidden fields, by name."""
-    return {el.attrs["name"]: el.attrs["value"] for el in tree.find_all("input", type="hidden")}
+    return post_form(client, path, "/cycles/new", **fields)
 
 
 def value(tree, name):

@@ -3,8 +3,6 @@ key's credential and secret (cookie okr_session: signed with a key kept in the d
 SameSite=Lax, Secure on request, 12 hours from login). Revoked and read-only keys, CSRF on login and
 logout, local-only `next`, and a cookie that never opens /v1.
 """
-import time
-import types
 import uuid
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
@@ -375,34 +373,6 @@ def test_another_keys_revocation_leaves_the_session(client, runner, key):
     logged_in(client, key)
     assert runner.invoke(args=["keys", "revoke", other["credential"]]).exit_code == 0
     assert client.get("/", headers=BROWSER).status_code == 200
-
-
-class Later:
-    """Moves the clock the sessions read (time.time in okr.web.sessions, and the utc_now clock)."""
-
-    def __init__(self, clock, monkeypatch):
-        import okr.web.sessions as sessions
-
-        self.clock, self.offset = clock, 0
-        self.start = datetime(2026, 6, 1, tzinfo=timezone.utc)
-        clock.now = self.stamp()
-        if isinstance(getattr(sessions, "time", None), types.ModuleType):
-            real_time = time.time
-            fake = types.SimpleNamespace(**{n: getattr(time, n) for n in dir(time) if not n.startswith("_")})
-            fake.time = lambda: real_time() + self.offset
-            monkeypatch.setattr(sessions, "time", fake)
-
-    def stamp(self):
-        return (self.start + timedelta(seconds=self.offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    def advance(self, seconds):
-        self.offset += seconds
-        self.clock.now = self.stamp()
-
-
-@pytest.fixture
-def later(clock, monkeypatch):
-    return Later(clock, monkeypatch)
 
 
 def test_the_session_expires_12_hours_after_login(client, data, key, later):
