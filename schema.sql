@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS users (
     email_key  TEXT,
     revision   INTEGER NOT NULL DEFAULT 0,
     role       TEXT NOT NULL DEFAULT 'editor' CHECK (role IN ('admin', 'editor', 'viewer')),
-    password_hash TEXT
+    password_hash TEXT,
+    weekly_email  INTEGER NOT NULL DEFAULT 1 CHECK (weekly_email IN (0, 1))  -- version 8: reminders and digest
 );
 
 CREATE UNIQUE INDEX IF NOT EXISTS users_by_email_key ON users (email_key);
@@ -242,3 +243,112 @@ CREATE TABLE IF NOT EXISTS sign_in_failures (
 );
 CREATE INDEX IF NOT EXISTS sign_in_failures_by_address ON sign_in_failures (address, account, failed_at);
 CREATE INDEX IF NOT EXISTS sign_in_failures_by_time ON sign_in_failures (failed_at);
+
+-- Version 8: the activity feed. Every change of a resource writes one event in the transaction of the change
+-- (okr/store/events.py): "data" is the resource as the API shows it (after the change; before it for a
+-- delete), "changes" {field: [before, after]} for an update, both JSON. "actor" is who made it, as JSON
+-- ({"type": "user"|"key"|"system", "id", "name"}); person_id the user behind it (a person's own key too).
+-- resource_id names what changed; parent_id what it belongs to (a key result's objective, a check-in's
+-- key result, a comment's objective or key result, a membership's team); cycle_id and team_id let the
+-- Activity page filter. Events older than the retention period are pruned by the server.
+CREATE TABLE IF NOT EXISTS events (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            TEXT NOT NULL UNIQUE,
+    type          TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    actor         TEXT NOT NULL,
+    person_id     TEXT,
+    resource_type TEXT NOT NULL,
+    resource_id   TEXT NOT NULL,
+    parent_id     TEXT,
+    cycle_id      TEXT,
+    team_id       TEXT,
+    data          TEXT NOT NULL,
+    changes       TEXT
+);
+CREATE INDEX IF NOT EXISTS events_by_resource ON events (resource_id, seq);
+CREATE INDEX IF NOT EXISTS events_by_parent ON events (parent_id, seq) WHERE parent_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_cycle ON events (cycle_id, seq) WHERE cycle_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_team ON events (team_id, seq) WHERE team_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_person ON events (person_id, seq) WHERE person_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_by_time ON events (created_at);
+
+-- Comments on an objective or a key result (exactly one of them); they go when it goes. The author is the
+-- person who wrote it (a user's key writes as its user), NULL for a service key, open access, or a user
+-- since deleted. The body is plain text, shown escaped.
+CREATE TABLE IF NOT EXISTS comments (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            TEXT NOT NULL UNIQUE,
+    objective_id  TEXT REFERENCES objectives (id) ON DELETE CASCADE,
+    key_result_id TEXT REFERENCES key_results (id) ON DELETE CASCADE,
+    author_id     TEXT REFERENCES users (id) ON DELETE SET NULL,
+    body          TEXT NOT NULL CHECK (length(body) BETWEEN 1 AND 10000),
+    created_at    TEXT NOT NULL,
+    modified_at   TEXT NOT NULL,
+    revision      INTEGER NOT NULL DEFAULT 0,
+    CHECK ((objective_id IS NULL) <> (key_result_id IS NULL))
+);
+CREATE INDEX IF NOT EXISTS comments_on_objective ON comments (objective_id, seq) WHERE objective_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS comments_on_key_result ON comments (key_result_id, seq) WHERE key_result_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS comments_with_author ON comments (author_id) WHERE author_id IS NOT NULL;
+
+-- Outbound webhooks. The secret (whsec_ + base64) must be kept as issued to sign each delivery, as an API
+-- key's is. format "events" receives the events its patterns match (GLOB patterns such as "objective.*");
+-- "slack" receives the weekly digest only. A hook is active, or disabled (disabled_reason says why: a 410,
+-- retries exhausted, or an admin); a disabled hook's events wait in the outbox.
+CREATE TABLE IF NOT EXISTS webhooks (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    id              TEXT NOT NULL UNIQUE,
+    url             TEXT NOT NULL,
+    secret          TEXT NOT NULL,
+    format          TEXT NOT NULL DEFAULT 'events' CHECK (format IN ('events', 'slack')),
+    allow_private   INTEGER NOT NULL DEFAULT 0 CHECK (allow_private IN (0, 1)),
+    is_active       INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+    disabled_reason TEXT,
+    created_at      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS webhook_patterns (
+    hook_seq INTEGER NOT NULL REFERENCES webhooks (seq) ON DELETE CASCADE,
+    pattern  TEXT NOT NULL,
+    PRIMARY KEY (hook_seq, pattern)
+);
+-- Each event a hook's patterns match, from the event's transaction until it is delivered (then the row goes).
+-- next_attempt_at and attempts drive the retries (Unix seconds); the deliverer takes a hook's rows in seq
+-- order, so one hook's events arrive in order.
+CREATE TABLE IF NOT EXISTS webhook_outbox (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    hook_seq        INTEGER NOT NULL REFERENCES webhooks (seq) ON DELETE CASCADE,
+    event_seq       INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS webhook_outbox_by_hook ON webhook_outbox (hook_seq, seq);
+CREATE INDEX IF NOT EXISTS webhook_outbox_by_event ON webhook_outbox (event_seq);
+-- The last attempts of each hook (okr webhooks deliveries): status is the HTTP status, NULL when none came.
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    hook_seq     INTEGER NOT NULL REFERENCES webhooks (seq) ON DELETE CASCADE,
+    event_id     TEXT NOT NULL,
+    event_type   TEXT NOT NULL,
+    attempted_at TEXT NOT NULL,
+    status       INTEGER,
+    error        TEXT
+);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_by_hook ON webhook_deliveries (hook_seq, seq);
+
+-- Email. A password reset is a one-time link, valid for an hour, kept as its token's SHA-256 (one per user).
+CREATE TABLE IF NOT EXISTS password_resets (
+    user_id    TEXT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+    token_hash TEXT NOT NULL UNIQUE,
+    expires_at TEXT NOT NULL
+);
+-- The weekly emails sent (or being sent): one row per kind ("reminder", "digest"), recipient (a user's id,
+-- or a team's for a chat digest) and ISO week ("2026-W48"), claimed before sending so that no two processes
+-- send the same one.
+CREATE TABLE IF NOT EXISTS weekly_mail (
+    kind      TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    week      TEXT NOT NULL,
+    sent_at   TEXT NOT NULL,
+    PRIMARY KEY (kind, recipient, week)
+);

@@ -41,6 +41,22 @@ class Actor:
     read_only: bool = False
 
 
+OPEN_ACCESS = {"type": "system", "id": None, "name": "open access"}
+
+
+def event_actor(actor):
+    """How the activity feed names an actor (None: sign-in is off): a person, with the key they signed with
+    if any; a service key; or the system."""
+    if actor is None:
+        return OPEN_ACCESS
+    if actor.user_id is None:
+        return {"type": "key", "id": actor.credential, "name": actor.key_name}
+    named = {"type": "user", "id": actor.user_id, "name": actor.user_name}
+    if actor.credential is not None:
+        named["key"] = {"id": actor.credential, "name": actor.key_name}
+    return named
+
+
 def current_actor():
     """This request's actor: None when auth is off (or the request was not signed in)."""
     return g.get("actor")

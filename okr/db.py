@@ -321,7 +321,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def table_columns(db, table):
@@ -413,12 +413,20 @@ def add_dates_and_owners(db):
         db.execute("ALTER TABLE key_results ADD COLUMN owner_id TEXT REFERENCES users (id) ON DELETE SET NULL")
 
 
+def add_weekly_email_switch(db):
+    """Version 8, before schema.sql: each user may turn off the weekly emails (on by default). The activity,
+    comments, webhooks and email tables are schema.sql's."""
+    if "weekly_email" not in table_columns(db, "users"):
+        db.execute("ALTER TABLE users ADD COLUMN weekly_email INTEGER NOT NULL DEFAULT 1 "
+                   "CHECK (weekly_email IN (0, 1))")
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
 # Versions 3 and 5 added the web_secrets and web_sessions tables, which schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
-              6: add_people, 7: add_dates_and_owners}
+              6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch}
 FILLS = {2: record_first_checkins}
 
 
@@ -486,7 +494,7 @@ def schema_objects(db):
 # Kept from the new database rather than copied: a backup that chose the secret that signs session cookies
 # could sign a session for any key's credential, and a restore ends every session. An invitation used since
 # the backup must not open again, and the sign-in failures are only the last 15 minutes'.
-NOT_RESTORED = frozenset({"web_secrets", "web_sessions", "invitations", "sign_in_failures"})
+NOT_RESTORED = frozenset({"web_secrets", "web_sessions", "invitations", "sign_in_failures", "password_resets"})
 
 
 def copy_rows(source_path, target, check_foreign_keys):

@@ -9,13 +9,14 @@ import ipaddress
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from flask import current_app, request
+from flask import current_app, g, request
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound, RequestEntityTooLarge
 
-from .access import READ_METHODS, answers_as_api, is_loopback
+from .access import READ_METHODS, answers_as_api, event_actor, is_loopback
 from .api import auth
 from .api import errors as api_errors
 from .web import errors as page_errors
+from .store import events
 from .web import sessions
 
 
@@ -106,6 +107,19 @@ def refuse_encoded_slashes():
         raise NotFound()
 
 
+def act_for_the_request():
+    """Not a guard: every event this request's writes record names its actor (okr.store.events). While sign-in
+    is off, a command's own requests (okr demo's) keep the actor it names."""
+    actor = g.get("actor")
+    if actor is not None or events.ACTOR.get() is events.SYSTEM:
+        g.acting = events.ACTOR.set(event_actor(actor))
+
+
+def stop_acting(exception=None):
+    if "acting" in g:
+        events.ACTOR.reset(g.pop("acting"))
+
+
 GUARDS = (
     # Any path: a Host this server was not told to answer for (DNS rebinding) is a 421.
     refuse_unknown_hosts,
@@ -124,6 +138,8 @@ GUARDS = (
     # Pages: every form's POST carries its session's CSRF token; after the session, so that a signed-out
     # visitor is sent to sign in rather than told the form expired.
     sessions.require_csrf,
+    # Every request that got this far: the activity feed's events name its actor.
+    act_for_the_request,
 )
 
 
@@ -170,6 +186,7 @@ def answer_options_without_content(response):
 def init_app(app):
     for guard in GUARDS:
         app.before_request(guard)
+    app.teardown_request(stop_acting)
     app.register_error_handler(Exception, answer_failure)
     # After-request hooks run in the reverse order of registration: the headers go on last.
     app.after_request(add_security_headers)

@@ -41,10 +41,14 @@ def cycle_json(row):
     return {"id": row["id"], "name": row["name"], "created_at": row["created_at"]}
 
 
+def cycle_dates_json(row):
+    """A cycle with its dates, which the spec does not have (its events)."""
+    return {**cycle_json(row), "starts_on": row["starts_on"], "ends_on": row["ends_on"]}
+
+
 def cycle_details_json(row, today):
     """A cycle with what the spec does not have (reports, PATCH): its dates and state on the date today."""
-    return {**cycle_json(row), "starts_on": row["starts_on"], "ends_on": row["ends_on"],
-            "state": cycle_state(row["starts_on"], row["ends_on"], today)}
+    return {**cycle_dates_json(row), "state": cycle_state(row["starts_on"], row["ends_on"], today)}
 
 
 def key_result_details_json(row):
@@ -63,6 +67,22 @@ def user_json(row):
         "is_active": bool(row["is_active"]),
         "created_at": row["created_at"],
     }
+
+
+def user_role_json(row):
+    """A user with the role, which the spec does not have (its events, /v1/me)."""
+    return {**user_json(row), "role": row["role"]}
+
+
+def membership_json(team_id, user):
+    """A user's membership of a team (its events)."""
+    return {"team_id": team_id, "user_id": user["id"], "user_name": user["name"]}
+
+
+def key_json(row):
+    """An API key as its events show it: never its secret."""
+    return {"id": row["credential"], "name": row["name"], "read_only": bool(row["read_only"]),
+            "user_id": row["user_id"], "created_at": row["created_at"], "revoked_at": row["revoked_at"]}
 
 
 def checkin_json(row):

@@ -1,5 +1,8 @@
 """The admin commands, by topic: serve, users, keys, the database file (init-db, backup, restore), export and
 import, import from a Simple OKR API, and demo."""
+import functools
+
+from ..store import events
 from . import database, demo, keys, simpleokr, transfer, users
 
 # In the order `okr --help` lists them, after serve.
@@ -10,14 +13,29 @@ COMMANDS = (database.init_db_command, users.users_cli, keys.keys_cli, keys.auth_
 GLOBAL_OPTIONS_EPILOG = "Global options such as --database work here too: see okr --help."
 
 
-def all_commands(commands):
+def all_commands(commands, prefix="okr"):
+    """(command, its full name) of each command and subcommand."""
     for command in commands:
-        yield command
-        yield from all_commands(getattr(command, "commands", {}).values())
+        name = f"{prefix} {command.name}"
+        yield command, name
+        yield from all_commands(getattr(command, "commands", {}).values(), name)
 
 
-for _command in all_commands(COMMANDS):
+def acting_as_system(callback, name):
+    """The command's callback, its writes' events by the system actor named as the command ("okr import")."""
+
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        with events.acting_as(events.system(name)):
+            return callback(*args, **kwargs)
+
+    return run
+
+
+for _command, _name in all_commands(COMMANDS):
     _command.epilog = GLOBAL_OPTIONS_EPILOG
+    if _command.callback is not None:
+        _command.callback = acting_as_system(_command.callback, _name)
 
 
 def init_app(app):

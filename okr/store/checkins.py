@@ -1,10 +1,17 @@
 """Check-ins, a key result's history: every write that moves a key result records one here."""
 from ..db import new_id, utc_now
 from ..errors import Invalid, NotFound
+from ..records import checkin_json, key_result_details_json
+from . import events
+
+# What record() needs of a key result, as a RETURNING clause of a write of key_results: its team is its
+# objective's, for the activity feed.
+KEY_RESULT_PLACE = "(SELECT team_id FROM objectives o WHERE o.id = objective_id) AS team_id"
 
 
 def record(db, key_result, value, confidence, now, comment=None, author_id=None):
-    """Adds a check-in to a key result (its row, or what has its seq and id); returns the check-in as written."""
+    """Adds a check-in to a key result (its row, or what has its seq, id, cycle_id and team_id); returns the
+    check-in as written."""
     checkin = {
         "id": new_id(), "key_result_id": key_result["id"], "value": value, "confidence": confidence,
         "comment": comment, "author_id": author_id, "created_at": now,
@@ -14,6 +21,8 @@ def record(db, key_result, value, confidence, now, comment=None, author_id=None)
            VALUES (?, ?, ?, ?, ?, ?, ?)""",
         (checkin["id"], key_result["seq"], value, confidence, comment, author_id, now),
     )
+    events.record(db, "checkin", "created", checkin["id"], checkin_json(checkin), parent_id=key_result["id"],
+                  cycle_id=key_result["cycle_id"], team_id=key_result["team_id"])
     return checkin
 
 
@@ -21,18 +30,27 @@ def check_in(db, key_result_id, value, confidence=None, comment=None, author_id=
     """Records a check-in and moves its key result to it; confidence None keeps the key result's.
 
     The API and the pages both record check-ins here. NotFound for an unknown key result, Invalid
-    for an author who is not a user. The key result is not read first: its UPDATE returns what the
-    check-in needs, one statement fewer on the busiest write.
+    for an author who is not a user. The key result's change is an event of its own (key_result.updated),
+    before the check-in's.
     """
     if author_id is not None and db.execute("SELECT 1 FROM users WHERE id = ?", (author_id,)).fetchone() is None:
         raise Invalid({"author_id": "No user with this id exists."})
     now = utc_now()
-    key_result = db.execute(
-        """UPDATE key_results SET current_value = ?, confidence = coalesce(?, confidence), modified_at = ?,
-               revision = revision + 1
-           WHERE id = ? RETURNING seq, id, confidence""",
-        (value, confidence, now, key_result_id),
-    ).fetchone()
-    if key_result is None:
+    before = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
+    if before is None:
         raise NotFound("key result")
+    key_result = db.execute(
+        f"""UPDATE key_results SET current_value = ?, confidence = coalesce(?, confidence), modified_at = ?,
+               revision = revision + 1
+           WHERE seq = ? RETURNING *, {KEY_RESULT_PLACE}""",
+        (value, confidence, now, before["seq"]),
+    ).fetchone()
+    key_result_updated(db, before, key_result)
     return record(db, key_result, value, key_result["confidence"], now, comment, author_id)
+
+
+def key_result_updated(db, before, row):
+    """Records the event of a key result's update: row is it after (with its team_id), before its row before."""
+    events.record(db, "key_result", "updated", row["id"], key_result_details_json(row),
+                  before=key_result_details_json(before), parent_id=row["objective_id"], cycle_id=row["cycle_id"],
+                  team_id=row["team_id"])

@@ -15,9 +15,11 @@ def fetch(table, resource, db, row_id):
 
 
 def deleted_or_missing(resource, answer):
-    """NotFound unless a DELETE ... RETURNING answered a row."""
-    if answer.fetchone() is None:
+    """The row a DELETE ... RETURNING * answered; NotFound when there was none."""
+    row = answer.fetchone()
+    if row is None:
         raise NotFound(resource)
+    return row
 
 
 def create_group(table, db, name):
@@ -28,13 +30,12 @@ def create_group(table, db, name):
 
 
 def rename_group(table, resource, db, row_id, name):
-    """The cycle or team renamed (its revision moves on); NotFound when it does not exist."""
-    row = db.execute(
-        f"UPDATE {table} SET name = ?, revision = revision + 1 WHERE id = ? RETURNING *", (name, row_id)
-    ).fetchone()
-    if row is None:
-        raise NotFound(resource)
-    return row
+    """(before, after): the cycle or team before and after its renaming (its revision moves on); NotFound when
+    it does not exist."""
+    before = fetch(table, resource, db, row_id)
+    after = db.execute(f"UPDATE {table} SET name = ?, revision = revision + 1 WHERE id = ? RETURNING *",
+                       (name, row_id)).fetchone()
+    return before, after
 
 
 def count(db, sql, *params):

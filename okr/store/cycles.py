@@ -2,32 +2,45 @@
 from functools import partial
 
 from ..db import bulk_delete, new_id, utc_now
-from ..errors import NotFound
 from ..rules.schemas import DEFAULT_CONFIDENCE
+from ..records import cycle_dates_json, objective_json
+from . import events
 from .checkins import record
 from .common import count, deleted_or_missing, fetch, rename_group
+from .key_results import key_result_created
 
 get = partial(fetch, "cycles", "cycle")
-rename = partial(rename_group, "cycles", "cycle")
 
 
 def create(db, name, starts_on=None, ends_on=None):
     """A new cycle (its row), maybe with its dates (ISO dates, checked by CycleSchema)."""
-    return db.execute(
+    row = db.execute(
         "INSERT INTO cycles (id, name, created_at, starts_on, ends_on) VALUES (?, ?, ?, ?, ?) RETURNING *",
         (new_id(), name, utc_now(), starts_on, ends_on),
     ).fetchone()
+    events.record(db, "cycle", "created", row["id"], cycle_dates_json(row), cycle_id=row["id"])
+    return row
+
+
+def updated(db, before, row):
+    events.record(db, "cycle", "updated", row["id"], cycle_dates_json(row), before=cycle_dates_json(before),
+                  cycle_id=row["id"])
+    return row
+
+
+def rename(db, cycle_id, name):
+    """The cycle renamed (its row; its revision moves on); NotFound when it does not exist."""
+    return updated(db, *rename_group("cycles", "cycle", db, cycle_id, name))
 
 
 def update(db, cycle_id, values):
     """The cycle with a CycleUpdateSchema's name and dates (its revision moves on); NotFound when it does not exist."""
+    before = get(db, cycle_id)
     row = db.execute(
         "UPDATE cycles SET name = ?, starts_on = ?, ends_on = ?, revision = revision + 1 WHERE id = ? RETURNING *",
         (values["name"], values["starts_on"], values["ends_on"], cycle_id),
     ).fetchone()
-    if row is None:
-        raise NotFound("cycle")
-    return row
+    return updated(db, before, row)
 
 
 def doomed(db, cycle_id):
@@ -66,15 +79,20 @@ def copy(db, source_id, values, author_id=None):
     db.executemany("UPDATE objectives SET parent_objective_id = ? WHERE id = ?",
                    [(copies[row["parent_objective_id"]], copies[row["id"]])
                     for row in sources if row["parent_objective_id"] in copies])
+    for copied in db.execute("SELECT * FROM objectives WHERE cycle_id = ? ORDER BY seq", (cycle["id"],)).fetchall():
+        events.record(db, "objective", "created", copied["id"], objective_json(copied), cycle_id=cycle["id"],
+                      team_id=copied["team_id"])
     for row in db.execute("SELECT * FROM key_results WHERE cycle_id = ? ORDER BY seq", (source_id,)).fetchall():
         start = "0.00" if row["type"] == "milestone" else row["current_value"]
         copied = db.execute(
             """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,
                    target_value_min, target_value_max, created_at, modified_at, owner_id)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq, id""",
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+               RETURNING *, (SELECT team_id FROM objectives o WHERE o.id = objective_id) AS team_id""",
             (new_id(), copies[row["objective_id"]], cycle["id"], row["name"], row["type"], DEFAULT_CONFIDENCE,
              start, row["target_value_min"], row["target_value_max"], now, now, row["owner_id"]),
         ).fetchone()
+        key_result_created(db, copied)
         record(db, copied, start, DEFAULT_CONFIDENCE, now, author_id=author_id)
     return cycle
 
@@ -87,4 +105,6 @@ def delete(db, cycle_id):
         # Their check-ins go by cascade: a delete of its own would list 300,000 key
         # results in memory first, 2 MB more for 0.2 s less.
         db.execute("DELETE FROM key_results WHERE cycle_id = ?", (cycle_id,))
-        deleted_or_missing("cycle", db.execute("DELETE FROM cycles WHERE id = ? RETURNING id", (cycle_id,)))
+        row = deleted_or_missing("cycle", db.execute("DELETE FROM cycles WHERE id = ? RETURNING *", (cycle_id,)))
+    # One event for the cycle and everything that went with it.
+    events.record(db, "cycle", "deleted", cycle_id, cycle_dates_json(row), cycle_id=cycle_id)

@@ -4,7 +4,9 @@ from functools import partial
 
 from ..db import new_id, utc_now
 from ..errors import Invalid
-from .checkins import record
+from ..records import key_result_details_json
+from . import events
+from .checkins import KEY_RESULT_PLACE, key_result_updated, record
 from .common import count, deleted_or_missing, fetch
 
 get = partial(fetch, "key_results", "key result")
@@ -25,13 +27,20 @@ def create(db, objective, values, author_id=None):
     row = db.execute(
         """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence,
                current_value, target_value_min, target_value_max, created_at, modified_at, owner_id)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *, ? AS team_id""",
         (new_id(), objective["id"], objective["cycle_id"], values["name"], values["type"],
          values["confidence"], values["current_value"], values["target_value_min"],
-         values["target_value_max"], now, now, values.get("owner_id")),
+         values["target_value_max"], now, now, values.get("owner_id"), objective["team_id"]),
     ).fetchone()
+    key_result_created(db, row)
     record(db, row, row["current_value"], row["confidence"], now, author_id=author_id)
     return row
+
+
+def key_result_created(db, row):
+    """Records the event of a new key result (its row, with its team_id)."""
+    events.record(db, "key_result", "created", row["id"], key_result_details_json(row), parent_id=row["objective_id"],
+                  cycle_id=row["cycle_id"], team_id=row["team_id"])
 
 
 def replace(db, stored, values, author_id=None):
@@ -40,16 +49,17 @@ def replace(db, stored, values, author_id=None):
     check_owner(db, values)
     now = utc_now()
     row = db.execute(
-        """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
+        f"""UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
                target_value_min = ?, target_value_max = ?, modified_at = ?, revision = revision + 1,
                owner_id = CASE WHEN ? THEN ? ELSE owner_id END
-           WHERE id = ? RETURNING *""",
+           WHERE id = ? RETURNING *, {KEY_RESULT_PLACE}""",
         (values["name"], values["type"], values["confidence"], values["current_value"],
          values["target_value_min"], values["target_value_max"], now, "owner_id" in values,
          values.get("owner_id"), stored["id"]),
     ).fetchone()
     if row is None:
         return get(db, stored["id"])
+    key_result_updated(db, stored, row)
     if moved(stored, row):
         record(db, row, row["current_value"], row["confidence"], now, author_id=author_id)
     return row
@@ -68,5 +78,7 @@ def doomed(db, key_result_id):
 
 def delete(db, key_result_id):
     """Deletes a key result and its check-ins."""
-    deleted_or_missing("key result", db.execute("DELETE FROM key_results WHERE id = ? RETURNING id",
-                                                (key_result_id,)))
+    row = deleted_or_missing("key result", db.execute(
+        f"DELETE FROM key_results WHERE id = ? RETURNING *, {KEY_RESULT_PLACE}", (key_result_id,)))
+    events.record(db, "key_result", "deleted", key_result_id, key_result_details_json(row),
+                  parent_id=row["objective_id"], cycle_id=row["cycle_id"], team_id=row["team_id"])

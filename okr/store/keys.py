@@ -6,15 +6,19 @@ import secrets
 
 from ..db import utc_now
 from ..errors import NotFound
+from ..records import key_json
+from . import events
 
 
 def create(db, name, read_only=False, user_id=None):
     """A new key's credential and secret; the secret is the caller's to show once."""
     credential, secret = secrets.token_hex(12), secrets.token_urlsafe(32)
-    db.execute(
-        "INSERT INTO api_keys (credential, secret, name, created_at, read_only, user_id) VALUES (?, ?, ?, ?, ?, ?)",
+    row = db.execute(
+        "INSERT INTO api_keys (credential, secret, name, created_at, read_only, user_id) VALUES (?, ?, ?, ?, ?, ?)"
+        " RETURNING *",
         (credential, secret, name, utc_now(), int(read_only), user_id),
-    )
+    ).fetchone()
+    events.record(db, "key", "created", credential, key_json(row))
     return credential, secret
 
 
@@ -32,12 +36,14 @@ def find_live(db, credential):
 
 def revoke(db, credential):
     """The time the key was revoked (now, or earlier if it already was); NotFound for an unknown credential."""
-    row = db.execute(
-        "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE credential = ? RETURNING revoked_at",
-        (utc_now(), credential),
-    ).fetchone()
-    if row is None:
+    before = db.execute("SELECT * FROM api_keys WHERE credential = ?", (credential,)).fetchone()
+    if before is None:
         raise NotFound("API key")
+    if before["revoked_at"] is not None:
+        return before["revoked_at"]
+    row = db.execute("UPDATE api_keys SET revoked_at = ? WHERE seq = ? RETURNING *",
+                     (utc_now(), before["seq"])).fetchone()
+    events.record(db, "key", "updated", credential, key_json(row), before=key_json(before))
     return row["revoked_at"]
 
 

@@ -4,6 +4,8 @@ from functools import partial
 
 from ..db import new_id, utc_now
 from ..errors import Invalid
+from ..records import objective_json
+from . import events
 from .common import count, deleted_or_missing, fetch
 
 get = partial(fetch, "objectives", "objective")
@@ -62,12 +64,15 @@ def create(db, values):
         # look up which. (A new objective cannot close a loop.)
         check_references(db, values)
         raise
+    events.record(db, "objective", "created", row["id"], objective_json(row), cycle_id=row["cycle_id"],
+                  team_id=row["team_id"])
     return row
 
 
 def replace(db, objective_id, values):
     """The objective with an ObjectiveUpdateSchema's values, once its references check out; its revision moves on."""
     check_references(db, values, objective_id)
+    before = get(db, objective_id)
     row = db.execute(
         """UPDATE objectives SET name = ?, description = ?, is_company = ?, is_personal = ?,
                cycle_id = ?, team_id = ?, assignee_id = ?, parent_objective_id = ?, modified_at = ?,
@@ -77,7 +82,9 @@ def replace(db, objective_id, values):
          values["cycle_id"], values["team_id"], values["assignee_id"], values["parent_objective_id"],
          utc_now(), objective_id),
     ).fetchone()
-    return row or get(db, objective_id)
+    events.record(db, "objective", "updated", objective_id, objective_json(row), before=objective_json(before),
+                  cycle_id=row["cycle_id"], team_id=row["team_id"])
+    return row
 
 
 def doomed(db, objective_id):
@@ -93,4 +100,7 @@ def doomed(db, objective_id):
 
 def delete(db, objective_id):
     """Deletes an objective and its key results; its children lose their parent."""
-    deleted_or_missing("objective", db.execute("DELETE FROM objectives WHERE id = ? RETURNING id", (objective_id,)))
+    row = deleted_or_missing("objective", db.execute("DELETE FROM objectives WHERE id = ? RETURNING *",
+                                                     (objective_id,)))
+    events.record(db, "objective", "deleted", objective_id, objective_json(row), cycle_id=row["cycle_id"],
+                  team_id=row["team_id"])

@@ -2,15 +2,18 @@
 (the foreign keys cascade)."""
 from ..db import utc_now
 from ..errors import NotFound
-from . import teams, users
+from ..records import membership_json
+from . import events, teams, users
 
 
 def add(db, team_id, user_id):
     """The user (its row), now a member of the team (it may have been already); NotFound for either."""
     teams.get(db, team_id)
     user = users.get(db, user_id)
-    db.execute("INSERT OR IGNORE INTO team_members (team_id, user_id, joined_at) VALUES (?, ?, ?)",
-               (team_id, user_id, utc_now()))
+    added = db.execute("INSERT OR IGNORE INTO team_members (team_id, user_id, joined_at) VALUES (?, ?, ?)",
+                       (team_id, user_id, utc_now())).rowcount
+    if added:
+        events.record(db, "team", "member_added", team_id, membership_json(team_id, user), team_id=team_id)
     return user
 
 
@@ -20,3 +23,5 @@ def remove(db, team_id, user_id):
     if db.execute("DELETE FROM team_members WHERE team_id = ? AND user_id = ? RETURNING seq",
                   (team_id, user_id)).fetchone() is None:
         raise NotFound("team member")
+    events.record(db, "team", "member_removed", team_id, membership_json(team_id, users.get(db, user_id)),
+                  team_id=team_id)

@@ -1,16 +1,31 @@
 """Teams."""
 from functools import partial
 
+from ..records import team_json
+from . import events
 from .common import count, create_group, deleted_or_missing, fetch, rename_group
 
 get = partial(fetch, "teams", "team")
-create = partial(create_group, "teams")
-rename = partial(rename_group, "teams", "team")
+
+
+def create(db, name):
+    """A new team (its row)."""
+    row = create_group("teams", db, name)
+    events.record(db, "team", "created", row["id"], team_json(row), team_id=row["id"])
+    return row
+
+
+def rename(db, team_id, name):
+    """The team renamed (its row; its revision moves on); NotFound when it does not exist."""
+    before, row = rename_group("teams", "team", db, team_id, name)
+    events.record(db, "team", "updated", team_id, team_json(row), before=team_json(before), team_id=team_id)
+    return row
 
 
 def delete(db, team_id):
     """Deletes a team; its objectives stay, with team_id null."""
-    deleted_or_missing("team", db.execute("DELETE FROM teams WHERE id = ? RETURNING id", (team_id,)))
+    row = deleted_or_missing("team", db.execute("DELETE FROM teams WHERE id = ? RETURNING *", (team_id,)))
+    events.record(db, "team", "deleted", team_id, team_json(row), team_id=team_id)
 
 
 def doomed(db, team_id):

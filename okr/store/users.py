@@ -9,7 +9,8 @@ from functools import partial
 from ..db import new_id, utc_now
 from ..emails import email_key
 from ..errors import Conflict, NotFound
-from . import web_sessions
+from ..records import user_role_json
+from . import events, web_sessions
 from .common import fetch
 
 get = partial(fetch, "users", "user")
@@ -23,13 +24,21 @@ def taken(email):
 def create(db, name, email, role="editor"):
     """A new active user, without a password; Conflict when the email is another user's."""
     try:
-        return db.execute(
+        row = db.execute(
             "INSERT INTO users (id, name, email, email_key, is_active, created_at, role) VALUES (?, ?, ?, ?, 1, ?, ?)"
             " RETURNING *",
             (new_id(), name, email, email_key(email), utc_now(), role),
         ).fetchone()
     except sqlite3.IntegrityError:
         raise taken(email) from None
+    events.record(db, "user", "created", row["id"], user_role_json(row))
+    return row
+
+
+def updated(db, before, row):
+    """Records the event of a user's update (before and row: its rows); row."""
+    events.record(db, "user", "updated", row["id"], user_role_json(row), before=user_role_json(before))
+    return row
 
 
 def find_by_email(db, email):
@@ -44,12 +53,13 @@ def find_by_email(db, email):
 def update(db, user, name, email):
     """The user (its row) with this name and email; Conflict when the email is another user's."""
     try:
-        return db.execute(
+        row = db.execute(
             "UPDATE users SET name = ?, email = ?, email_key = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
             (name, email, email_key(email), user["seq"]),
         ).fetchone()
     except sqlite3.IntegrityError:
         raise taken(email) from None
+    return updated(db, user, row)
 
 
 def found(db, email):
@@ -69,15 +79,15 @@ def set_active(db, user, active):
                      (int(active), user["seq"])).fetchone()
     if not active:
         web_sessions.end_users(db, user["id"])
-    return row
+    return updated(db, user, row)
 
 
 def set_role(db, user, role):
     """The user (its row) given a role (admin, editor or viewer); Conflict for the last active admin."""
     if role != "admin":
         keep_an_admin(db, user)
-    return db.execute("UPDATE users SET role = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
-                      (role, user["seq"])).fetchone()
+    return updated(db, user, db.execute("UPDATE users SET role = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
+                                        (role, user["seq"])).fetchone())
 
 
 def keep_an_admin(db, user):

@@ -1,0 +1,97 @@
+"""The activity feed: every write of okr.store records its event here, in the caller's transaction.
+
+So a change is never committed without its event, and an event is never kept for a change that rolled back,
+whichever interface made it (the API, the pages, the commands, the importers, the demo). Each event is also
+put in the outbox of every webhook whose patterns match its type, in the same transaction.
+
+Who acts is ACTOR, set for each request by okr.pipeline (the person signed in, or the API key) and for each
+command by okr.cli; writes outside both are the system's.
+"""
+import json
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import datetime, timedelta, timezone
+
+from ..db import new_id, utc_now
+
+
+def system(name):
+    """The actor of a change nobody signed in made: a command ("okr import"), or a request while sign-in is
+    off ("open access")."""
+    return {"type": "system", "id": None, "name": name}
+
+
+SYSTEM = system("okr")
+ACTOR = ContextVar("actor", default=SYSTEM)
+
+
+@contextmanager
+def acting_as(actor):
+    """Every event recorded inside is actor's (a dict as current_actor answers)."""
+    token = ACTOR.set(actor)
+    try:
+        yield
+    finally:
+        ACTOR.reset(token)
+
+
+def person_of(actor):
+    """The user behind an actor: a user's own id, a user's key's user, None for a service key or the system."""
+    return actor["id"] if actor["type"] == "user" else None
+
+
+def changes(before, after):
+    """{field: [before, after]} of each field of two JSON shapes of one resource that differs."""
+    return {field: [before.get(field), value] for field, value in after.items() if before.get(field) != value}
+
+
+def dumps(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+ENQUEUE = """INSERT INTO webhook_outbox (hook_seq, event_seq)
+    SELECT DISTINCT hook_seq, ? FROM webhook_patterns WHERE ? GLOB pattern"""
+
+
+def record(db, kind, action, resource_id, data, before=None, parent_id=None, cycle_id=None, team_id=None):
+    """Records the event "<kind>.<action>" (e.g. objective.updated) of resource kind with resource_id: data is
+    the resource as the API shows it, after the change (before it, for a delete); before, given for an update,
+    makes the event's changes. parent_id, cycle_id and team_id place it (see schema.sql). Returns its seq."""
+    actor = ACTOR.get()
+    event_type = f"{kind}.{action}"
+    seq = db.execute(
+        """INSERT INTO events (id, type, created_at, actor, person_id, resource_type, resource_id, parent_id,
+               cycle_id, team_id, data, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (new_id(), event_type, utc_now(), dumps(actor), person_of(actor), kind, resource_id, parent_id, cycle_id,
+         team_id, dumps(data), None if before is None else dumps(changes(before, data))),
+    ).lastrowid
+    db.execute(ENQUEUE, (seq, event_type))
+    return seq
+
+
+def event_json(row):
+    """An event as GET /v1/events shows it."""
+    event = {
+        "id": row["id"],
+        "type": row["type"],
+        "created_at": row["created_at"],
+        "actor": json.loads(row["actor"]),
+        "resource": {"type": row["resource_type"], "id": row["resource_id"]},
+        "data": json.loads(row["data"]),
+    }
+    if row["changes"] is not None:
+        event["changes"] = json.loads(row["changes"])
+    return event
+
+
+DEFAULT_RETENTION_DAYS = 400
+
+
+def prune(db, retention_days, now=None):
+    """Deletes the events older than retention_days but those still waiting in a webhook's outbox; how many."""
+    moment = now or datetime.now(timezone.utc)
+    cutoff = (moment - timedelta(days=retention_days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return db.execute(
+        """DELETE FROM events WHERE created_at < ?
+               AND NOT EXISTS (SELECT 1 FROM webhook_outbox o WHERE o.event_seq = events.seq)""",
+        (cutoff,)).rowcount
