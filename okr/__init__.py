@@ -14,7 +14,7 @@ def schema_path():
 def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
     names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG",
-             "SECURE_COOKIES")
+             "SECURE_COOKIES", "EVENT_RETENTION_DAYS")
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
     if os.environ.get("OKR_ALLOWED_HOSTS"):
         settings["ALLOWED_HOSTS"] = [name for name in os.environ["OKR_ALLOWED_HOSTS"].split(",") if name.strip()]
@@ -36,6 +36,8 @@ def create_app(test_config=None):
         CPU="auto",
         CONNECTION_LIMIT=1000,
         CHANNEL_TIMEOUT=30,
+        # Events older than this many days are pruned by the server (okr/cli/background.py).
+        EVENT_RETENTION_DAYS=400,
         # One line per request in the server's log; `okr serve` adds it, never the app itself.
         ACCESS_LOG=True,
         BUSY_TIMEOUT_MS=5000,

@@ -23,6 +23,7 @@ from ..db import connect, init_db, table_columns
 from ..scratch import remove_leftovers
 from ..store import keys
 from ..switches import switch
+from .background import run_beside, stop_background
 from .serving_lock import hold_shared
 
 logger = logging.getLogger("okr")
@@ -285,6 +286,7 @@ def run_server(app, args):
     positive_int(app, "THREADS", 1, 256)
     positive_int(app, "CONNECTION_LIMIT", 1, 100_000)
     positive_int(app, "CHANNEL_TIMEOUT", 1, 86_400)
+    positive_int(app, "EVENT_RETENTION_DAYS", 1, 100_000)
     try:
         access_log_on(app.config)
         placement = place_on_cpus(app.config["CPU"])
@@ -323,6 +325,8 @@ def run_server(app, args):
                        "them %s; create a key with okr keys create --name NAME, or invite someone with "
                        "okr users invite EMAIL", reach)
     logger.info("serving %s with %s threads", placement, app.config["THREADS"])
+    # Webhooks, mail and pruning, in a process of their own (okr/cli/background.py).
+    atexit.register(stop_background, run_beside(app))
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     server.print_listen("listening on http://{}:{}")
     server.run()
