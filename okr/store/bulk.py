@@ -13,6 +13,9 @@ stored row keeps its value.
 from functools import cache
 
 from ..emails import email_key
+from ..records import (checkin_json, cycle_dates_json, key_json, key_result_details_json, membership_json,
+                       objective_json, team_json, user_role_json)
+from . import events
 
 # The fields of a whole row of each table, in the order the writes below take them (the okr-export
 # format's records have them in this order too). A key result's cycle is its objective's; a check-in
@@ -109,19 +112,76 @@ def write_parameters(name, values):
 ADD_CHECKINS = {False: ADD_CHECKIN.format(unless=""), True: ADD_CHECKIN.format(unless=UNLESS_RECORDED)}
 
 
-def write_row(db, name, values):
+# Each table's row as its events show it, and where they place it: (kind, the SELECT of a row by seq or by
+# its key, the JSON of the row, its event's place: {"parent_id", "cycle_id", "team_id": column}). A team
+# member's events are its team's (team.member_added).
+KEY_RESULT_ROW = "SELECT k.*, (SELECT team_id FROM objectives o WHERE o.id = k.objective_id) AS team_id FROM key_results k"
+EVENTS = {
+    "users": ("user", "SELECT * FROM users", user_role_json, {}),
+    "teams": ("team", "SELECT * FROM teams", team_json, {"team_id": "id"}),
+    "team_members": ("team", "SELECT m.team_id, u.id, u.name FROM team_members m JOIN users u ON u.id = m.user_id",
+                     lambda row: membership_json(row["team_id"], row), {"team_id": "team_id"}),
+    "cycles": ("cycle", "SELECT * FROM cycles", cycle_dates_json, {"cycle_id": "id"}),
+    "objectives": ("objective", "SELECT * FROM objectives", objective_json,
+                   {"cycle_id": "cycle_id", "team_id": "team_id"}),
+    "key_results": ("key_result", KEY_RESULT_ROW, key_result_details_json,
+                    {"parent_id": "objective_id", "cycle_id": "cycle_id", "team_id": "team_id"}),
+    "api_keys": ("key", "SELECT * FROM api_keys", key_json, {}),
+}
+SEQ_COLUMN = {"team_members": "m.seq", "key_results": "k.seq"}
+KEY_COLUMN = {"api_keys": "credential", "key_results": "k.id"}
+
+
+def stored_row(db, name, values):
+    """The stored row with the key values name, as EVENTS shows it, or None."""
+    select = EVENTS[name][1]
+    if name == "team_members":
+        return db.execute(f"{select} WHERE m.team_id = ? AND m.user_id = ?", values[:2]).fetchone()
+    key = KEY_COLUMN.get(name, "id")
+    return db.execute(f"{select} WHERE {key} = ?", (values[FIELDS[name].index(key.split('.')[-1])],)).fetchone()
+
+
+def record_written(db, name, seq, before):
+    """Records the event of the row of table name with this seq, just written: created when before (its row
+    before the write) is None, else updated."""
+    kind, select, shown, place = EVENTS[name]
+    row = db.execute(f"{select} WHERE {SEQ_COLUMN.get(name, 'seq')} = ?", (seq,)).fetchone()
+    data = shown(row)
+    action = "member_added" if name == "team_members" else "created" if before is None else "updated"
+    events.record(db, kind, action, data["team_id"] if name == "team_members" else data["id"], data,
+                  before=None if before is None else shown(before),
+                  **{field: row[column] for field, column in place.items()})
+
+
+def write_row(db, name, values, new=False):
     """Adds the row of table name (values in FIELDS[name] order), or updates the stored one with its id
-    when anything but created_at differs (a team member: adds it unless stored); the row's seq when written,
-    None when it was left as it was."""
+    when anything but created_at differs (a team member: adds it unless stored), with its event; the row's
+    seq when written, None when it was left as it was. new: the caller knows no row with its id is stored
+    (an import into an empty database), which saves reading it first."""
+    before = None if new else stored_row(db, name, values)
     parameters, omitted = write_parameters(name, values)
     answer = db.execute(write_statement(name, omitted), parameters).fetchone()
-    return None if answer is None else answer[0]
+    if answer is None:
+        return None
+    record_written(db, name, answer[0], before)
+    return answer[0]
+
+
+CHECKIN_ROW = """SELECT c.*, k.id AS key_result_id, k.cycle_id,
+    (SELECT team_id FROM objectives o WHERE o.id = k.objective_id) AS team_id
+    FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq WHERE c.seq = ?"""
 
 
 def add_checkin(db, checkin, skip_recorded=False):
-    """Adds a check-in (a dict of FIELDS["checkins"]) to the key result it names; with skip_recorded, not
-    when one with its id is already recorded there. Its seq, or None when it was not added."""
+    """Adds a check-in (a dict of FIELDS["checkins"]) to the key result it names, with its event; with
+    skip_recorded, not when one with its id is already recorded there. Its seq, or None when it was not
+    added."""
     parameters = (checkin["id"], checkin["value"], checkin["confidence"], checkin["comment"], checkin["author_id"],
                   checkin["created_at"], checkin["key_result_id"])
     answer = db.execute(ADD_CHECKINS[skip_recorded], parameters + ((checkin["id"],) if skip_recorded else ())).fetchone()
-    return None if answer is None else answer[0]
+    if answer is None:
+        return None
+    row = db.execute(CHECKIN_ROW, (answer[0],)).fetchone()
+    events.record(db, "checkin", "created", row["id"], checkin_json(row), parent_id=row["key_result_id"],
+                  cycle_id=row["cycle_id"], team_id=row["team_id"])
+    return answer[0]

@@ -211,7 +211,7 @@ def import_file(db, path, merge=False, include_keys=False):
                 if name == "checkins":
                     seq = bulk.add_checkin(db, dict(zip(FIELDS[name], values)), skip_recorded=merge)
                 else:
-                    seq = bulk.write_row(db, name, values)
+                    seq = bulk.write_row(db, name, values, new=not merge)
             except sqlite3.IntegrityError as error:
                 raise Refusal(f"{name}[{index}]: the database refuses it: {error}") from None
             outcome = "unchanged" if seq is None else "added" if seq > newest[name] else "updated"
