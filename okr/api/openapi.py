@@ -138,6 +138,40 @@ class Checkin(Schema):
     created_at = timestamp_field()
 
 
+# What an event names a resource or an actor by: a UUID, or an API key's credential (any text up to 200).
+RESOURCE_ID = "^[^\\u0000-\\u001f]{1,200}$"
+
+
+class EventActor(Schema):
+    type = fields.String(required=True, metadata={"enum": ["user", "key", "system"]})
+    id = fields.String(required=True, allow_none=True, metadata={
+        "pattern": RESOURCE_ID, "description": "A user's id, an API key's credential; null for the system."})
+    name = fields.String(required=True, allow_none=True)
+    key = fields.Dict(metadata={"description": "A person acting through their own API key: the key's id "
+                                               "(credential) and name."})
+
+
+class EventResource(Schema):
+    type = fields.String(required=True, metadata={"example": "objective"})
+    id = fields.String(required=True, metadata={"pattern": RESOURCE_ID,
+                                                "description": "Its id; an API key's is its credential."})
+
+
+class Event(Schema):
+    id = uuid_field()
+    type = fields.String(required=True, metadata={
+        "example": "objective.updated",
+        "description": "<resource>.created, .updated or .deleted (cycle, team, objective, key_result, checkin, "
+                       "comment, user, key), or team.member_added and team.member_removed."})
+    created_at = timestamp_field()
+    actor = fields.Nested(EventActor, required=True)
+    resource = fields.Nested(EventResource, required=True)
+    data = fields.Dict(required=True, metadata={
+        "description": "The resource as the API shows it after the change; before it, for a delete."})
+    changes = fields.Dict(metadata={"description": "Updates only: {field: [before, after]} of each field that "
+                                                   "changed."})
+
+
 def page_of(name, item):
     return type(f"{item.__name__}Page", (Schema,), {
         "next_page_token": fields.String(required=True, allow_none=True, metadata={"pattern": PAGE_TOKEN}),
@@ -151,6 +185,7 @@ CyclePage = page_of("cycles", Cycle)
 TeamPage = page_of("teams", Team)
 UserPage = page_of("users", User)
 CheckinPage = page_of("checkins", Checkin)
+EventPage = page_of("events", Event)
 
 
 def progress_field():
@@ -313,6 +348,8 @@ OPERATIONS = [
     ("/v1/users", "get", "List users", None, UserPage, LIST),
     ("/v1/users/{user_id}", "get", "Get a user", None, User, ()),
     ("/v1/me", "get", "Who signs this request: its user, role and API key", None, Me, ()),
+    ("/v1/events", "get", "List the activity feed: every change, oldest first", None, EventPage,
+     ("type", "resource_id", "cycle_id", "after", *LIST)),
     ("/v1/openapi.json", "get", "This document", None, None, ()),
     ("/healthz", "get", "Health check for process supervisors", None, Health, ()),
     ("/", "get", "Index: the service's name and version, and links to this document and /healthz",
@@ -347,6 +384,21 @@ QUERY_PARAMETERS = {
              "schema": {"type": "string", "enum": list(schemas.KEY_RESULT_TYPES)}},
 }
 
+# Where an operation's query parameter means something else than QUERY_PARAMETERS says.
+PATH_QUERY_PARAMETERS = {
+    ("/v1/events", "type"): {"description": "Only events whose type begins with this, e.g. objective. or "
+                                            "checkin.created.",
+                             "schema": {"type": "string", "pattern": "^[a-z_]+(\\.[a-z_]*)?$"}},
+    ("/v1/events", "cycle_id"): {"description": "Only events of this cycle and what it holds (a deleted cycle's "
+                                                "too).", "schema": {"type": "string", "pattern": UUID}},
+    ("/v1/events", "resource_id"): {"description": "Only events of this resource (a UUID, or an API key's "
+                                                   "credential).",
+                                    "schema": {"type": "string", "pattern": RESOURCE_ID}},
+    ("/v1/events", "after"): {"description": "Only events after the one with this id, to resume from a known "
+                                             "event; a 404 when it is no longer kept (pruned).",
+                              "schema": {"type": "string", "pattern": UUID}},
+}
+
 # Said of one operation beyond its summary.
 DESCRIPTIONS = {
     ("/v1/cycles", "post"):
@@ -366,6 +418,11 @@ DESCRIPTIONS = {
     ("/v1/cycles/{cycle_id}/report.csv", "get"):
         "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
         "the report's figures.",
+    ("/v1/events", "get"):
+        "Each create, update and delete of a cycle, team, membership, objective, key result, check-in, comment, "
+        "user or API key, whatever made it (the API, the dashboard, a command, an import), written in the "
+        "change's own transaction. Viewers may read it. Events older than the server's retention period "
+        "(400 days unless set otherwise) are pruned.",
     ("/v1/me", "get"):
         "The user (as GET /v1/users/{user_id} gives it), role and API key the request is signed with. A service "
         "key (one made without a user) has user and role null. While auth is off (open mode: no API key was ever "
@@ -401,6 +458,7 @@ ERRORS = {
 }
 # Where a code means something else than ERRORS says, and carries no header.
 PATH_ERRORS = {
+    ("/v1/events", 404): "after names no event the service keeps: none had that id, or it was pruned",
     ("/healthz", 503): "The database file is missing or does not answer a query; details.database says why",
     ("/v1/keyresults/{key_result_id}/checkins", 403):
         "Signed with a read-only API key or a viewer's key; or a user's key naming another author_id; or a write "
@@ -454,8 +512,10 @@ def error_codes(path, method, body, parameters):
         codes.append(507)  # any write may find the disk full
     if body or parameters:
         codes.append(400)
-    if "{" in path or "cycle_id" in parameters:
+    if "{" in path or "cycle_id" in parameters and (path, "cycle_id") not in PATH_QUERY_PARAMETERS:
         codes.append(404)
+    if "after" in parameters:
+        codes.append(404)  # after names no event kept
     if condition(path, method) == "If-Match":
         codes.append(412)
     codes.append(413)  # any request that declares a body over the limit
@@ -484,7 +544,9 @@ def operation(path, method, summary, body, response, parameters):
         spec["requestBody"] = {"required": required, "content": {media: {"schema": body} for media in media_types}}
         if method in REQUEST_DESCRIPTIONS:
             spec["requestBody"]["description"] = REQUEST_DESCRIPTIONS[method]
-    spec["parameters"] = [{"in": "query", "name": name, **QUERY_PARAMETERS[name]} for name in parameters]
+    spec["parameters"] = [{"in": "query", "name": name,
+                           **PATH_QUERY_PARAMETERS.get((path, name), QUERY_PARAMETERS.get(name))}
+                          for name in parameters]
     header = condition(path, method)
     if header:
         spec["parameters"].append({"in": "header", "name": header, "description": CONDITIONS[header],
@@ -560,7 +622,9 @@ def split_by_type(components, name, request):
 
 def id_patterns(components):
     """Every id, and every *_id, that a body carries is a lowercase UUID, as the service writes them."""
-    for component in components.values():
+    for component_name, component in components.items():
+        if component_name in ("EventActor", "EventResource"):
+            continue  # an event may name an API key, by its credential
         for name, described in component.get("properties", {}).items():
             if name == "id" or name.endswith("_id"):
                 described.update(format="uuid", pattern=UUID)

@@ -225,6 +225,10 @@ def make_consistent(case, app):
         query["page_token"] = encode_token(chance.randrange(0, 10**6))
     if "cycle_id" in query and chance.random() < 0.7:
         query["cycle_id"] = a_cycle(app)
+    if "after" in query and chance.random() < 0.7:
+        query["after"] = existing_id(app, "events") or query["after"]  # else always the 400 of an unknown event
+    if "resource_id" in query and chance.random() < 0.5:
+        query["resource_id"] = existing_id(app, "objectives") or query["resource_id"]
     for name in ("team_id", "assignee_id", "parent_objective_id"):
         if name in query and query[name] != "none" and chance.random() < 0.5:
             query[name] = existing_id(app, REFERENCES[name]) or query[name]  # filters that match rows
@@ -290,3 +294,4 @@ def test_the_fuzzer_reaches_every_documented_operation(api_schema, app):
     assert ("POST", "/v1/keyresults/{key_result_id}/checkins") in fuzzed
     assert {("GET", "/v1/me"), ("GET", "/v1/teams/{team_id}/members"), ("PUT", MEMBER), ("DELETE", MEMBER)} <= fuzzed
     assert {("PATCH", "/v1/cycles/{cycle_id}"), ("GET", "/v1/cycles/{cycle_id}/report.csv")} <= fuzzed
+    assert ("GET", "/v1/events") in fuzzed
