@@ -104,6 +104,7 @@ def test_patch_changes_the_body_as_a_merge_patch_and_moves_the_etag(client, obje
     assert changed.get_json() == {**comment, "body": "second", "modified_at": "2026-03-01T11:00:00Z"}
     assert changed.headers["ETag"] == client.get(path).headers["ETag"] != tag
     assert_error(client.patch(path, json={"body": "third"}, headers={"If-Match": tag}), 412)
+    assert_error(client.delete(path, headers={"If-Match": tag}), 412)
     # what was fetched may be sent back whole: the read-only fields are ignored
     back = client.patch(path, json={**changed.get_json(), "body": "third", "author_id": None, "id": "x"})
     assert back.status_code == 200 and back.get_json()["id"] == comment["id"]
