@@ -58,7 +58,8 @@ def bodies(world):
         "/v1/keyresults/{key_result_id}/checkins": {"value": "3"},
         "/v1/cycles": {"name": "c"}, "/v1/cycles/{cycle_id}": {"name": "c"},
         "/v1/teams": {"name": "t"}, "/v1/teams/{team_id}": {"name": "t"},
-        "/v1/objectives/{objective_id}/comments": {"body": "c"}, "/v1/keyresults/{key_result_id}/comments": {"body": "c"},
+        "/v1/objectives/{objective_id}/comments": {"body": "c"},
+        "/v1/keyresults/{key_result_id}/comments": {"body": "c"},
         "/v1/comments/{comment_id}": {"body": "c"},
     }
 

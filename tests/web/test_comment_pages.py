@@ -31,7 +31,8 @@ def comment(client, page, body, token=None):
 def stored(app):
     """The comments as stored: (id, body, objective_id, key_result_id, author_id), oldest first."""
     with closing(sqlite3.connect(app.config["DATABASE"])) as db:
-        return db.execute("SELECT id, body, objective_id, key_result_id, author_id FROM comments ORDER BY seq").fetchall()
+        return db.execute(
+            "SELECT id, body, objective_id, key_result_id, author_id FROM comments ORDER BY seq").fetchall()
 
 
 def comments_section(page):
@@ -186,7 +187,8 @@ def test_a_save_over_someone_elses_change_is_a_conflict(app, client, objective):
     assert comment(client, page, "first").status_code == 303
     (row,) = stored(app)
     mine = edit_form(client, row[0])
-    assert client.post(f"/comments/{row[0]}/edit", data={**edit_form(client, row[0]), "body": "theirs"}).status_code == 303
+    theirs = {**edit_form(client, row[0]), "body": "theirs"}
+    assert client.post(f"/comments/{row[0]}/edit", data=theirs).status_code == 303
     conflict = client.post(f"/comments/{row[0]}/edit", data={**mine, "body": "mine"})
     assert conflict.status_code == 409 and "Someone else changed the comment" in conflict.text
     assert stored(app)[0][1] == "theirs"
