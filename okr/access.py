@@ -8,8 +8,9 @@ Once it is on, every request has an Actor: the person signed in (a password sess
 or the API key that signed the request or opened the session, and the key's user if it
 has one. What an actor may do is its role's:
 - viewer: read (GET, HEAD, OPTIONS), nothing else;
-- editor: read, and write cycles, teams and their members, objectives, key results, check-ins;
-- admin: all of that, and manage people (the /people page).
+- editor: read, and write cycles, teams and their members, objectives, key results, check-ins, comments
+  (changing or deleting only their own comments);
+- admin: all of that, change or delete anyone's comment, and manage people (the /people page).
 A service key (no user) writes like an editor but manages no people; a read-only key
 only reads, whatever its user's role. An inactive user's keys and sessions are refused.
 """
@@ -133,6 +134,15 @@ def require_write(actor, method):
 def may_manage_people(actor):
     """Whether this actor (None: auth is off) may invite people, change roles, deactivate and reactivate."""
     return actor is None or (actor.role == "admin" and not actor.read_only)
+
+
+def may_change_comment(actor, comment):
+    """Whether this actor (None: auth is off) may edit or delete a comment (its row): its author, or an admin,
+    with a key or session that may write. A service key's comments have no author: only an admin changes them."""
+    if not may_write(actor, "PATCH"):
+        return False
+    return actor is None or actor.role == "admin" or (actor.user_id is not None
+                                                      and actor.user_id == comment["author_id"])
 
 
 def checkin_author(actor, author_id):

@@ -95,3 +95,17 @@ def checkin_json(row):
         "author_id": row["author_id"],
         "created_at": row["created_at"],
     }
+
+
+def comment_json(row):
+    """A comment on an objective or a key result (one of objective_id, key_result_id is null); its body is
+    plain text."""
+    return {
+        "id": row["id"],
+        "body": row["body"],
+        "objective_id": row["objective_id"],
+        "key_result_id": row["key_result_id"],
+        "author_id": row["author_id"],
+        "created_at": row["created_at"],
+        "modified_at": row["modified_at"],
+    }

@@ -3,10 +3,11 @@
 HTTP only: the rules live in okr.rules, the writes in okr.store; okr.pipeline runs the signature
 check and answers failures through errors.answer.
 """
-from . import checkins, cycles, events, health, key_results, me, members, objectives, openapi, reports, teams, users
+from . import (checkins, comments, cycles, events, health, key_results, me, members, objectives, openapi, reports,
+               teams, users)
 
 
 def init_app(app):
-    for module in (objectives, key_results, checkins, reports, cycles, teams, members, users, me, events, openapi,
-                   health):
+    for module in (objectives, key_results, checkins, comments, reports, cycles, teams, members, users, me, events,
+                   openapi, health):
         app.register_blueprint(module.bp)

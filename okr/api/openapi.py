@@ -170,6 +170,15 @@ class Event(Schema):
         "description": "The resource as the API shows it after the change; before it, for a delete."})
     changes = fields.Dict(metadata={"description": "Updates only: {field: [before, after]} of each field that "
                                                    "changed."})
+class Comment(Schema):
+    id = uuid_field()
+    body = fields.String(required=True, metadata={
+        "description": "Plain text, as written (line breaks kept); never read as Markdown or HTML."})
+    objective_id = uuid_field(allow_none=True)  # exactly one of the two is set: what the comment is on
+    key_result_id = uuid_field(allow_none=True)
+    author_id = uuid_field(allow_none=True)
+    created_at = timestamp_field()
+    modified_at = timestamp_field()
 
 
 def page_of(name, item):
@@ -186,6 +195,7 @@ TeamPage = page_of("teams", Team)
 UserPage = page_of("users", User)
 CheckinPage = page_of("checkins", Checkin)
 EventPage = page_of("events", Event)
+CommentPage = page_of("comments", Comment)
 
 
 def progress_field():
@@ -325,6 +335,18 @@ OPERATIONS = [
      schemas.CheckinSchema, Checkin, ()),
     ("/v1/keyresults/{key_result_id}/checkins", "get", "List a key result's check-ins, oldest first", None,
      CheckinPage, LIST),
+    ("/v1/objectives/{objective_id}/comments", "post", "Comment on an objective", schemas.CommentSchema, Comment,
+     ()),
+    ("/v1/objectives/{objective_id}/comments", "get", "List an objective's comments, oldest first", None,
+     CommentPage, LIST),
+    ("/v1/keyresults/{key_result_id}/comments", "post", "Comment on a key result", schemas.CommentSchema, Comment,
+     ()),
+    ("/v1/keyresults/{key_result_id}/comments", "get", "List a key result's comments, oldest first", None,
+     CommentPage, LIST),
+    ("/v1/comments/{comment_id}", "get", "Get a comment", None, Comment, ()),
+    ("/v1/comments/{comment_id}", "patch", "Change a comment's body (JSON Merge Patch)", schemas.CommentPatchSchema,
+     Comment, ()),
+    ("/v1/comments/{comment_id}", "delete", "Delete a comment", None, None, ()),
     ("/v1/cycles", "post", "Create a cycle, maybe with its dates", schemas.CycleSchema, Cycle, ()),
     ("/v1/cycles", "get", "List cycles", None, CyclePage, LIST),
     ("/v1/cycles/{cycle_id}", "get", "Get a cycle", None, Cycle, ()),
@@ -398,9 +420,18 @@ PATH_QUERY_PARAMETERS = {
                                              "event; a 404 when it is no longer kept (pruned).",
                               "schema": {"type": "string", "pattern": UUID}},
 }
+COMMENT_AUTHOR = ("The author is the user whose key signs (a service key's comments, and those made while auth is "
+                  "off, have none). The body is plain text of 1 to 10,000 characters, not only whitespace; it is "
+                  "kept as sent and never read as Markdown or HTML.")
+COMMENT_CHANGE = ("Only the comment's author or an admin (with auth on) may; a service key changes no comment. "
+                  "Deleting its objective or key result deletes it too.")
 
 # Said of one operation beyond its summary.
 DESCRIPTIONS = {
+    ("/v1/objectives/{objective_id}/comments", "post"): COMMENT_AUTHOR,
+    ("/v1/keyresults/{key_result_id}/comments", "post"): COMMENT_AUTHOR,
+    ("/v1/comments/{comment_id}", "patch"): COMMENT_CHANGE,
+    ("/v1/comments/{comment_id}", "delete"): COMMENT_CHANGE,
     ("/v1/cycles", "post"):
         "starts_on and ends_on (ISO dates, either may be null or absent) are kept but, as the spec's cycle has "
         "neither, not answered here: the cycle report and PATCH show them.",
@@ -463,6 +494,9 @@ PATH_ERRORS = {
     ("/v1/keyresults/{key_result_id}/checkins", 403):
         "Signed with a read-only API key or a viewer's key; or a user's key naming another author_id; or a write "
         "from a page of another origin (Origin)",
+    ("/v1/comments/{comment_id}", 403):
+        "Signed by neither the comment's author nor an admin (a service key included), or with a read-only API "
+        "key or a viewer's key; or a write from a page of another origin (Origin)",
 }
 ERROR_HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string", "enum": [SCHEME]}}},
@@ -474,7 +508,7 @@ ERROR_HEADERS = {
 # The single resources with an ETag (conditional.tagged): a GET honours If-None-Match, and the 200 of a
 # GET or an update carries the ETag.
 TAGGED = ("/v1/objectives/{objective_id}", "/v1/keyresults/{key_result_id}", "/v1/cycles/{cycle_id}",
-          "/v1/teams/{team_id}", "/v1/users/{user_id}")
+          "/v1/teams/{team_id}", "/v1/users/{user_id}", "/v1/comments/{comment_id}")
 # Where a write honours If-Match: those resources, and a key result's check-ins (the key result's ETag).
 IF_MATCH_PATHS = (*TAGGED, "/v1/keyresults/{key_result_id}/checkins")
 ETAG_HEADER = {"ETag": {

@@ -130,6 +130,18 @@ class CheckinSchema(BodySchema):
     author_id = Text(max_length=100, allow_none=True, load_default=None)
 
 
+COMMENT_MAX = 10_000
+
+
+class CommentSchema(BodySchema):
+    """Writes a comment on an objective or a key result: its body, plain text kept as sent."""
+
+    body = Text(required=True, max_length=COMMENT_MAX, not_blank=True)
+
+
+CommentPatchSchema = merge_patch_schema(CommentSchema, "CommentPatchSchema")
+
+
 class GroupSchema(BodySchema):
     """Creates a cycle or a team; the name is optional."""
 
@@ -172,6 +184,7 @@ key_result_schema = KeyResultSchema()
 key_result_update_schema = KeyResultUpdateSchema()
 key_result_edit_schema = KeyResultEditSchema()
 checkin_schema = CheckinSchema()
+comment_schema = CommentSchema()
 group_schema = GroupSchema()
 group_update_schema = GroupUpdateSchema()
 cycle_schema = CycleSchema()

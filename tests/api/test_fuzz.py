@@ -34,7 +34,8 @@ chance = random.Random(None if os.environ.get("FUZZ_RANDOM") == "1" else 0)
 
 REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
               "parent_objective_id": "objectives", "objective_id": "objectives",
-              "key_result_id": "key_results", "user_id": "users", "author_id": "users", "owner_id": "users"}
+              "key_result_id": "key_results", "user_id": "users", "author_id": "users", "owner_id": "users",
+              "comment_id": "comments"}
 
 # A 412 depends on the resource's state, not on the request's data, as a 404 does: an If-Match
 # naming a tag the resource no longer has (or an empty one) fails whether the body is valid or not.
@@ -50,10 +51,13 @@ CONFIG = SchemathesisConfig.from_dict({"checks": {
 
 @pytest.fixture
 def api(app, runner):
-    """The app behind an API key, with a user to assign objectives to."""
+    """The app behind an API key, with a user to assign objectives to, and an admin whose key changes comments."""
     result = runner.invoke(args=["keys", "create", "--name", "fuzzer", "--json"])
     app.config["FUZZ_KEY"] = json.loads(result.output)
     make_user(runner)
+    runner.invoke(args=["users", "add", "--name", "Ann Admin", "--email", "ann@example.com", "--role", "admin"])
+    result = runner.invoke(args=["keys", "create", "--name", "admin", "--user", "ann@example.com", "--json"])
+    app.config["FUZZ_ADMIN_KEY"] = json.loads(result.output)
     return app
 
 
@@ -65,9 +69,13 @@ def api_schema(api):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
-def signed(app):
-    key = app.config["FUZZ_KEY"]
+def signed(app, key_name="FUZZ_KEY"):
+    key = app.config[key_name]
     return {"Authorization": authorization_header(key["credential"], key["secret"], utc_now())}
+
+
+# A comment: only its author or an admin changes it, and the service key's comments have no author.
+COMMENT = "/v1/comments/{comment_id}"
 
 
 @schema.auth(refresh_interval=None, retry_on=[])
@@ -75,7 +83,8 @@ class SimpleOkrSigning:
     """Signs every request afresh, as a Simple OKR client does."""
 
     def get(self, case, context):
-        return signed(case.operation.app)["Authorization"]
+        key_name = "FUZZ_ADMIN_KEY" if case.operation.path == COMMENT else "FUZZ_KEY"
+        return signed(case.operation.app, key_name)["Authorization"]
 
     def set(self, case, data, context):
         case.headers = {**(case.headers or {}), "Authorization": data}
@@ -157,7 +166,8 @@ MEMBER = "/v1/teams/{team_id}/members/{user_id}"
 # The record a PATCH path names: (table, path parameter).
 PATCHED = {"/v1/objectives/{objective_id}": ("objectives", "objective_id"),
            "/v1/keyresults/{key_result_id}": ("key_results", "key_result_id"),
-           "/v1/cycles/{cycle_id}": ("cycles", "cycle_id")}
+           "/v1/cycles/{cycle_id}": ("cycles", "cycle_id"),
+           "/v1/comments/{comment_id}": ("comments", "comment_id")}
 
 
 def fix_dates(body):
@@ -173,8 +183,8 @@ def make_patch_consistent(case, app, body):
     """A merge patch is validated merged over the stored record: makes that merge consistent."""
     table, parameter = PATCHED[case.operation.path]
     stored = stored_row(app, table, case.path_parameters[parameter])
-    if stored is None:
-        return  # a 404, whatever the body
+    if stored is None or table == "comments":
+        return  # a 404, whatever the body; a comment's body is all JSON Schema says
     if table == "objectives":
         if body.get("is_company", stored["is_company"]) and body.get("is_personal", stored["is_personal"]):
             body["is_personal"] = False
@@ -295,3 +305,6 @@ def test_the_fuzzer_reaches_every_documented_operation(api_schema, app):
     assert {("GET", "/v1/me"), ("GET", "/v1/teams/{team_id}/members"), ("PUT", MEMBER), ("DELETE", MEMBER)} <= fuzzed
     assert {("PATCH", "/v1/cycles/{cycle_id}"), ("GET", "/v1/cycles/{cycle_id}/report.csv")} <= fuzzed
     assert ("GET", "/v1/events") in fuzzed
+    parents = ("/v1/objectives/{objective_id}/comments", "/v1/keyresults/{key_result_id}/comments")
+    assert {(method, path) for method in ("POST", "GET") for path in parents} <= fuzzed
+    assert {(method, COMMENT) for method in ("GET", "PATCH", "DELETE")} <= fuzzed

@@ -50,7 +50,7 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 39
+    assert len(documented_routes(document)) == 46
 
 
 def test_check_ins_and_reports_are_documented(document):
@@ -261,6 +261,8 @@ def variants(document, schema):
     ("/v1/objectives/{objective_id}/keyresults", "post", schemas.KeyResultSchema),
     ("/v1/keyresults/{key_result_id}", "post", schemas.KeyResultUpdateSchema),
     ("/v1/keyresults/{key_result_id}/checkins", "post", schemas.CheckinSchema),
+    ("/v1/objectives/{objective_id}/comments", "post", schemas.CommentSchema),
+    ("/v1/keyresults/{key_result_id}/comments", "post", schemas.CommentSchema),
     ("/v1/cycles", "post", schemas.CycleSchema),
     ("/v1/teams/{team_id}", "post", schemas.GroupUpdateSchema),
 ])
@@ -354,6 +356,7 @@ def test_patch_bodies_stay_plain_objects(document):
     ("/v1/objectives/{objective_id}", schemas.ObjectiveUpdateSchema),
     ("/v1/keyresults/{key_result_id}", schemas.KeyResultEditSchema),
     ("/v1/cycles/{cycle_id}", schemas.CycleUpdateSchema),
+    ("/v1/comments/{comment_id}", schemas.CommentSchema),
 ])
 def test_patch_bodies_are_merge_patches_over_the_update_schemas(document, path, update):
     operation = operation_of(document, path, "patch")
@@ -372,7 +375,12 @@ def test_patch_bodies_are_merge_patches_over_the_update_schemas(document, path, 
         assert "default" not in described, name  # absent means unchanged
         if getattr(field, "max_length", None):
             assert described["maxLength"] == field.max_length
-    answered, replaced = operation["responses"]["200"], operation_of(document, path, "post")["responses"]["200"]
+    answered = operation["responses"]["200"]
+    if path == "/v1/comments/{comment_id}":  # no full update: it answers what GET does, with its ETag
+        assert answered == operation_of(document, path, "get")["responses"]["200"]
+        assert {"400", "401", "403", "404", "412", "507"} <= set(operation["responses"])
+        return
+    replaced = operation_of(document, path, "post")["responses"]["200"]
     if path == "/v1/objectives/{objective_id}":
         assert answered == replaced
     else:  # a PATCH answers what the spec's resource lacks too (the owner; the dates), with the same ETag
@@ -479,7 +487,7 @@ def test_document_is_plain_json(client):
 
 
 RESOURCES = ["/v1/objectives/{objective_id}", "/v1/keyresults/{key_result_id}", "/v1/cycles/{cycle_id}",
-             "/v1/teams/{team_id}", "/v1/users/{user_id}"]
+             "/v1/teams/{team_id}", "/v1/users/{user_id}", "/v1/comments/{comment_id}"]
 
 
 def header_parameters(operation):
@@ -506,7 +514,7 @@ def test_conditional_requests_are_documented(document):
     assert header_parameters(checkin) == {"If-Match"} and "412" in checkin["responses"]
     assert "headers" not in checkin["responses"]["200"]  # it answers the check-in, which has no ETag
     conditional.add(("/v1/keyresults/{key_result_id}/checkins", "post"))
-    assert len(conditional) == 17
+    assert len(conditional) == 20
     # Nothing else takes a precondition or answers 304 or 412.
     for path, method, operation in operations(document):
         if (path, method) not in conditional:

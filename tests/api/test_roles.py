@@ -21,8 +21,9 @@ def world(client, runner, key_result, objective, cycle):
     team = make_team(client)
     member = make_user(runner, "Grace Hopper", "grace@example.com")
     assert client.put(f"/v1/teams/{team['id']}/members/{member['id']}").status_code == 200
+    comment = client.post(f"/v1/objectives/{objective['id']}/comments", json={"body": "b"}).get_json()
     return {"cycle_id": cycle["id"], "objective_id": objective["id"], "key_result_id": key_result["id"],
-            "team_id": team["id"], "user_id": member["id"]}
+            "team_id": team["id"], "user_id": member["id"], "comment_id": comment["id"]}
 
 
 @pytest.fixture
@@ -57,6 +58,9 @@ def bodies(world):
         "/v1/keyresults/{key_result_id}/checkins": {"value": "3"},
         "/v1/cycles": {"name": "c"}, "/v1/cycles/{cycle_id}": {"name": "c"},
         "/v1/teams": {"name": "t"}, "/v1/teams/{team_id}": {"name": "t"},
+        "/v1/objectives/{objective_id}/comments": {"body": "c"},
+        "/v1/keyresults/{key_result_id}/comments": {"body": "c"},
+        "/v1/comments/{comment_id}": {"body": "c"},
     }
 
 

@@ -1,0 +1,83 @@
+"""Comments on an objective or a key result: written, rewritten and deleted, each with its event placed under
+what it is on (parent_id, and that one's cycle and team). Who may change one is okr.access's rule."""
+from ..db import new_id, utc_now
+from ..errors import NotFound
+from ..records import comment_json
+from . import events
+
+# A comment with where its events go: parent_id (its objective or key result), and that one's cycle and team
+# (a key result's team is its objective's).
+PLACED = """
+SELECT c.*, coalesce(c.objective_id, c.key_result_id) AS parent_id,
+       coalesce(o.cycle_id, k.cycle_id) AS cycle_id, coalesce(o.team_id, ko.team_id) AS team_id
+FROM comments c
+LEFT JOIN objectives o ON o.id = c.objective_id
+LEFT JOIN key_results k ON k.id = c.key_result_id
+LEFT JOIN objectives ko ON ko.id = k.objective_id
+WHERE c.id = ?"""
+
+
+def get(db, comment_id):
+    """The comment with this id, with parent_id, cycle_id and team_id; NotFound when there is none."""
+    row = db.execute(PLACED, (comment_id,)).fetchone()
+    if row is None:
+        raise NotFound("comment")
+    return row
+
+
+def record(db, action, row, place, before=None):
+    events.record(db, "comment", action, row["id"], comment_json(row), before=before, parent_id=place["parent_id"],
+                  cycle_id=place["cycle_id"], team_id=place["team_id"])
+
+
+# Where a new comment's events go, by what it is on: (the parent's SQL, the comments column that names it).
+PARENTS = {
+    "objective": ("SELECT id, cycle_id, team_id FROM objectives WHERE id = ?", "objective_id"),
+    "key_result": ("""SELECT k.id, k.cycle_id, o.team_id FROM key_results k JOIN objectives o ON o.id = k.objective_id
+                      WHERE k.id = ?""", "key_result_id"),
+}
+
+
+def parent(db, kind, parent_id):
+    """The objective or key result (kind) a comment is on, as {"id", "cycle_id", "team_id"}; NotFound."""
+    sql, _ = PARENTS[kind]
+    row = db.execute(sql, (parent_id,)).fetchone()
+    if row is None:
+        raise NotFound(kind.replace("_", " "))
+    return row
+
+
+def create(db, kind, parent_id, body, author_id):
+    """A new comment on the objective or key result (kind) with parent_id, by author_id (None: a service key,
+    open access); NotFound when that one does not exist."""
+    on = parent(db, kind, parent_id)
+    now = utc_now()
+    row = {"id": new_id(), "body": body, "objective_id": None, "key_result_id": None, "author_id": author_id,
+           "created_at": now, "modified_at": now}
+    row[PARENTS[kind][1]] = on["id"]
+    db.execute(
+        """INSERT INTO comments (id, objective_id, key_result_id, author_id, body, created_at, modified_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?)""",
+        (row["id"], row["objective_id"], row["key_result_id"], author_id, body, now, now),
+    )
+    record(db, "created", row, {"parent_id": on["id"], "cycle_id": on["cycle_id"], "team_id": on["team_id"]})
+    return row
+
+
+def update(db, stored, body):
+    """The stored comment (get's row) with a new body; its revision moves on."""
+    row = db.execute(
+        """UPDATE comments SET body = ?, modified_at = ?, revision = revision + 1 WHERE id = ? RETURNING *""",
+        (body, utc_now(), stored["id"]),
+    ).fetchone()
+    if row is None:
+        raise NotFound("comment")
+    record(db, "updated", row, stored, before=comment_json(stored))
+    return row
+
+
+def delete(db, stored):
+    """Deletes the stored comment (get's row)."""
+    if db.execute("DELETE FROM comments WHERE id = ?", (stored["id"],)).rowcount == 0:
+        raise NotFound("comment")
+    record(db, "deleted", stored, stored)

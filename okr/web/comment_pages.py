@@ -1,0 +1,118 @@
+"""Comments on the objective and key result pages: the list and the form under each (templates/comments.html,
+which a page includes with comment_thread), and /comments/<id>/edit and /comments/<id>/delete.
+
+The body is plain text, shown escaped with its line breaks; it is checked by the API's CommentSchema and written
+by okr.store.comments. Viewers see the comments but get no form; only a comment's author or an admin changes
+or deletes it (okr.access.may_change_comment).
+"""
+from flask import g, redirect, render_template, request, url_for
+
+from .. import access
+from ..db import get_db
+from ..errors import Invalid
+from ..rules.schemas import comment_schema
+from ..store import comments
+from . import editing, sessions
+from .errors import PageError
+from .objective_pages import show_objective
+from .views import bp, now, render_key_result
+
+# The most comments a page shows, the latest ones; the API lists them all.
+SHOWN = 100
+# Where each kind of parent is shown, and the column that names it.
+PAGES = {"objective": ("web.show_objective", "objective_id"), "key_result": ("web.show_key_result", "key_result_id")}
+NOT_YOURS = "Only a comment's author or an admin may change or delete it."
+
+
+@bp.app_template_global()
+def comment_thread(kind, parent_id):
+    """What comments.html shows under an objective or a key result (kind): its latest comments oldest first,
+    each with its author's name and whether this person may change it, and the form (what was typed and why it
+    was refused, when a comment just was)."""
+    rows = get_db().execute(
+        f"""SELECT c.*, u.name AS author_name FROM comments c LEFT JOIN users u ON u.id = c.author_id
+            WHERE c.{PAGES[kind][1]} = ? ORDER BY c.seq DESC LIMIT ?""",
+        (parent_id, SHOWN + 1)).fetchall()
+    actor = access.current_actor()
+    shown = [{**row, "may_change": access.may_change_comment(actor, row)} for row in reversed(rows[:SHOWN])]
+    return {"comments": shown, "more": len(rows) > SHOWN, "moment": now(),
+            "action": url_for(f"web.comment_on_{kind}", **{PAGES[kind][1]: parent_id}),
+            "form": g.get("comment_form", {"body": ""}), "errors": g.get("comment_errors", {})}
+
+
+def checked(form):
+    """The typed body as CommentSchema's values (a browser's CRLF line breaks as LF); Invalid beside the field."""
+    return editing.load(comment_schema, {"body": form["body"].replace("\r\n", "\n")})
+
+
+def written(kind, parent_id, show):
+    """Writes the posted comment on a parent, and goes back to it; refused, its page again (show(parent_id)) with
+    the typed text and why beside the field."""
+    form = editing.typed(("body",))
+    try:
+        body = checked(form)["body"]
+    except Invalid as error:
+        comments.parent(get_db(), kind, parent_id)  # an unknown parent is a 404, whatever was typed
+        g.comment_form, g.comment_errors = form, error.fields
+        return show(parent_id), 400
+    row = comments.create(get_db(), kind, parent_id, body, access.person_id())
+    return redirect(parent_url(row, f"c-{row['id']}"), 303)
+
+
+@bp.post("/objectives/<objective_id>/comments")
+@sessions.editors_only
+def comment_on_objective(objective_id):
+    """Adds a comment to an objective from the form under it."""
+    return written("objective", objective_id, show_objective)
+
+
+@bp.post("/keyresults/<key_result_id>/comments")
+@sessions.editors_only
+def comment_on_key_result(key_result_id):
+    """Adds a comment to a key result from the form under it."""
+    return written("key_result", key_result_id, render_key_result)
+
+
+def parent_url(comment, anchor="comments"):
+    """The page of what a comment is on, at the anchor."""
+    kind = "objective" if comment["objective_id"] is not None else "key_result"
+    endpoint, column = PAGES[kind]
+    return url_for(endpoint, **{column: comment[column]}, _anchor=anchor)
+
+
+def changeable(comment_id):
+    """The comment this person may change; a 404 page when missing, a 403 page unless theirs or an admin's."""
+    row = comments.get(get_db(), comment_id)
+    if not access.may_change_comment(access.current_actor(), row):
+        raise PageError(403, "Not allowed", NOT_YOURS)
+    return row
+
+
+@bp.route("/comments/<comment_id>/edit", methods=["GET", "POST"])
+@sessions.editors_only
+def edit_comment(comment_id):
+    """Shows a comment's form, and saves it unless someone changed it meanwhile."""
+    stored = changeable(comment_id)
+
+    def render(form, errors=None, conflict=None, revision=None, original=None):
+        return render_template("comment-form.html", comment=stored, back=parent_url(stored, f"c-{stored['id']}"),
+                               form=form, errors=errors or {}, conflict=conflict, revision=revision,
+                               original=original)
+
+    def save(values):
+        comments.update(get_db(), stored, values["body"])
+        return redirect(parent_url(stored, f"c-{stored['id']}"), 303)
+
+    return editing.edit_page(("body",), {"body": stored["body"]}, stored["revision"], render, checked, save,
+                             {"body": "the comment"})
+
+
+@bp.route("/comments/<comment_id>/delete", methods=["GET", "POST"])
+@sessions.editors_only
+def delete_comment(comment_id):
+    """Asks before deleting a comment, and deletes it."""
+    stored = changeable(comment_id)
+    if request.method == "GET":
+        return editing.confirm_delete("Delete a comment", "this comment", [], parent_url(stored, f"c-{stored['id']}"))
+    comments.delete(get_db(), stored)
+    return redirect(parent_url(stored), 303)
