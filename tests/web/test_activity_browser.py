@@ -4,12 +4,14 @@ team's changes only; the page fits a phone. Skipped like tests/web/test_browser.
 from helpers import HttpClient, served_in_thread
 
 try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling module
-    from test_edit_browser import chromium, page_of  # noqa: F401 (chromium: the fixture)
+    import test_edit_browser
 except ImportError:
-    from .test_edit_browser import chromium, page_of  # noqa: F401
+    from . import test_edit_browser
+
+chromium, page_of = test_edit_browser.chromium, test_edit_browser.page_of  # the browser fixture, a page of it
 
 
-def test_an_edit_shows_on_the_activity_page_and_the_team_filter_keeps_its_team(app, chromium):  # noqa: F811
+def test_an_edit_shows_on_the_activity_page_and_the_team_filter_keeps_its_team(app, chromium):
     with served_in_thread(app) as served:
         api = HttpClient(f"127.0.0.1:{served.port}")
         cycle = api.post("/v1/cycles", {"name": "2026 Q4"}).ok()
