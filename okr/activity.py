@@ -60,11 +60,11 @@ def feed(db, team_id=None, person_id=None, cycle_id=None, before=None, limit=PER
 
 def history(db, kind, resource_id, limit=HISTORY_SHOWN):
     """(entries, more): the latest changes of one objective or key result, newest first, and whether there are
-    more. An objective's: its own events, and the creation and deletion of its key results; a key result's:
-    its own, and those of what belongs to it (its check-ins, its comments)."""
+    more. An objective's: its own events, its comments', and the creation and deletion of its key results; a
+    key result's: its own, and those of what belongs to it (its check-ins, its comments)."""
     if kind == "objective":
-        where = """(e.resource_id = ?1 OR (e.parent_id = ?1 AND e.type IN ('key_result.created',
-                                                                          'key_result.deleted')))"""
+        where = """(e.resource_id = ?1 OR (e.parent_id = ?1 AND (e.resource_type = 'comment' OR
+                   e.type IN ('key_result.created', 'key_result.deleted'))))"""
     else:
         where = "(e.resource_id = ?1 OR e.parent_id = ?1)"
     rows = db.execute(f"{SELECT} WHERE {where} AND NOT {FOLDED} ORDER BY e.seq DESC LIMIT ?2",
@@ -87,7 +87,7 @@ class Names:
 
     def name(self, kind, resource_id):
         key = (kind, resource_id)
-        return self.live.get(key) or self.gone.get(resource_id) or ""
+        return self.live.get(key) or self.gone.get(key) or ""
 
     def exists(self, kind, resource_id):
         return (kind, resource_id) in self.live
@@ -109,8 +109,8 @@ def names(db, entries):
     gone = {}
     if missing:
         # A bare column beside max() is the max row's (SQLite): the name its last event recorded.
-        gone = {row["resource_id"]: row["name"] for row in db.execute(
-            """SELECT resource_id, json_extract(data, '$.name') AS name, max(seq) FROM events
+        gone = {(row["resource_type"], row["resource_id"]): row["name"] for row in db.execute(
+            """SELECT resource_type, resource_id, json_extract(data, '$.name') AS name, max(seq) FROM events
                WHERE resource_id IN (SELECT value FROM json_each(?)) AND json_type(data, '$.name') = 'text'
                GROUP BY resource_id""", (json.dumps(missing),))}
     return Names(live, gone)

@@ -5,6 +5,8 @@ import pytest
 
 from edit_forms import get
 from helpers import make_key_result, make_objective
+from okr.db import transaction
+from okr.store import events
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
@@ -79,3 +81,17 @@ def test_a_viewer_sees_the_history(app, client, key_result):
     person(app, "Vera Viewer", "vera@example.com", role="viewer")
     said, _ = history(signed_in(app, "vera@example.com"), f"/keyresults/{key_result['id']}")
     assert said[-1].startswith("Someone (sign-in off) added key result “Reach 500 customers”")
+
+
+def test_comments_show_in_the_history_of_what_they_are_on(app, client, objective, key_result):
+    # Recorded as the comments' store will record them (okr.store.events), ahead of it.
+    with app.app_context(), transaction() as db:
+        events.record(db, "comment", "created", "c1", {"id": "c1", "body": "Looks <i>right</i>"},
+                      parent_id=objective["id"])
+        events.record(db, "comment", "deleted", "c2", {"id": "c2", "body": "Gone"}, parent_id=key_result["id"])
+    said, section = history(client, f"/objectives/{objective['id']}")
+    assert said[0] == f"The service commented on objective “{objective['name']}”"
+    assert section.find_all("li")[0].one("p", cls="note").text == "Looks <i>right</i>"
+    said, section = history(client, f"/keyresults/{key_result['id']}")
+    assert said[0] == "The service deleted a comment on key result “Reach 500 customers”"
+    assert section.find_all("li")[0].find_all("p", cls="note") == []  # a deleted comment's text is not shown
