@@ -911,6 +911,12 @@ def test_exports_stream_rather_than_hold_the_database_in_memory(app, tmp_path):
                                                   for _ in range(4)))
         db.execute("INSERT INTO checkins (id, key_result_seq, value, confidence, created_at) "
                    "SELECT id, seq, current_value, confidence, created_at FROM key_results")
+        # and a feed: an event per key result, its data the row's JSON
+        db.execute("INSERT INTO events (id, type, created_at, actor, resource_type, resource_id, parent_id, "
+                   "cycle_id, data) SELECT id, 'key_result.created', created_at, "
+                   "'{\"type\":\"system\",\"id\":null,\"name\":\"okr\"}', 'key_result', id, objective_id, "
+                   "cycle_id, json_object('id', id, 'name', name, 'objective_id', objective_id, 'target_value_min', "
+                   "target_value_min, 'created_at', created_at) FROM key_results")
     moment = parse_timestamp(now)
     for name, write in (("all.json", lambda f: transfer.export_json(db, f)),
                         ("big.csv", lambda f: transfer.export_csv(db, cycle, f, moment))):

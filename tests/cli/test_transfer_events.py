@@ -102,6 +102,20 @@ def test_a_number_in_an_events_data_comes_back_as_it_was(app, seeded, tmp_path):
     assert text.endswith(',"ratio":0.1,"tiny":1e-05}')
 
 
+def test_every_actor_okr_records_comes_back(app, seeded, tmp_path):
+    """A person (signed in with a key, or not), a service key, the system."""
+    data = exported(app, tmp_path)
+    actors = [{"type": "user", "id": seeded["ada"], "name": "Ada Lovelace", "key": {"id": "okr_ci", "name": "ci"}},
+              {"type": "user", "id": seeded["emile"], "name": "Émile Zola"},
+              {"type": "key", "id": "okr_service", "name": "service"},
+              {"type": "system", "id": None, "name": "open access"}]
+    for event, actor in zip(data["events"], actors):
+        event["actor"] = actor
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", write_json(tmp_path / "actors.json", data)))
+    assert [json.loads(row[3]) for row in events(target)[:4]] == actors
+
+
 # --- files without events ----------------------------------------------------------------------------
 
 
