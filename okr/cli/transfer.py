@@ -31,11 +31,11 @@ def write_new_file(path, write, **open_options):
 @with_appcontext
 @reports_errors
 def export_command(path, include_keys, file_format, cycle_id):
-    """Write every user, team, cycle, objective, key result and check-in to PATH.
+    """Write every user, team, cycle, objective, key result and check-in to PATH, with the activity feed.
 
     The JSON file (format okr-export, version 2) is what okr import reads: every
-    field of every row, in creation order; API keys only with --include-keys
-    (they are secrets). Passwords are never written. With --format csv --cycle ID, PATH gets that cycle's key
+    field of every row, in creation order, after the events the server has not
+    pruned; API keys only with --include-keys (they are secrets). Passwords are never written. With --format csv --cycle ID, PATH gets that cycle's key
     results instead, one row each with its objective, progress and status, for
     spreadsheets. The copy is one consistent snapshot, safe while serving.
     PATH must be new, in a folder that exists.
@@ -76,7 +76,8 @@ def import_command(path, merge, include_keys):
 
     Without --merge the database must be empty (no users, teams, cycles,
     objectives, key results or check-ins; okr init-db makes one), and every row
-    keeps its id, times and order. With --merge, rows are matched by id: new
+    keeps its id, times and order. The file's events are added before those of
+    the import's own writes, and an event already stored is left as it is. With --merge, rows are matched by id: new
     ones are added, changed ones updated, and nothing is deleted. The whole
     file is checked first, and written in one transaction: any problem is
     named, and nothing is written.

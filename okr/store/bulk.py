@@ -10,6 +10,8 @@ password_hash) stays as it is. An OPTIONAL field may be NOT_GIVEN (a file of
 an earlier format lacks it): a new row then gets the column's default, and a
 stored row keeps its value.
 """
+import json
+from decimal import Decimal
 from functools import cache
 
 from ..emails import email_key
@@ -19,8 +21,13 @@ from . import events
 
 # The fields of a whole row of each table, in the order the writes below take them (the okr-export
 # format's records have them in this order too). A key result's cycle is its objective's; a check-in
-# names its key result by id; a team member is a team's id and a user's.
+# names its key result by id; a team member is a team's id and a user's. An event's actor, data and
+# changes are JSON values, stored as JSON text (event_text). Events come first: the okr-export format
+# has its sections in this order (okr.transfer), so that an import adds the file's history before the
+# events of its own writes.
 FIELDS = {
+    "events": ("id", "type", "created_at", "actor", "person_id", "resource_type", "resource_id", "parent_id",
+               "cycle_id", "team_id", "data", "changes"),
     "users": ("id", "name", "email", "role", "is_active", "created_at", "revision"),
     "teams": ("id", "name", "created_at", "revision"),
     "team_members": ("team_id", "user_id", "joined_at"),
@@ -185,3 +192,34 @@ def add_checkin(db, checkin, skip_recorded=False):
     events.record(db, "checkin", "created", row["id"], checkin_json(row), parent_id=row["key_result_id"],
                   cycle_id=row["cycle_id"], team_id=row["team_id"])
     return answer[0]
+
+
+# An event's columns holding JSON text.
+EVENT_JSON = frozenset({"actor", "data", "changes"})
+ADD_EVENT = (f"INSERT INTO events ({', '.join(FIELDS['events'])}) VALUES ({', '.join('?' * len(FIELDS['events']))}) "
+             "ON CONFLICT (id) DO NOTHING RETURNING seq")
+
+
+def decimal_number(value):
+    """A number json read as a Decimal, as the float it was written from (okr.store.events wrote floats)."""
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def event_text(value):
+    """The JSON text okr.store.events stores for an event's actor, data or changes: compact, UTF-8 as is.
+    ValueError for a number no float holds (1e400)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=decimal_number)
+
+
+def add_event(db, values):
+    """Adds an event of the activity feed's past (values in FIELDS["events"] order; actor, data and changes
+    JSON values), unless one with its id is stored: events are never edited, so a stored one stays as it is.
+
+    Unlike okr.store.events.record, it puts the event in no webhook's outbox (it is history, not a change
+    made now) and records no event of its own. Its seq, or None when it was already stored."""
+    parameters = tuple(None if value is None and field == "changes" else event_text(value) if field in EVENT_JSON
+                       else value for field, value in zip(FIELDS["events"], values))
+    answer = db.execute(ADD_EVENT, parameters).fetchone()
+    return None if answer is None else answer[0]

@@ -15,6 +15,11 @@ One JSON object in UTF-8. okr export writes it like this, one record to a line,
 and okr import reads it as it streams by, whatever its layout:
 
     {"format": "okr-export", "version": 2,
+    "events": [
+    {"id": "9b1f…", "type": "objective.updated", "created_at": "2026-11-22T10:15:30Z",
+     "actor": {"type": "user", "id": "5c0e…", "name": "Ada Lovelace"}, "person_id": "5c0e…", …},
+    …
+    ],
     "users": [
     {"id": "5c0e…", "name": "Ada Lovelace", "email": "ada@example.com", "role": "admin", "is_active": true,
      "created_at": "2026-11-22T10:15:30Z", "revision": 0},
@@ -32,10 +37,12 @@ and okr import reads it as it streams by, whatever its layout:
 "format" and "version" come first; then the sections, in this order, each an
 array of records in creation order (the database's seq; a team member's is
 when the user joined). "api_keys" is there only when exported with
---include-keys; the other seven are always there, empty or not. Every record
+--include-keys; the other eight are always there, empty or not. Every record
 has exactly these fields, in this order; a field the database holds as NULL is
 null:
 
+    events       id, type, created_at, actor, person_id, resource_type, resource_id, parent_id,
+                 cycle_id, team_id, data, changes
     users        id, name, email, role, is_active, created_at, revision
     teams        id, name, created_at, revision
     team_members team_id, user_id, joined_at
@@ -59,13 +66,43 @@ service key. An API key's secret is the secret itself, as the database keeps
 it (the server needs it to check signatures): a file exported with
 --include-keys grants access to the API.
 
+"events" is the activity feed: every event the database still holds (the
+server prunes those older than its retention period, okr export keeps what is
+left of them for good), oldest first. Each is as okr.store.events recorded it:
+type "<resource>.<action>" (objective.updated, team.member_added), actor who
+made it as a JSON object ({"type": "user", "id", "name"} and, signed in with a
+key, "key": {"id", "name"}; {"type": "key", …} for a service key; {"type":
+"system", "id": null, "name": "okr import"} for a command), person_id the user
+behind it or null, resource_type and resource_id what changed, parent_id,
+cycle_id and team_id where it belongs or null, data the resource as the API
+showed it (a JSON object), changes null or {field: [before, after]}. Its ids
+are not references: they name rows that may since have been deleted. An API
+key's events name it by its credential (never its secret), with or without
+--include-keys, as the feed does.
+
+The events come first, before the data they are the history of, so that an
+import, which writes in file order, adds them before the events of its own
+writes: the feed (in the database's seq order) then shows the file's history,
+then the import. (With --merge, the events the database already holds come
+before both.) An event is never edited: one already stored, by id, is left as
+it is ("unchanged"). Importing an event records none of its own and puts it in
+no webhook's outbox: it is history, not a change made now. The rows an import
+writes do record their events (an added row's "created", an updated one's
+"updated", by the system actor "okr import"), and those go to the webhooks as
+any change's do. Hence exporting again after an import into an empty database
+gives the same bytes from "users" on, and the file's events followed by the
+import's own. An imported event older than the server's retention period is
+pruned at the server's next start, as any other.
+
 Not in the file, ever: users' password hashes, invitations, the dashboard's
 sessions and the record of failed sign-ins. A user an import adds has no
 password until one is set; a user already in the database keeps theirs (an
 import writes only the fields above).
 
-Version 1, the previous release's, is read too: it has no "team_members"
-section, no "role" in its users and no "user_id" in its API keys. A user
+Version 1, the previous release's, is read too: it has no "events" and no
+"team_members" section, no "role" in its users and no "user_id" in its API
+keys. A version 2 file written before events were exported has no "events"
+section either; both import, with no history. A user
 without a role is a new editor, or a stored user whose role stays as it is;
 an API key without a user_id is a new service key, or a stored key whose user
 stays. A version 2 file may leave them out the same way.
@@ -77,7 +114,11 @@ JSON, a record with a missing or unknown field, a value the API would refuse
 (through the API's own schemas: names, types and targets, decimals, confidence
 from 0 to 1, the company/personal rule, text lengths), a time that is not one,
 an id that is not a lowercase UUID or appears twice in its section (check-ins
-aside: the database keeps their ids without a unique index too), a role that
+aside: the database keeps their ids without a unique index too), an event
+that is not one (a type not "resource.action", an actor of another type or
+with other fields, data not an object, changes neither null nor an object of
+[before, after] pairs, its other ids not text of up to 200 characters or
+null), a role that
 is not admin, editor or viewer, a team member listed twice, two users whose
 emails are one under Unicode case folding, a reference to a row that is
 neither in the file nor (with --merge) in the database (a team member's team
@@ -90,8 +131,9 @@ accent in an email) is stored as the API stores it. Any layout of the JSON
 will do, so long as "format" and "version" come first and the sections follow
 in the order above. Into an empty
 database (no users, teams, cycles, objectives, key results or check-ins; API
-keys do not count) rows keep their ids, timestamps and revisions and are
-stored in file order, so that exporting again gives the same bytes. With
+keys and events do not count: okr init-db and okr keys create make them) rows
+keep their ids, timestamps and revisions and are stored in file order, so
+that exporting again gives the same bytes but for the import's own events. With
 --merge, rows are matched by id (API keys by credential): a new one is added
 after the existing ones, a changed one is updated (its created_at kept, its
 revision moved past both), an identical one left alone; a check-in already

@@ -4,7 +4,8 @@ import io
 import json
 
 from .. import reports
-from .rows import BOOLS, DATA_SECTIONS, FIELDS, FORMAT, SECTIONS, VERSION
+from ..store.bulk import EVENT_JSON
+from .rows import BOOLS, FIELDS, FORMAT, SECTIONS, VERSION, WRITTEN
 
 SELECT = {name: f"SELECT {', '.join(fields)} FROM {name} ORDER BY seq" for name, fields in FIELDS.items()}
 SELECT["checkins"] = (
@@ -22,7 +23,7 @@ def export_json(db, out, include_keys=False):
     encode = json.JSONEncoder(ensure_ascii=False).encode
     counts = {}
     out.write(f'{{"format": "{FORMAT}", "version": {VERSION}')
-    for name in SECTIONS if include_keys else DATA_SECTIONS:
+    for name in SECTIONS if include_keys else WRITTEN:
         fields = FIELDS[name]
         out.write(f',\n"{name}": [')
         count = 0
@@ -35,12 +36,22 @@ def export_json(db, out, include_keys=False):
     return counts
 
 
-def section_rows(db, name):
-    """Yields the rows of a section as tuples of its FIELDS' values, as the file has them (bools as bools)."""
-    flags = [index for index, field in enumerate(FIELDS[name]) if field in BOOLS]
+def section_rows(db, name, parse=json.loads):
+    """Yields the rows of a section as tuples of its FIELDS' values, as the file has them (bools as bools, an
+    event's actor, data and changes as JSON values, read from their text by parse)."""
     cursor = db.cursor()
     cursor.row_factory = None  # plain tuples: sqlite3.Row costs more than the rest
     cursor.execute(SELECT[name])
+    if name == "events":
+        texts = [index for index, field in enumerate(FIELDS[name]) if field in EVENT_JSON]
+        for row in cursor:
+            row = list(row)
+            for index in texts:
+                if row[index] is not None:
+                    row[index] = parse(row[index])
+            yield tuple(row)
+        return
+    flags = [index for index, field in enumerate(FIELDS[name]) if field in BOOLS]
     if not flags:
         yield from cursor
         return

@@ -1,11 +1,13 @@
 """okr import: an okr-export file checked whole, then written in the caller's transaction through okr.store.bulk."""
+import json
 import sqlite3
 import uuid
 
 from ..emails import email_key
 from ..rules.ids import UUID_RE
+from ..rules.strict_json import reject_constant, reject_duplicate_keys
 from ..store import bulk
-from .export import section_rows
+from .export import SELECT, section_rows
 from .reader import file_digest, records
 from .rows import DATA_SECTIONS, FIELDS, NOT_GIVEN, PLURAL, SECTIONS, SINGULAR, Refusal, checked
 
@@ -40,8 +42,8 @@ class Check:
     def __init__(self, db, merge):
         self.db, self.merge = db, merge
         # id -> index in its section (credential for API keys, team and user for team members); key results'
-        # ids alone, the bulk
-        self.ids = {name: set() if name == "key_results" else {} for name in SECTIONS}
+        # and events' ids alone, the bulk
+        self.ids = {name: set() if name in ("key_results", "events") else {} for name in SECTIONS}
         self.emails = {}  # email_key -> index in users
         self.parents = {}  # objective id -> its parent's id, or None
         self.forward = []  # (index, parent id) of parents not seen yet when checked
@@ -93,6 +95,8 @@ class Check:
 
     def check_teams(self, where, index, row, key):
         pass
+
+    check_events = check_teams  # an event's ids name rows that may be gone: no references to resolve
 
     check_cycles = check_teams
 
@@ -171,6 +175,10 @@ def import_file(db, path, merge=False, include_keys=False):
     "unchanged": n}}, and for api_keys passed over {"skipped": n}.
     Raises Refusal, with nothing written, when anything is wrong; the caller
     rolls back.
+
+    The file's events (its "events" section, first in the file) are added before any row, so that the
+    feed lists them before the events this import's own writes record; an event already stored (by id) is
+    left alone, and none goes into a webhook's outbox (okr.store.bulk.add_event).
     """
     if not merge:
         held = contents(db)
@@ -208,7 +216,9 @@ def import_file(db, path, merge=False, include_keys=False):
             values = (tuple(record.get(field, NOT_GIVEN) for field in FIELDS[name]) if canonical
                       else checked(name, index, record))
             try:
-                if name == "checkins":
+                if name == "events":
+                    seq = bulk.add_event(db, values)
+                elif name == "checkins":
                     seq = bulk.add_checkin(db, dict(zip(FIELDS[name], values)), skip_recorded=merge)
                 else:
                     seq = bulk.write_row(db, name, values, new=not merge)
@@ -233,12 +243,39 @@ def any_active_admin(db):
     return db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE role = 'admin' AND is_active)").fetchone()[0] == 1
 
 
+STRICT_JSON = json.JSONDecoder(parse_constant=reject_constant, object_pairs_hook=reject_duplicate_keys)
+
+
+def stored_events(db):
+    """Yields the events table's rows as section_rows does, after checking that each one's actor, data and
+    changes are JSON text exactly as okr.store.events writes it; Refusal naming the first that is not."""
+    texts = [(index, field) for index, field in enumerate(FIELDS["events"]) if field in bulk.EVENT_JSON]
+    cursor = db.cursor()
+    cursor.row_factory = None
+    for place, row in enumerate(cursor.execute(SELECT["events"])):
+        row = list(row)
+        for index, field in texts:
+            text = row[index]
+            if text is None:
+                continue  # changes may be null; an actor or data that is is refused by its check
+            try:
+                row[index] = STRICT_JSON.decode(text)
+                proper = bulk.event_text(row[index])
+            except (TypeError, ValueError, RecursionError):
+                raise Refusal(f"events[{place}]: {field} is not JSON text okr can read: {str(text)[:100]!r}") from None
+            if text != proper:
+                raise Refusal(f"events[{place}]: {field} is stored as {text[:100]!r}, not as okr stores it "
+                              f"({proper[:100]!r})")
+        yield tuple(row)
+
+
 def check_stored(db):
     """Checks every row of an open database (a backup about to be restored) as okr import checks a file's
-    records, and that each is stored exactly as okr stores it; Refusal naming the first bad row."""
+    records, and that each is stored exactly as okr stores it; Refusal naming the first bad row. Events are
+    checked too, as a file's are: the activity feed and the webhooks read them back."""
     check = Check(None, merge=False)
     for name in SECTIONS:
-        for index, row in enumerate(section_rows(db, name)):
+        for index, row in enumerate(stored_events(db) if name == "events" else section_rows(db, name)):
             values = checked(name, index, dict(zip(FIELDS[name], row)))
             for field, stored, proper in zip(FIELDS[name], row, values):
                 if stored != proper:

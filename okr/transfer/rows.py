@@ -15,16 +15,17 @@ from ..rules.messages import flatten
 from ..rules.schemas import (BodySchema, UserSchema, checkin_schema, cycle_update_schema, group_update_schema,
                              key_result_schema,
                              objective_schema)
-from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL
+from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL, event_text
 from ..store.users import ROLES
 
 FORMAT = "okr-export"
 VERSION = 2  # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner
 
-SECTIONS = tuple(FIELDS)
-DATA_SECTIONS = SECTIONS[:-1]  # what makes a database not empty; always written
-# Sections a file may lack: version 1 had no team members.
-OPTIONAL_SECTIONS = frozenset({"team_members"})
+SECTIONS = tuple(FIELDS)  # in file order: events, the data, api_keys
+WRITTEN = SECTIONS[:-1]  # always written; api_keys only when asked for
+DATA_SECTIONS = WRITTEN[1:]  # what makes a database not empty: events alone do not
+# Sections a file may lack: version 1 had no team members, and neither it nor version 2 before events.
+OPTIONAL_SECTIONS = frozenset({"events", "team_members"})
 REQUIRED_SECTIONS = tuple(name for name in DATA_SECTIONS if name not in OPTIONAL_SECTIONS)
 BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only"})
 TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at"})
@@ -32,7 +33,7 @@ TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at"})
 NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
                       "target_value_max", "comment", "author_id", "revoked_at", "user_id", "starts_on", "ends_on",
                       "owner_id"})
-SINGULAR = {"users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",
+SINGULAR = {"events": "event", "users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",
             "objectives": "objective", "key_results": "key result", "checkins": "check-in", "api_keys": "API key"}
 PLURAL = {name: f"{word}s" for name, word in SINGULAR.items()}
 
@@ -101,6 +102,84 @@ def checked(name, index, record):
         raise Refusal(f"{name}[{index}]: {refusal}") from None
 
 
+EVENT_TYPE = re.compile(r"[a-z_]+\.[a-z_]+")
+RESOURCE_TYPE = re.compile(r"[a-z_]+")
+ACTOR_TYPES = ("user", "key", "system")
+# An event names rows by id (a UUID), an API key's by credential (up to 200 characters); they may be gone.
+MAX_EVENT_ID = 200
+MAX_EVENT_TEXT = 500  # an actor's name: a user's (up to 500) or a key's
+
+
+def shown(value):
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def text_or_null(value, limit, null=True):
+    return value is None and null or isinstance(value, str) and 0 < len(value) <= limit
+
+
+def checked_actor(actor):
+    """Refusal unless actor is who an event names: {"type": "user"|"key"|"system", "id", "name"} and, for a
+    person signed in with a key, "key": {"id", "name"}."""
+    if not isinstance(actor, dict):
+        raise Refusal(f"actor: must be an object, not {shown(actor)}")
+    if actor.get("type") not in ACTOR_TYPES:
+        raise Refusal(f"actor: type must be one of {', '.join(ACTOR_TYPES)}, not {shown(actor.get('type'))}")
+    allowed = ("type", "id", "name", "key") if actor["type"] == "user" else ("type", "id", "name")
+    unknown = [field for field in actor if field not in allowed]
+    missing = [field for field in ("id", "name") if field not in actor]
+    if unknown or missing:
+        raise Refusal(f"actor: {'unknown' if unknown else 'missing'} field {(unknown or missing)[0]}")
+    holders = [("actor", actor)]
+    if "key" in actor:
+        if not (isinstance(actor["key"], dict) and set(actor["key"]) == {"id", "name"}):
+            raise Refusal(f"actor: key must be an object with id and name, not {shown(actor['key'])}")
+        holders.append(("actor: key", actor["key"]))
+    for place, holder in holders:
+        if not text_or_null(holder["id"], MAX_EVENT_ID):
+            raise Refusal(f"{place}: id must be null or text of up to {MAX_EVENT_ID} characters, "
+                          f"not {shown(holder['id'])}")
+        if not text_or_null(holder["name"], MAX_EVENT_TEXT):
+            raise Refusal(f"{place}: name must be null or text of up to {MAX_EVENT_TEXT} characters, "
+                          f"not {shown(holder['name'])}")
+
+
+def checked_event(values):
+    """Refusal unless an event's values (in FIELDS order) are an event as okr records one. Its ids are not
+    references: they name rows that may be gone."""
+    event = dict(zip(FIELDS["events"], values))
+    if not (isinstance(event["id"], str) and UUID_RE.fullmatch(event["id"])):
+        raise Refusal(f"id: must be a lowercase UUID, not {shown(event['id'])}")
+    kind = event["type"]
+    if not (isinstance(kind, str) and len(kind) <= 100 and EVENT_TYPE.fullmatch(kind)):
+        raise Refusal(f"type: must be a resource and an action, such as objective.updated, not {shown(kind)}")
+    if not valid_timestamp(event["created_at"]):
+        raise Refusal("created_at: must be an RFC 3339 UTC time to the second, such as 2026-11-22T10:15:30Z, "
+                      f"not {shown(event['created_at'])}")
+    checked_actor(event["actor"])
+    resource = event["resource_type"]
+    if not (isinstance(resource, str) and len(resource) <= 100 and RESOURCE_TYPE.fullmatch(resource)):
+        raise Refusal(f"resource_type: must be a resource's name, such as objective, not {shown(resource)}")
+    for field in ("person_id", "resource_id", "parent_id", "cycle_id", "team_id"):
+        if not text_or_null(event[field], MAX_EVENT_ID, null=field != "resource_id"):
+            raise Refusal(f"{field}: must be {'' if field == 'resource_id' else 'null or '}text of up to "
+                          f"{MAX_EVENT_ID} characters, not {shown(event[field])}")
+    if not isinstance(event["data"], dict):
+        raise Refusal(f"data: must be an object, not {shown(event['data'])}")
+    changes = event["changes"]
+    if changes is not None and not (isinstance(changes, dict) and all(
+            isinstance(change, list) and len(change) == 2 for change in changes.values())):
+        raise Refusal("changes: must be null or an object of [before, after] pairs, not " + shown(changes))
+    for field in ("actor", "data", "changes"):
+        try:
+            event_text(event[field])  # as it will be stored
+        except ValueError:
+            raise Refusal(f"{field}: holds a number out of range") from None
+        except RecursionError:
+            raise Refusal(f"{field}: nested too deep") from None
+    return values
+
+
 def checked_record(name, record):
     """The record's values as they are stored, in FIELDS order; Refusal saying what is wrong (not where).
 
@@ -117,6 +196,8 @@ def checked_record(name, record):
     unknown = [field for field in record if field not in fields]
     if unknown:
         raise Refusal(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+    if name == "events":  # no API schema describes an event: the feed only shows them
+        return checked_event(tuple(record[field] for field in fields))
     for field in fields:
         value = record.get(field, NOT_GIVEN)
         if value is NOT_GIVEN or value is None and field in NULLABLE:

@@ -408,6 +408,22 @@ def test_a_bad_row_is_refused_naming_the_first(runner, live, tmp_path, statement
     assert_refused(restore(runner, backup), backup, live, before, problem)
 
 
+def test_a_backups_events_are_checked_and_restored(runner, live, tmp_path):
+    """The activity feed comes along; an event not as okr records one is refused like any row."""
+    backup = make_backup(tmp_path, cycles=("one", "two"))
+    with closing(sqlite3.connect(backup)) as db:
+        feed = db.execute("SELECT id, type, actor, data FROM events ORDER BY seq").fetchall()
+    assert [row[1] for row in feed] == ["cycle.created", "cycle.created"]
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(backup.read_bytes())
+    change(bad, "UPDATE events SET type = 'cycle' WHERE type = 'cycle.created'")
+    before = files(live)
+    assert_refused(restore(runner, bad), bad, live, before, 'events[0]: type: must be a resource and an action')
+    assert restore(runner, backup).exit_code == 0
+    with closing(sqlite3.connect(live)) as db:
+        assert db.execute("SELECT id, type, actor, data FROM events ORDER BY seq").fetchall() == feed
+
+
 def test_a_decimal_not_stored_as_okr_stores_it_is_refused(runner, live, tmp_path):
     source = create_app({"TESTING": True, "DATABASE": tmp_path / "source.db"})
     with source.app_context():

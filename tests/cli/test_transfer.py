@@ -22,7 +22,8 @@ from okr.progress import parse_timestamp
 from okr.store import invitations, sign_ins, users, web_sessions
 from okr.store import keys as key_store
 
-SECTIONS = ["users", "teams", "team_members", "cycles", "objectives", "key_results", "checkins"]
+DATA = ["users", "teams", "team_members", "cycles", "objectives", "key_results", "checkins"]
+SECTIONS = ["events", *DATA]
 
 
 def with_commands(app):
@@ -166,6 +167,26 @@ def export(app, path, *options):
     return ok(invoke(app, "export", *options, path))
 
 
+def data_part(path):
+    """An export's text from its first data section on: all but its events (which come first)."""
+    text = path.read_text(encoding="utf-8")
+    return text[text.index('\n"users": ['):]
+
+
+def file_events(path):
+    return json.loads(path.read_text(encoding="utf-8"))["events"]
+
+
+def assert_same_but_the_imports_events(again, first, added):
+    """again, exported from a database first was imported into, holds first's data byte for byte, and first's
+    events followed by one event of okr import for each of the `added` rows it wrote."""
+    assert data_part(again) == data_part(first)
+    history, now = file_events(first), file_events(again)
+    assert now[:len(history)] == history
+    assert len(now) == len(history) + added
+    assert {event["actor"]["name"] for event in now[len(history):]} == {"okr import"}
+
+
 def exported(app, tmp_path):
     """The app's whole export, written to tmp_path/all.json, as parsed JSON."""
     export(app, tmp_path / "all.json")
@@ -178,15 +199,18 @@ def exported(app, tmp_path):
 def test_export_then_import_into_an_empty_database_then_export_gives_the_same_bytes(app, seeded, tmp_path):
     first = tmp_path / "first.json"
     counts = export(app, first)
-    assert counts == {"exported": str(first), "format": "okr-export", "version": 2, "users": 3, "teams": 2,
-                      "team_members": 3, "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9}
+    events = len(stored(app, "SELECT id FROM events"))
+    assert events > 28
+    assert counts == {"exported": str(first), "format": "okr-export", "version": 2, "events": events, "users": 3,
+                      "teams": 2, "team_members": 3, "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9}
     target = new_app(tmp_path / "target.db")
     imported = ok(invoke(target, "import", first))
-    assert imported == {"imported": str(first), "users": 3, "teams": 2, "team_members": 3, "cycles": 2,
-                        "objectives": 3, "key_results": 6, "checkins": 9}
+    assert imported == {"imported": str(first), "events": events, "users": 3, "teams": 2, "team_members": 3,
+                        "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9}
     second = tmp_path / "second.json"
     export(target, second)
-    assert first.read_bytes() == second.read_bytes()
+    # The data comes back byte for byte; the events too, followed by those of the import's own 28 writes.
+    assert_same_but_the_imports_events(second, first, 28)
 
 
 def test_cycle_dates_and_owners_go_out_and_come_back_and_files_without_them_still_import(app, seeded, tmp_path):
@@ -250,7 +274,7 @@ def test_the_format_is_documented_and_ordered(app, seeded, tmp_path):
     text = (tmp_path / "all.json").read_text(encoding="utf-8")
     data = json.loads(text)
     assert list(data) == ["format", "version", *SECTIONS]
-    assert text.startswith('{"format": "okr-export", "version": 2,\n"users": [\n{"id": ')
+    assert text.startswith('{"format": "okr-export", "version": 2,\n"events": [\n{"id": ')
     assert "李小龙" in text and "\\u" not in text  # UTF-8, not escapes
     for name in SECTIONS:
         for record in data[name]:
@@ -273,7 +297,7 @@ def test_an_other_layout_of_the_same_json_imports_the_same(app, seeded, tmp_path
     target = new_app(tmp_path / "target.db")
     ok(invoke(target, "import", tmp_path / "pretty.json"))
     export(target, tmp_path / "again.json")
-    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "all.json").read_bytes()
+    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json", 28)
 
 
 def test_rows_are_stored_in_file_order(app, seeded, tmp_path):
@@ -303,7 +327,11 @@ def test_api_keys_stay_out_unless_asked_for(app, keyed, tmp_path):
     export(app, tmp_path / "plain.json")
     text = (tmp_path / "plain.json").read_text(encoding="utf-8")
     assert "api_keys" not in json.loads(text)
-    assert not any(secret in text or credential in text for credential, secret, *_ in keys)
+    assert not any(secret in text for _, secret, *_ in keys)
+    # A credential is no secret: the feed names a key by it (its key.created event), never elsewhere.
+    assert not any(credential in data_part(tmp_path / "plain.json") for credential, *_ in keys)
+    assert {e["resource_id"] for e in json.loads(text)["events"] if e["type"] == "key.created"} == {
+        credential for credential, *_ in keys}
 
     counts = export(app, tmp_path / "keys.json", "--include-keys")
     assert counts["api_keys"] == 3
@@ -321,7 +349,7 @@ def test_api_keys_come_back_with_the_import(app, keyed, tmp_path):
     assert ok(invoke(target, "import", "--include-keys", tmp_path / "keys.json"))["api_keys"] == 3
     assert stored_keys(target.config["DATABASE"]) == stored_keys(app.config["DATABASE"])
     export(target, tmp_path / "again.json", "--include-keys")
-    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "keys.json").read_bytes()
+    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "keys.json", 28 + 3)
     # the API now wants a signature, as the original does
     assert target.test_client().get("/v1/cycles").status_code == 401
 
@@ -829,7 +857,7 @@ def test_the_program_exports_and_imports_and_refuses_in_one_okr_line(app, seeded
     done = helpers.run_okr("--database", "new.db", "import", "all.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert helpers.run_okr("--database", "new.db", "export", "again.json", cwd=tmp_path).returncode == 0
-    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "all.json").read_bytes()
+    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json", 28)
 
     done = helpers.run_okr("--database", "new.db", "import", "all.json", cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
@@ -852,14 +880,16 @@ def test_values_the_api_would_take_are_stored_as_the_api_stores_them(app, seeded
     key_result(data, "milestone")["target_value_min"] = None  # a milestone's target is always 1.00
     data["checkins"][0]["value"] = "1.2e2"
     data["users"][1]["email"] = "E\u0301mile@example.org"  # decomposed: stored in NFC
-    # a number, as the API takes one
-    text = json.dumps(data, ensure_ascii=False).replace('"current_value": "310.00"', '"current_value": 310.0', 1)
+    # a number, as the API takes one (in the key results: the events before them show 310.00 too)
+    text = json.dumps(data, ensure_ascii=False)
+    events, users, rest = text.partition('"users": [')
+    text = events + users + rest.replace('"current_value": "310.00"', '"current_value": 310.0', 1)
     assert text.count("310.0,") == 1
     (tmp_path / "loose.json").write_text(text, encoding="utf-8")
     target = new_app(tmp_path / "target.db")
     ok(invoke(target, "import", tmp_path / "loose.json"))
     export(target, tmp_path / "again.json")
-    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "all.json").read_bytes()
+    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json", 28)
 
 
 # --- streaming -----------------------------------------------------------------------------------
@@ -881,6 +911,12 @@ def test_exports_stream_rather_than_hold_the_database_in_memory(app, tmp_path):
                                                   for _ in range(4)))
         db.execute("INSERT INTO checkins (id, key_result_seq, value, confidence, created_at) "
                    "SELECT id, seq, current_value, confidence, created_at FROM key_results")
+        # and a feed: an event per key result, its data the row's JSON
+        db.execute("INSERT INTO events (id, type, created_at, actor, resource_type, resource_id, parent_id, "
+                   "cycle_id, data) SELECT id, 'key_result.created', created_at, "
+                   "'{\"type\":\"system\",\"id\":null,\"name\":\"okr\"}', 'key_result', id, objective_id, "
+                   "cycle_id, json_object('id', id, 'name', name, 'objective_id', objective_id, 'target_value_min', "
+                   "target_value_min, 'created_at', created_at) FROM key_results")
     moment = parse_timestamp(now)
     for name, write in (("all.json", lambda f: transfer.export_json(db, f)),
                         ("big.csv", lambda f: transfer.export_csv(db, cycle, f, moment))):
@@ -900,11 +936,11 @@ def test_exports_stream_rather_than_hold_the_database_in_memory(app, tmp_path):
 
 
 def previous_release(data):
-    """data as the previous release (format version 1) would have written it: no role, no team members, no
-    user_id of a key."""
+    """data as the previous release (format version 1) would have written it: no events, no role, no team
+    members, no user_id of a key."""
     old = {"format": "okr-export", "version": 1}
     for name, records in data.items():
-        if name in ("format", "version", "team_members"):
+        if name in ("format", "version", "team_members", "events"):
             continue
         old[name] = [{field: value for field, value in record.items() if field not in ("role", "user_id")}
                      for record in records]

@@ -1,0 +1,290 @@
+"""okr export and okr import keep the activity feed: the okr-export file's events section, first in the file."""
+import json
+import sqlite3
+from contextlib import closing
+
+import pytest
+
+from okr.db import connect, new_id
+from okr.transfer import Refusal
+from okr.transfer.importer import check_stored
+from test_transfer import (data_part, export, exported, invoke, new_app, ok, post, previous_release, refused_unchanged,
+                           seed, with_commands, write_json)
+
+EVENT_COLUMNS = ("id, type, created_at, actor, person_id, resource_type, resource_id, parent_id, cycle_id, team_id, "
+                 "data, changes")
+
+
+@pytest.fixture
+def app(app):
+    return with_commands(app)
+
+
+@pytest.fixture
+def seeded(app, clock):
+    """seed's database, and an objective since deleted: its events outlive it."""
+    ids = seed(app, clock)
+    client = app.test_client()
+    gone = post(client, "/v1/objectives", {"name": "Short-lived", "cycle_id": ids["cycle"], "is_company": False,
+                                           "is_personal": False})["id"]
+    assert client.delete(f"/v1/objectives/{gone}").status_code in (200, 204)
+    return {**ids, "gone": gone}
+
+
+def events(app):
+    """The database's events, in seq order, as stored (JSON as text)."""
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return db.execute(f"SELECT {EVENT_COLUMNS} FROM events ORDER BY seq").fetchall()
+
+
+def stored(app, sql, *parameters):
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return db.execute(sql, parameters).fetchall()
+
+
+# --- the round trip --------------------------------------------------------------------------------------
+
+
+def test_every_event_comes_back_as_it_was_and_before_the_imports_own(app, seeded, tmp_path):
+    history = events(app)
+    types = {row[1] for row in history}
+    assert {"objective.created", "objective.updated", "objective.deleted", "team.member_added",
+            "checkin.created"} <= types
+    assert any(row[11] is not None for row in history)  # changes of an update
+    assert any(row[6] == seeded["gone"] for row in history)  # a deleted row's history
+    data = exported(app, tmp_path)
+    assert len(data["events"]) == len(history)
+    first = data["events"][0]
+    assert list(first) == list(EVENT_COLUMNS.split(", "))
+    assert isinstance(first["actor"], dict) and isinstance(first["data"], dict)  # objects, not JSON strings
+    updated = next(event for event in data["events"] if event["type"] == "objective.updated")
+    assert updated["changes"]["parent_objective_id"] == [None, seeded["parent"]]
+
+    target = new_app(tmp_path / "target.db")
+    assert ok(invoke(target, "import", tmp_path / "all.json"))["events"] == len(history)
+    after = events(target)
+    # The same ids, fields and text, in the same order, all before the 28 events of the import's own writes.
+    assert after[:len(history)] == history
+    assert len(after) == len(history) + 28
+    assert {json.loads(row[3])["name"] for row in after[len(history):]} == {"okr import"}
+    assert {row[1] for row in after[len(history):]} <= {"user.created", "team.created", "team.member_added",
+                                                        "cycle.created", "objective.created", "key_result.created",
+                                                        "checkin.created"}
+    seqs = dict(stored(target, "SELECT id, seq FROM events"))
+    assert max(seqs[row[0]] for row in history) < min(seqs[row[0]] for row in after[len(history):])
+
+
+def test_the_feed_answers_the_same_after_an_import(app, seeded, tmp_path):
+    """What the feed reads (okr.store.events.event_json) is the same for every imported event."""
+    from okr.store.events import event_json
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "all.json"))
+
+    def feed(application):
+        with closing(sqlite3.connect(application.config["DATABASE"])) as db:
+            db.row_factory = sqlite3.Row
+            return [event_json(row) for row in db.execute("SELECT * FROM events ORDER BY seq")]
+
+    original = feed(app)
+    assert feed(target)[:len(original)] == original
+
+
+def test_a_number_in_an_events_data_comes_back_as_it_was(app, seeded, tmp_path):
+    """okr's own events hold no fractions, but JSON may: one read back as a Decimal is stored as written."""
+    data = exported(app, tmp_path)
+    data["events"][0]["data"]["ratio"] = 0.1
+    data["events"][0]["data"]["tiny"] = 1e-05
+    write_json(tmp_path / "numbers.json", data)
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "numbers.json"))
+    text = stored(target, "SELECT data FROM events WHERE id = ?", data["events"][0]["id"])[0][0]
+    assert text.endswith(',"ratio":0.1,"tiny":1e-05}')
+
+
+def test_every_actor_okr_records_comes_back(app, seeded, tmp_path):
+    """A person (signed in with a key, or not), a service key, the system."""
+    data = exported(app, tmp_path)
+    actors = [{"type": "user", "id": seeded["ada"], "name": "Ada Lovelace", "key": {"id": "okr_ci", "name": "ci"}},
+              {"type": "user", "id": seeded["emile"], "name": "Émile Zola"},
+              {"type": "key", "id": "okr_service", "name": "service"},
+              {"type": "system", "id": None, "name": "open access"}]
+    for event, actor in zip(data["events"], actors):
+        event["actor"] = actor
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", write_json(tmp_path / "actors.json", data)))
+    assert [json.loads(row[3]) for row in events(target)[:4]] == actors
+
+
+# --- files without events ----------------------------------------------------------------------------
+
+
+def test_a_version_1_file_and_a_version_2_file_without_events_import(app, seeded, tmp_path):
+    data = exported(app, tmp_path)
+    old = previous_release(data)
+    assert "events" not in old and old["version"] == 1
+    without = {name: records for name, records in data.items() if name != "events"}
+    for name, content in (("old.json", old), ("without.json", without)):
+        target = new_app(tmp_path / f"{name}.db")
+        imported = ok(invoke(target, "import", write_json(tmp_path / name, content)))
+        assert imported["events"] == 0 and imported["objectives"] == 3
+        # only the import's own events: one per row added
+        added = sum(count for section, count in imported.items() if section not in ("imported", "events"))
+        assert len(events(target)) == added
+        assert {json.loads(row[3])["name"] for row in events(target)} == {"okr import"}
+
+
+def test_events_alone_leave_a_database_empty(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    client = target.test_client()
+    team = post(client, "/v1/teams", {"name": "gone again"})["id"]
+    assert client.delete(f"/v1/teams/{team}").status_code in (200, 204)
+    assert [row[1] for row in events(target)] == ["team.created", "team.deleted"]
+    assert ok(invoke(target, "import", tmp_path / "all.json"))["objectives"] == 3
+    assert [row[1] for row in events(target)][:2] == ["team.created", "team.deleted"]
+
+
+# --- refusals ----------------------------------------------------------------------------------------
+
+
+def event_change(change):
+    def apply(data):
+        change(data["events"][3])
+    return apply
+
+
+def twice(data):
+    data["events"][3]["id"] = data["events"][1]["id"]
+
+
+EVENT_REFUSALS = {
+    "id": (event_change(lambda e: e.update(id=e["id"].upper())), "events[3]: id: must be a lowercase UUID"),
+    "id twice": (twice, "events[3]: id {id} appears twice in the file"),
+    "type": (event_change(lambda e: e.update(type="Objective.Updated")),
+             'events[3]: type: must be a resource and an action, such as objective.updated, not "Objective.Updated"'),
+    "type without action": (event_change(lambda e: e.update(type="objective")), "events[3]: type: must be"),
+    "created_at": (event_change(lambda e: e.update(created_at="2026-02-30T00:00:00Z")),
+                   "events[3]: created_at: must be an RFC 3339 UTC time"),
+    "actor type": (event_change(lambda e: e["actor"].update(type="robot")),
+                   'events[3]: actor: type must be one of user, key, system, not "robot"'),
+    "actor text": (event_change(lambda e: e.update(actor="okr import")), 'events[3]: actor: must be an object'),
+    "actor field": (event_change(lambda e: e["actor"].update(email="x@example.com")),
+                    "events[3]: actor: unknown field email"),
+    "actor's key": (event_change(lambda e: e["actor"].update(type="user", key="ci")),
+                    "events[3]: actor: key must be an object with id and name"),
+    "data": (event_change(lambda e: e.update(data=[1, 2])), "events[3]: data: must be an object, not [1, 2]"),
+    "changes": (event_change(lambda e: e.update(changes={"name": ["a"]})),
+                "events[3]: changes: must be null or an object of [before, after] pairs"),
+    "resource_id": (event_change(lambda e: e.update(resource_id="x" * 201)),
+                    "events[3]: resource_id: must be text of up to 200 characters"),
+    "resource_id null": (event_change(lambda e: e.update(resource_id=None)),
+                         "events[3]: resource_id: must be text of up to 200 characters, not null"),
+    "team_id": (event_change(lambda e: e.update(team_id=7)), "events[3]: team_id: must be null or text"),
+    "resource_type": (event_change(lambda e: e.update(resource_type="Objective")), "events[3]: resource_type:"),
+    "unknown field": (event_change(lambda e: e.update(seq=4)), "events[3]: unknown field seq"),
+    "missing field": (event_change(lambda e: e.pop("changes")), "events[3]: missing field changes"),
+    "number out of range": (event_change(lambda e: e["data"].update(big=1e308)),
+                            "events[3]: data: holds a number out of range"),
+}
+
+
+@pytest.mark.parametrize("case", EVENT_REFUSALS)
+@pytest.mark.parametrize("merge", [False, True], ids=["empty", "merge"])
+def test_a_bad_event_is_refused_naming_its_place_with_nothing_imported(app, seeded, tmp_path, case, merge):
+    change, problem = EVENT_REFUSALS[case]
+    data = exported(app, tmp_path)
+    change(data)
+    text = json.dumps(data, ensure_ascii=False)
+    if case == "number out of range":
+        text = text.replace("1e+308", "1e999")  # which json.dumps cannot write
+    (tmp_path / "bad.json").write_text(text, encoding="utf-8")
+    target = app if merge else new_app(tmp_path / "target.db")
+    line = refused_unchanged(target, "import", *(["--merge"] if merge else []), tmp_path / "bad.json")
+    assert problem.format(id=data["events"][3]["id"]) in line, line
+
+
+def test_events_after_the_data_are_refused(app, seeded, tmp_path):
+    data = exported(app, tmp_path)
+    moved = {name: records for name, records in data.items() if name != "events"}
+    moved["events"] = data["events"]
+    target = new_app(tmp_path / "target.db")
+    line = refused_unchanged(target, "import", write_json(tmp_path / "late.json", moved))
+    assert 'the section "events" comes after "checkins"; the sections go in the order events, users, ' in line
+
+
+# --- merge and webhooks ------------------------------------------------------------------------------
+
+
+def test_a_merge_leaves_stored_events_alone_and_adds_the_new(app, seeded, tmp_path):
+    before = events(app)
+    data = exported(app, tmp_path)
+    data["events"][0]["data"]["name"] = "rewritten history"
+    data["events"][0]["actor"] = {"type": "system", "id": None, "name": "someone else"}
+    added = {**data["events"][-1], "id": new_id(), "created_at": "2026-12-01T00:00:00Z"}
+    data["events"].append(added)
+    counts = ok(invoke(app, "import", "--merge", write_json(tmp_path / "merge.json", data)))
+    assert counts["events"] == {"added": 1, "updated": 0, "unchanged": len(before)}
+    after = events(app)
+    assert after[:len(before)] == before
+    assert after[len(before)][0] == added["id"]
+    # the data is all unchanged: the merge wrote no row, so recorded no event of its own
+    assert len(after) == len(before) + 1
+
+
+def test_imported_events_go_to_no_webhook_and_the_imports_own_do(app, seeded, tmp_path):
+    export(app, tmp_path / "all.json")
+    history = {event["id"] for event in json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))["events"]}
+    target = new_app(tmp_path / "target.db")
+    with closing(sqlite3.connect(target.config["DATABASE"], isolation_level=None)) as db:
+        db.execute("INSERT INTO webhooks (id, url, secret, created_at) VALUES (?, 'https://hooks.example.com/okr', "
+                   "'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '2026-01-01T00:00:00Z')", (new_id(),))
+        db.execute("INSERT INTO webhook_patterns (hook_seq, pattern) VALUES (1, '*')")
+    ok(invoke(target, "import", tmp_path / "all.json"))
+    queued = {event_id for (event_id,) in stored(
+        target, "SELECT e.id FROM webhook_outbox o JOIN events e ON e.seq = o.event_seq")}
+    assert not queued & history
+    # the import's own writes are changes made now: the hook hears of each
+    assert len(queued) == 28 == len(events(target)) - len(history)
+
+
+# --- exporting: streaming, and what stays out ----------------------------------------------------------
+
+
+def test_an_export_without_keys_holds_no_secret_even_in_the_events(app, seeded, tmp_path):
+    assert app.test_cli_runner().invoke(args=["keys", "create", "--name", "ci"]).exit_code == 0
+    export(app, tmp_path / "all.json")
+    text = (tmp_path / "all.json").read_text(encoding="utf-8")
+    [(credential, secret)] = stored(app, "SELECT credential, secret FROM api_keys")
+    assert secret not in text
+    # its key.created event names it, as the feed does, and nothing else does
+    assert credential in text and credential not in data_part(tmp_path / "all.json")
+
+
+# --- okr restore's check of a backup's events -------------------------------------------------------------
+
+
+FIRST_EVENT = "WHERE seq = (SELECT min(seq) FROM events)"
+
+
+@pytest.mark.parametrize("statement, problem", [
+    ("UPDATE events SET data = '{\"a\": 1}' " + FIRST_EVENT,
+     "events[0]: data is stored as '{\"a\": 1}', not as okr stores it ('{\"a\":1}')"),
+    ("UPDATE events SET data = 'not json' " + FIRST_EVENT,
+     "events[0]: data is not JSON text okr can read: 'not json'"),
+    ("UPDATE events SET actor = '{\"type\":\"robot\",\"id\":null,\"name\":null}' " + FIRST_EVENT,
+     'events[0]: actor: type must be one of user, key, system, not "robot"'),
+    ("UPDATE events SET changes = 'NaN' " + FIRST_EVENT,
+     "events[0]: changes is not JSON text okr can read"),
+], ids=["spacing", "not json", "actor", "nan"])
+def test_a_stored_event_not_as_okr_stores_it_is_refused(app, seeded, statement, problem):
+    db = connect(app.config["DATABASE"], 5000)
+    try:
+        check_stored(db)  # okr's own events pass
+        with db:
+            db.execute(statement)
+        with pytest.raises(Refusal) as refusal:
+            check_stored(db)
+        assert str(refusal.value).startswith(problem)
+    finally:
+        db.close()
