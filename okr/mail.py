@@ -2,7 +2,7 @@
 message with the standard library's smtplib. Knows nothing of Flask: it reads a config mapping.
 
 smtp://HOST[:PORT] talks STARTTLS (port 587 by default) and refuses to go on without it, so that the password
-and the links never cross the network in clear; smtps://HOST[:PORT] is TLS from the start (port 465). A user
+and the links never cross the network in clear (only a relay on this machine, localhost, may go without); smtps://HOST[:PORT] is TLS from the start (port 465). A user
 and password may stand in the URL (percent-encoded) or the password in OKR_SMTP_PASSWORD. Every refusal,
 timeout or broken connection comes out as one MailError, whose message never holds the password.
 """
@@ -155,6 +155,16 @@ def invitation_text(name, email, url):
             f"in, open this link:\n\n{url}\n\nIt works once, within 7 days.\n")
 
 
+def is_loopback(host):
+    """Whether host is this machine (a local relay, which may take mail without TLS: nothing crosses a network)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def tls_context():
     """The TLS context the server's certificate is checked with: the system's trusted authorities."""
     return ssl.create_default_context()
@@ -171,13 +181,15 @@ def send(mail_settings, email):
             connection = smtplib.SMTP(mail_settings.host, mail_settings.port, timeout=mail_settings.timeout)
         with connection:
             if mail_settings.scheme == "smtp":
-                connection.starttls(context=tls_context())
+                connection.ehlo()
+                if connection.has_extn("starttls"):
+                    connection.starttls(context=tls_context())
+                elif not is_loopback(mail_settings.host):
+                    raise MailError(f"the mail server {where} offers no STARTTLS, and okr sends in clear only to "
+                                    "this machine: use smtps:// if it takes TLS from the start")
             if mail_settings.user:
                 connection.login(mail_settings.user, mail_settings.password or "")
             connection.send_message(email)
-    except smtplib.SMTPNotSupportedError:
-        raise MailError(f"the mail server {where} offers no STARTTLS: use smtps:// if it takes TLS from the "
-                        "start") from None
     except smtplib.SMTPAuthenticationError as error:
         raise MailError(f"the mail server {where} refused the user name or password ({error.smtp_code})") from None
     except smtplib.SMTPRecipientsRefused as error:
@@ -187,6 +199,10 @@ def send(mail_settings, email):
         text = error.smtp_error.decode("utf-8", "replace") if isinstance(error.smtp_error, bytes) else error.smtp_error
         raise MailError(f"the mail server {where} refused the message: {error.smtp_code} {text}") from None
     except (socket.timeout, TimeoutError):
+        raise MailError(f"the mail server {where} did not answer within {mail_settings.timeout:g} seconds") from None
+    except smtplib.SMTPServerDisconnected as error:
+        if not isinstance(error.__context__, TimeoutError):  # smtplib says a timeout so
+            raise MailError(f"the mail server {where} closed the connection: {error}") from None
         raise MailError(f"the mail server {where} did not answer within {mail_settings.timeout:g} seconds") from None
     except (smtplib.SMTPException, ssl.SSLError, OSError) as error:
         raise MailError(f"cannot send through the mail server {where}: {error}") from None
