@@ -16,6 +16,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
+from helpers import make_cycle, make_key_result, make_objective
 from okr import create_app, mail
 from okr.db import init_db, transaction
 from okr.store import team_members, teams, users
@@ -191,3 +192,42 @@ def team(app, name, *members):
 def moment(stamp):
     """An RFC 3339 UTC time as an aware datetime."""
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+# --- the reminders' world: tests/mail/test_reminders.py, test_schedule.py and test_commands.py ---------------
+
+REMINDERS_MADE = "2026-06-01T08:00:00Z"  # a Monday
+NOW = moment("2026-06-15T09:00:00Z")  # two weeks later, a Monday at 09:00 UTC
+WEEK = "2026-W25"
+
+
+@pytest.fixture
+def reminder_world(app, client, clock):
+    """Olive owns key results; Ann's objective holds one Olive owns and one nobody owns; Quiet turned weekly
+    emails off; Gone is deactivated; Fresh checked in two days ago; the finished and upcoming cycles' key
+    results are as old, and remind nobody."""
+    clock.now = REMINDERS_MADE
+    people = {name: person(app, name, f"{name.lower()}@example.com") for name in ("Olive", "Ann", "Fresh", "Gone")}
+    people["Quiet"] = person(app, "Quiet", "quiet@example.com", weekly_email=False)
+    with app.app_context(), transaction() as db:
+        users.set_active(db, users.get(db, people["Gone"]["id"]), False)
+    current = make_cycle(client, "Q2")
+    finished = client.post("/v1/cycles", json={"name": "Q1", "starts_on": "2026-01-01", "ends_on": "2026-03-31"})
+    upcoming = client.post("/v1/cycles", json={"name": "Q3", "starts_on": "2026-07-01", "ends_on": "2026-09-30"})
+    objective = make_objective(client, current["id"], "Grow revenue", assignee_id=people["Ann"]["id"])
+    other = make_objective(client, current["id"], "Hire well")
+    made = {
+        "owned": make_key_result(client, objective["id"], "Reach 500 customers", owner_id=people["Olive"]["id"]),
+        "unowned": make_key_result(client, objective["id"], "Ship the app"),
+        "olive elsewhere": make_key_result(client, other["id"], "Hire 3 people", owner_id=people["Olive"]["id"]),
+        "quiet": make_key_result(client, other["id"], "Quiet's", owner_id=people["Quiet"]["id"]),
+        "gone": make_key_result(client, other["id"], "Gone's", owner_id=people["Gone"]["id"]),
+        "fresh": make_key_result(client, other["id"], "Fresh's", owner_id=people["Fresh"]["id"]),
+    }
+    for cycle in (finished.get_json(), upcoming.get_json()):
+        elsewhere = make_objective(client, cycle["id"], "Elsewhere", assignee_id=people["Ann"]["id"])
+        make_key_result(client, elsewhere["id"], "Not now", owner_id=people["Olive"]["id"])
+    clock.now = "2026-06-13T10:00:00Z"
+    checked = client.post(f"/v1/keyresults/{made['fresh']['id']}/checkins", json={"value": "3", "confidence": "0.9"})
+    assert checked.status_code == 200, checked.get_json()
+    return people, made

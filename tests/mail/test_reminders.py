@@ -4,53 +4,11 @@ import sqlite3
 import threading
 from contextlib import closing
 
-import pytest
 
-from helpers import make_cycle, make_key_result, make_objective
 from okr import weekly
 from okr.db import connect
 
-from conftest import BASE_URL, moment, person
-
-MADE = "2026-06-01T08:00:00Z"  # a Monday
-NOW = moment("2026-06-15T09:00:00Z")  # two weeks later, a Monday at 09:00 UTC
-WEEK = "2026-W25"
-
-
-@pytest.fixture
-def world(app, client, clock):
-    """Olive owns key results; Ann's objective holds one Olive owns and one nobody owns; Quiet turned weekly
-    emails off; Gone is deactivated; Fresh checked in two days ago; the finished and upcoming cycles' key
-    results are as old, and remind nobody."""
-    clock.now = MADE
-    people = {name: person(app, name, f"{name.lower()}@example.com") for name in ("Olive", "Ann", "Fresh", "Gone")}
-    people["Quiet"] = person(app, "Quiet", "quiet@example.com", weekly_email=False)
-    with app.app_context():
-        from okr.db import transaction
-        from okr.store import users
-        with transaction() as db:
-            users.set_active(db, users.get(db, people["Gone"]["id"]), False)
-    current = make_cycle(client, "Q2")
-    finished = client.post("/v1/cycles", json={"name": "Q1", "starts_on": "2026-01-01", "ends_on": "2026-03-31"})
-    upcoming = client.post("/v1/cycles", json={"name": "Q3", "starts_on": "2026-07-01", "ends_on": "2026-09-30"})
-    objective = make_objective(client, current["id"], "Grow revenue", assignee_id=people["Ann"]["id"])
-    other = make_objective(client, current["id"], "Hire well")
-    made = {
-        "owned": make_key_result(client, objective["id"], "Reach 500 customers", owner_id=people["Olive"]["id"]),
-        "unowned": make_key_result(client, objective["id"], "Ship the app"),
-        "olive elsewhere": make_key_result(client, other["id"], "Hire 3 people", owner_id=people["Olive"]["id"]),
-        "quiet": make_key_result(client, other["id"], "Quiet's", owner_id=people["Quiet"]["id"]),
-        "gone": make_key_result(client, other["id"], "Gone's", owner_id=people["Gone"]["id"]),
-        "fresh": make_key_result(client, other["id"], "Fresh's", owner_id=people["Fresh"]["id"]),
-    }
-    for cycle in (finished.get_json(), upcoming.get_json()):
-        elsewhere = make_objective(client, cycle["id"], "Elsewhere", assignee_id=people["Ann"]["id"])
-        make_key_result(client, elsewhere["id"], "Not now", owner_id=people["Olive"]["id"])
-    clock.now = "2026-06-13T10:00:00Z"
-    checked = client.post(f"/v1/keyresults/{made['fresh']['id']}/checkins", json={"value": "3", "confidence": "0.9"})
-    assert checked.status_code == 200, checked.get_json()
-    return people, made
-
+from conftest import BASE_URL, NOW, WEEK, moment
 
 def reminded(app, now=NOW):
     """{person's name: [their key results' names]} of the reminders at now."""
@@ -59,18 +17,18 @@ def reminded(app, now=NOW):
                 for entry in weekly.reminders(db, now)}
 
 
-def test_owners_and_assignees_are_reminded_of_their_key_results_without_a_check_in_for_7_days(app, world):
+def test_owners_and_assignees_are_reminded_of_their_key_results_without_a_check_in_for_7_days(app, reminder_world):
     assert reminded(app) == {"Olive": ["Reach 500 customers", "Hire 3 people"],
                              "Ann": ["Reach 500 customers", "Ship the app"]}
 
 
-def test_a_check_in_within_7_days_is_no_reason_to_remind(app, world):
+def test_a_check_in_within_7_days_is_no_reason_to_remind(app, reminder_world):
     assert reminded(app, moment("2026-06-07T09:00:00Z")) == {}  # six days after they were made
     assert "Fresh" not in reminded(app) and "Fresh" in reminded(app, moment("2026-06-21T09:00:00Z"))
 
 
-def test_the_reminder_email_lists_them_with_links_to_check_in(app, world, smtp_server, settings):
-    people, made = world
+def test_the_reminder_email_lists_them_with_links_to_check_in(app, reminder_world, smtp_server, settings):
+    people, made = reminder_world
     result = weekly.send_round(app.config, settings, NOW, WEEK)
     assert result.complete and {email.person["name"] for email in result.sent if email.kind == "reminder"} == {
         "Olive", "Ann"}
@@ -84,7 +42,7 @@ def test_the_reminder_email_lists_them_with_links_to_check_in(app, world, smtp_s
     assert not smtp_server.to("quiet@example.com") and not smtp_server.to("gone@example.com")
 
 
-def test_a_person_is_reminded_once_a_week_however_many_rounds(app, world, smtp_server, settings):
+def test_a_person_is_reminded_once_a_week_however_many_rounds(app, reminder_world, smtp_server, settings):
     first = weekly.send_round(app.config, settings, NOW, WEEK)
     again = weekly.send_round(app.config, settings, moment("2026-06-17T12:00:00Z"), WEEK)
     assert len(first.sent) == 2 and again.sent == []
@@ -96,7 +54,7 @@ def test_a_person_is_reminded_once_a_week_however_many_rounds(app, world, smtp_s
     assert {email.person["name"] for email in following.sent} == {"Olive", "Ann", "Fresh"}  # a new week
 
 
-def test_two_processes_racing_send_each_reminder_once(app, world, smtp_server, settings):
+def test_two_processes_racing_send_each_reminder_once(app, reminder_world, smtp_server, settings):
     smtp_server.recorder.delay = 0.2  # both rounds plan before either has sent
     results = []
     rounds = [threading.Thread(target=lambda: results.append(weekly.send_round(app.config, settings, NOW, WEEK)))
@@ -108,7 +66,7 @@ def test_two_processes_racing_send_each_reminder_once(app, world, smtp_server, s
     assert sum(len(result.sent) for result in results) == 2 and len(smtp_server.messages) == 2
 
 
-def test_a_claim_is_one_connections_alone(app, world):
+def test_a_claim_is_one_connections_alone(app, reminder_world):
     email = weekly.Email(weekly.REMINDER, {"id": "someone"}, "subject", "body")
     with closing(connect(app.config["DATABASE"], 5000)) as one, closing(connect(app.config["DATABASE"], 5000)) as two:
         assert weekly.claim(one, email, WEEK) is True
