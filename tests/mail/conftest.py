@@ -10,7 +10,6 @@ import socket
 import subprocess
 import threading
 import time
-from datetime import datetime, timezone
 
 import pytest
 from aiosmtpd.controller import Controller
@@ -19,7 +18,9 @@ from aiosmtpd.smtp import AuthResult
 from helpers import make_cycle, make_key_result, make_objective
 from okr import create_app, mail
 from okr.db import init_db, transaction
-from okr.store import team_members, teams, users
+from okr.store import users
+
+from mail_helpers import BASE_URL, REMINDERS_MADE, person
 
 
 def free_port():
@@ -148,9 +149,6 @@ def silent_server():
     listener.close()
 
 
-BASE_URL = "http://okr.test"
-
-
 @pytest.fixture
 def mail_config(smtp_server):
     """The email settings of an app that sends through smtp_server."""
@@ -172,34 +170,9 @@ def settings(app):
     return mail.settings(app.config)
 
 
-def person(app, name, email, role="editor", weekly_email=True):
-    """A user made through the store; its row as a dict."""
-    with app.app_context(), transaction() as db:
-        user = users.create(db, name, email, role)
-        if not weekly_email:
-            users.set_weekly_email(db, user, False)
-        return dict(db.execute("SELECT * FROM users WHERE id = ?", (user["id"],)).fetchone())
-
-
-def team(app, name, *members):
-    with app.app_context(), transaction() as db:
-        row = teams.create(db, name)
-        for member in members:
-            team_members.add(db, row["id"], member["id"])
-        return dict(row)
-
-
-def moment(stamp):
-    """An RFC 3339 UTC time as an aware datetime."""
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
 # --- the reminders' world: tests/mail/test_reminders.py, test_schedule.py and test_commands.py ---------------
-
-REMINDERS_MADE = "2026-06-01T08:00:00Z"  # a Monday
-NOW = moment("2026-06-15T09:00:00Z")  # two weeks later, a Monday at 09:00 UTC
-WEEK = "2026-W25"
-
 
 @pytest.fixture
 def reminder_world(app, client, clock):

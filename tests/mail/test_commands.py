@@ -5,7 +5,7 @@ import pytest
 
 from okr import weekly
 
-from conftest import BASE_URL, NOW, person
+from mail_helpers import BASE_URL, NOW, person
 
 
 @pytest.fixture(autouse=True)

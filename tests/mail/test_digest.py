@@ -8,7 +8,7 @@ from helpers import make_cycle, make_key_result, make_objective
 from okr import weekly
 from okr.db import connect
 
-from conftest import BASE_URL, moment, person, team
+from mail_helpers import BASE_URL, moment, person, team
 
 NOW = moment("2026-06-15T09:00:00Z")
 

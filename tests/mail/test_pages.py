@@ -9,7 +9,7 @@ from okr.rules import passwords
 from okr.db import transaction
 from okr.store import sign_ins, users
 
-from conftest import BASE_URL, person
+from mail_helpers import BASE_URL, person
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 

@@ -8,7 +8,7 @@ from contextlib import closing
 from okr import weekly
 from okr.db import connect
 
-from conftest import BASE_URL, NOW, WEEK, moment
+from mail_helpers import BASE_URL, NOW, WEEK, moment
 
 def reminded(app, now=NOW):
     """{person's name: [their key results' names]} of the reminders at now."""

@@ -6,7 +6,7 @@ import pytest
 
 from okr import mail, weekly
 
-from conftest import NOW, WEEK, moment
+from mail_helpers import NOW, WEEK, moment
 
 PARIS = {"WEEKLY_MAIL": "monday 09:00", "TIMEZONE": "Europe/Paris"}
 
