@@ -14,7 +14,8 @@ def schema_path():
 def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
     names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG",
-             "SECURE_COOKIES", "EVENT_RETENTION_DAYS")
+             "SECURE_COOKIES", "EVENT_RETENTION_DAYS", "BASE_URL", "SMTP_URL", "SMTP_PASSWORD", "SMTP_TIMEOUT",
+             "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL")
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
     if os.environ.get("OKR_ALLOWED_HOSTS"):
         settings["ALLOWED_HOSTS"] = [name for name in os.environ["OKR_ALLOWED_HOSTS"].split(",") if name.strip()]
@@ -49,6 +50,16 @@ def create_app(test_config=None):
         ALLOWED_HOSTS=[],
         # The dashboard's session cookie is sent over HTTPS only: for a server behind TLS.
         SECURE_COOKIES=False,
+        # Email (okr/mail.py, docs/email.md): off until SMTP_URL and MAIL_FROM are set. BASE_URL is the address
+        # links in emails point to (default http://HOST:PORT); the weekly reminders and digest go out at
+        # WEEKLY_MAIL ("monday 09:00") in TIMEZONE (okr/weekly.py).
+        BASE_URL=None,
+        SMTP_URL=None,
+        SMTP_PASSWORD=None,
+        SMTP_TIMEOUT=30,
+        MAIL_FROM=None,
+        TIMEZONE="UTC",
+        WEEKLY_MAIL="monday 09:00",
         # The stylesheet's cache life; its URL changes with its content.
         SEND_FILE_MAX_AGE_DEFAULT=86400,
     )

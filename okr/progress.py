@@ -186,6 +186,12 @@ def is_stale(last_checkin_at, now):
     return now - parse_timestamp(last_checkin_at) > STALE_AFTER
 
 
+def checkin_overdue(last_checkin_at, now):
+    """True when the last check-in is more than NEEDS_UPDATE_AFTER (7 days) before now (an aware datetime):
+    the weekly reminder lists the key result."""
+    return now - parse_timestamp(last_checkin_at) > NEEDS_UPDATE_AFTER
+
+
 def stale_test(now):
     """is_stale(·, now) for many timestamps: compares the stored text with one cut-off, parsing none.
 

@@ -4,6 +4,8 @@ Built from a fixed number of queries whatever the size (no query per row), with
 every figure from okr.progress. Knows SQL but not Flask: the API, the dashboard
 and the exports all call it with an open connection.
 """
+from datetime import timezone
+
 from . import progress
 from .records import cycle_details_json, key_result_details_json, objective_json
 
@@ -61,6 +63,78 @@ def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
         "key_results_count": len(key_results),
         "objectives": roots,
     }
+
+
+# A key result as it stood at :as_of, from its check-ins up to then: its value and confidence then, its last
+# check-in then, and whether it had been updated by then. Its type and targets are today's (no history of
+# them is kept).
+KEY_RESULTS_AS_OF = """
+SELECT k.*,
+    coalesce((SELECT value FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1),
+             k.current_value) AS start_value,
+    (SELECT value FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
+     ORDER BY c.seq DESC LIMIT 1) AS value_then,
+    (SELECT confidence FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
+     ORDER BY c.seq DESC LIMIT 1) AS confidence_then,
+    coalesce((SELECT created_at FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
+              ORDER BY c.seq DESC LIMIT 1), k.created_at) AS last_checkin_at,
+    EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
+            ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated
+FROM key_results k
+WHERE k.cycle_id = :cycle AND k.created_at <= :as_of
+    AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})
+ORDER BY k.seq
+"""
+
+
+def cycle_report_as_of(db, cycle, as_of, team_id=None):
+    """cycle_report as it would have been at as_of (an aware datetime), from the check-ins made by then: the
+    objectives and key results that existed then, each key result at its last value and confidence by then.
+    Every figure by the same rules; "this week against last" compares it with cycle_report."""
+    stamp = as_of.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kept, params = "cycle_id = :cycle AND created_at <= :as_of", {"cycle": cycle["id"], "as_of": stamp}
+    if team_id is not None:
+        kept += " AND team_id = :team"
+        params["team"] = team_id
+    objectives = dict_rows(db, f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params)
+    key_results = dict_rows(db, KEY_RESULTS_AS_OF.format(kept=kept), params)
+    for row in key_results:
+        if row["value_then"] is not None:  # else a row written behind the API's back: today's values
+            row["current_value"], row["confidence"] = row["value_then"], row["confidence_then"]
+    shown = cycle_details_json(cycle, as_of.date())
+    stale = never_stale if shown["state"] == "finished" else stale_by_time(as_of)
+    roots, exact_by_objective = alignment_tree(objectives, key_results, stale)
+    return {
+        "cycle": shown,
+        "progress": progress.mean_figure(exact_by_objective),
+        "objectives_count": len(objectives),
+        "key_results_count": len(key_results),
+        "objectives": roots,
+    }
+
+
+def current_cycles(db, today):
+    """The cycle rows whose state is "current" today, newest first.
+
+    SQLite narrows them by their ISO dates (text that sorts as dates); okr.progress.cycle_state decides.
+    """
+    day = today.isoformat()
+    rows = db.execute(
+        """SELECT * FROM cycles WHERE (starts_on IS NULL OR starts_on <= date(:day, '+1 day'))
+           AND (ends_on IS NULL OR ends_on >= date(:day, '-1 day')) ORDER BY seq DESC""",
+        {"day": day},
+    ).fetchall()
+    return [row for row in rows if progress.cycle_state(row["starts_on"], row["ends_on"], today) == "current"]
+
+
+def flattened(nodes):
+    """A report's objective nodes, parents before their children, in the report's order."""
+    found, stack = [], list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(reversed(node["children"]))
+    return found
 
 
 def objective_report(db, objective_id, now):

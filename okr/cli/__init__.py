@@ -3,12 +3,12 @@ import, import from a Simple OKR API, and demo."""
 import functools
 
 from ..store import events
-from . import database, demo, keys, simpleokr, transfer, users
+from . import database, demo, keys, reminders, simpleokr, transfer, users
 
 # In the order `okr --help` lists them, after serve.
 COMMANDS = (database.init_db_command, users.users_cli, keys.keys_cli, keys.auth_header, database.backup,
             database.restore, transfer.export_command, transfer.import_command,
-            simpleokr.import_simpleokr_command, demo.demo)
+            simpleokr.import_simpleokr_command, reminders.reminders_cli, demo.demo)
 # Each command's own help names the options only it takes.
 GLOBAL_OPTIONS_EPILOG = "Global options such as --database work here too: see okr --help."
 

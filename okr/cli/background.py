@@ -21,6 +21,7 @@ from contextlib import closing
 
 from ..db import connect
 from ..store import events
+from ..weekly import weekly_mail_job
 
 logger = logging.getLogger("okr")
 
@@ -50,7 +51,7 @@ def prune_events(app, stop):
 
 
 # (name, job): the jobs of the background process.
-JOBS = [("prune events", prune_events)]
+JOBS = [("prune events", prune_events), ("weekly mail", weekly_mail_job)]
 
 
 def run_jobs(app, stop, jobs=None):

@@ -18,6 +18,7 @@ from contextlib import closing
 
 from waitress import create_server
 
+from .. import mail, weekly
 from ..access import auth_enabled, is_loopback
 from ..db import connect, init_db, table_columns
 from ..scratch import remove_leftovers
@@ -88,12 +89,12 @@ def access_log_on(config):
     return switch(config["ACCESS_LOG"], "access log")
 
 
-INVITATION_TOKEN = re.compile(r"(/invitations/)[^/?#]+")
+LINK_TOKEN = re.compile(r"(/invitations/|/password-reset/)[^/?#]+")
 
 
 def without_secrets(target):
-    """A request target with an invitation link's token left out: the log never holds one."""
-    return INVITATION_TOKEN.sub(r"\1[token]", target)
+    """A request target with an invitation's or a password reset's token left out: the log never holds one."""
+    return LINK_TOKEN.sub(r"\1[token]", target)
 
 
 class AccessLog:
@@ -153,7 +154,7 @@ class AccessLog:
                 target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
                 if not target.isprintable():
                     target = repr(target)[1:-1]  # one line per request, whatever a client sends
-                if "/invitations/" in target:
+                if "/invitations/" in target or "/password-reset/" in target:
                     target = without_secrets(target)
                 milliseconds = (time.perf_counter() - started) * 1000
                 if self.writer is None:
@@ -290,7 +291,10 @@ def run_server(app, args):
     try:
         access_log_on(app.config)
         placement = place_on_cpus(app.config["CPU"])
-    except ValueError as error:
+        mail_settings = mail.settings(app.config)
+        if mail_settings is not None:
+            weekly.schedule(app.config)
+    except ValueError as error:  # MailSettingsError too
         sys.exit(f"okr: {error}")
     # In this order: nothing listens on a network before a key protects it, and
     # nothing is created before the port is known to be free.
@@ -325,6 +329,12 @@ def run_server(app, args):
                        "them %s; create a key with okr keys create --name NAME, or invite someone with "
                        "okr users invite EMAIL", reach)
     logger.info("serving %s with %s threads", placement, app.config["THREADS"])
+    if mail_settings is None:
+        logger.info("email is not set up (OKR_SMTP_URL, OKR_MAIL_FROM): no invitations, password resets, "
+                    "reminders nor digests by email")
+    else:
+        logger.info("email through %s://%s:%s; weekly reminders and digests on %s", mail_settings.scheme,
+                    mail_settings.host, mail_settings.port, weekly.schedule(app.config))
     # Webhooks, mail and pruning, in a process of their own (okr/cli/background.py).
     atexit.register(stop_background, run_beside(app))
     signal.signal(signal.SIGTERM, stop_on_sigterm)

@@ -7,7 +7,6 @@ import ipaddress
 import sys
 import unicodedata
 from contextlib import contextmanager
-from urllib.parse import urlsplit
 
 import click
 from flask import current_app
@@ -21,8 +20,10 @@ from ..db import transaction
 from ..emails import email_key
 from ..errors import Conflict, NotFound
 from ..records import user_json
+from .. import mail
+from ..mail import base_url_problem
 from ..store import invitations, users
-from .common import address, echo_json, read_database, reports_errors, use_database
+from .common import address, echo_json, logger, read_database, reports_errors, use_database
 
 
 users_cli = AppGroup("users", help="Users: add, list, update, import, deactivate, activate, set-role, invite, "
@@ -184,29 +185,10 @@ def set_user_role(email, role):
     echo_json({**user_json(row), "role": row["role"]})
 
 
-def base_url_problem(url):
-    """What is wrong with an invitation link's base URL, in a few words; None when it will do."""
-    if any(character.isspace() or ord(character) < 0x20 or ord(character) == 0x7F for character in url):
-        return "must not hold spaces or control characters"
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https"):
-        return "must start with http:// or https://"
-    if not parts.hostname:
-        return "must name a host, as in https://okr.example.com"
-    if "@" in parts.netloc:
-        return "must not hold a user name or password"
-    if "?" in url or "#" in url:
-        return "must have no query (?) nor fragment (#)"
-    try:
-        parts.port
-    except ValueError:
-        return "has a port that is not a number from 0 to 65535"
-    return None
-
-
 def invitation_base(base_url):
     """The invitation link's base URL, checked, without a trailing slash: --base-url (or OKR_BASE_URL), else
     this server's own address (--host and --port)."""
+    base_url = base_url or current_app.config.get("BASE_URL")
     if base_url is None:
         host, port = current_app.config["HOST"], current_app.config["PORT"]
         try:
@@ -241,9 +223,15 @@ def invite_user(email, base_url, as_json):
 
     The link is URL/invitations/TOKEN: valid for 7 days, it works once, and it
     voids any earlier link of the user's. Only a digest of the token is kept,
-    so the link is shown now and never again: send it to the user yourself.
-    The last line printed is the link. A deactivated user cannot be invited.
+    so the link is shown now and never again. With email set up (OKR_SMTP_URL
+    and OKR_MAIL_FROM) it is also emailed to the user; without, send it
+    yourself. The last line printed is the link. A deactivated user cannot be
+    invited.
     """
+    try:
+        mail_settings = mail.settings(current_app.config)
+    except mail.MailSettingsError as error:
+        raise click.ClickException(str(error)) from None
     base = invitation_base(base_url)
     use_database()
     with transaction() as db, refusals(email):
@@ -253,12 +241,27 @@ def invite_user(email, base_url, as_json):
                                        f"(okr users activate {user['email']})")
         token = invitations.create(db, user)
     url = f"{base}/invitations/{token}"
+    emailed = mail_settings is not None and email_invitation(mail_settings, user, url)
     if as_json:
         echo_json({"url": url})
     else:
         click.echo(f"invitation for {user['name']} <{user['email']}> to choose a password: valid for "
-                   f"{invitations.VALID_FOR.days} days, once (an earlier link of theirs no longer works)")
+                   f"{invitations.VALID_FOR.days} days, once (an earlier link of theirs no longer works)"
+                   + ("; emailed to them" if emailed else ""))
         click.echo(url)
+
+
+def email_invitation(mail_settings, user, url):
+    """Emails the invitation link; True once sent. A mail server's refusal is a warning on stderr, not a
+    failure: the link is printed all the same, to send some other way."""
+    message = mail.message(mail_settings, user["name"], user["email"], "Your invitation to the OKR dashboard",
+                           mail.invitation_text(user["name"], user["email"], url))
+    try:
+        mail.send(mail_settings, message)
+    except mail.MailError as error:
+        logger.warning("the invitation was not emailed: %s; send the link yourself", error)
+        return False
+    return True
 
 
 def stdin_is_terminal():

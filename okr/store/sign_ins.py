@@ -3,12 +3,15 @@
 From one address, after FAILURES_PER_ACCOUNT failures for one account within WINDOW seconds,
 that account's sign-in from that address waits; after FAILURES_PER_ADDRESS failures in the
 window, every sign-in from it does. An account is a user's email key, an API key's
-credential, or INVITATION for invitation links. Rows older than the window go at each failure.
+credential, INVITATION for invitation links, PASSWORD_RESET for password reset links, or
+RESET_REQUEST + an email key for the emails that send them (each request counts, as a failure would). Rows older than the window go at each failure.
 """
 WINDOW = 15 * 60
 FAILURES_PER_ACCOUNT = 10
 FAILURES_PER_ADDRESS = 100
 INVITATION = "invitation"
+PASSWORD_RESET = "password reset"
+RESET_REQUEST = "reset request "
 
 
 def record_failure(db, address, account, now):

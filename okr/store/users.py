@@ -103,12 +103,19 @@ def keep_an_admin(db, user):
 def set_password(db, user, password_hash, keep_token=None):
     """Gives the user (its row) this password hash (okr.rules.passwords makes it). Every session of the
     user's ends but the one whose token is keep_token (the browser that changed it), and a pending
-    invitation goes: it would set the password again."""
+    invitation or password reset goes: it would set the password again."""
     db.execute("UPDATE users SET password_hash = ? WHERE seq = ?", (password_hash, user["seq"]))
     db.execute("DELETE FROM invitations WHERE user_id = ?", (user["id"],))
+    db.execute("DELETE FROM password_resets WHERE user_id = ?", (user["id"],))
     web_sessions.end_users(db, user["id"], keep_token)
 
 
 def any_password(db):
     """Whether any user has a password."""
     return db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE password_hash IS NOT NULL)").fetchone()[0] == 1
+
+
+def set_weekly_email(db, user, on):
+    """Turns the user's weekly emails (check-in reminders and team digest) on or off. A private preference
+    that no API field shows, like the password: it records no event and keeps the user's revision."""
+    db.execute("UPDATE users SET weekly_email = ? WHERE seq = ?", (int(bool(on)), user["seq"]))

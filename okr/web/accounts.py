@@ -17,6 +17,7 @@ from ..rules.messages import flatten
 from ..rules.schemas import user_schema
 from ..store import invitations, keys, users, web_sessions
 from . import sessions, sign_in
+from .email_pages import email_invitation, mail_settings
 from .errors import PageError
 from .views import bp, local_path
 
@@ -35,7 +36,8 @@ def show_login():
     next_path = local_path(request.values.get("next", ""))
     if not sessions.login_required():
         return redirect(request.script_root + next_path, 303)
-    shown = {"next": next_path, "email": "", "credential": "", "error": None, "key_error": None}
+    shown = {"next": next_path, "email": "", "credential": "", "error": None, "key_error": None,
+             "email_set_up": mail_settings() is not None}
     if request.method == "GET":
         return render_template("login.html", **shown)
     if "credential" in request.form:
@@ -91,7 +93,7 @@ def render_account(errors=None, changed=False):
     user = None if actor is None or actor.user_id is None else users.get(db, actor.user_id)
     return render_template(
         "account.html", actor=actor, user=user, role_words=ROLE_WORDS, errors=errors or {}, changed=changed,
-        teams=user_teams(db, user["id"]) if user else [],
+        teams=user_teams(db, user["id"]) if user else [], email_set_up=mail_settings() is not None,
         has_keys=bool(user) and keys.user_has_keys(db, user["id"]),
     )
 
@@ -123,6 +125,17 @@ def change_password():
     return render_account(changed=True)
 
 
+@bp.post("/account/weekly-email")
+def set_weekly_email():
+    """Turns the signed-in person's weekly emails (check-in reminders and team digest) on or off."""
+    user = signed_in_user()
+    choice = request.form.get("weekly_email", "")
+    if choice not in ("on", "off"):
+        return render_account({"weekly_email": "Choose on or off."}), 400
+    users.set_weekly_email(get_db(), user, choice == "on")
+    return redirect(url_for("web.show_account") + "#weekly-heading", 303)
+
+
 @bp.post("/account/sign-out-everywhere")
 def log_out_everywhere():
     """Ends every session of the signed-in person, this one included."""
@@ -145,7 +158,7 @@ def show_people():
     return render_people()
 
 
-def render_people(invited=None, invitation_url=None, form=None, errors=None, error=None):
+def render_people(invited=None, invitation_url=None, form=None, errors=None, error=None, email_problem=None):
     db = get_db()
     people = db.execute("SELECT * FROM users WHERE seq > ? ORDER BY seq LIMIT ?",
                         (after_arg(), PEOPLE_PER_PAGE + 1)).fetchall()
@@ -160,7 +173,7 @@ def render_people(invited=None, invitation_url=None, form=None, errors=None, err
             memberships.setdefault(row["user_id"], []).append(row)
     return render_template(
         "people.html", people=people, teams=memberships, more=more, roles=users.ROLES, invited=invited,
-        invitation_url=invitation_url, form=form or {"name": "", "email": "", "role": "editor"},
+        invitation_url=invitation_url, email_problem=email_problem, form=form or {"name": "", "email": "", "role": "editor"},
         errors=errors or {}, error=error)
 
 
@@ -182,7 +195,7 @@ def chosen_role():
 @bp.post("/people")
 @sessions.people_managers_only
 def add_person():
-    """Adds a person with a role, and shows their invitation link."""
+    """Adds a person with a role, and shows their invitation link (emailed to them when email is set up)."""
     form = {name: request.form.get(name, "").strip() for name in ("name", "email")}
     form["role"] = chosen_role()
     try:
@@ -206,9 +219,10 @@ def invite_person(user_id):
 
 
 def render_invitation(user):
+    """The People page with a new invitation's link, also emailed to the person when email is set up."""
     token = invitations.create(get_db(), user)
     url = request.host_url.rstrip("/") + url_for("web.show_invitation", token=token)
-    return render_people(invited=user, invitation_url=url)
+    return render_people(invited=user, invitation_url=url, email_problem=email_invitation(user, token))
 
 
 @bp.post("/people/<user_id>/role")

@@ -29,9 +29,10 @@ SESSION_SECONDS = SESSION_HOURS * 3600
 # 30 days; every other session SESSION_HOURS.
 READ_ONLY_KEY_SESSION_DAYS = 30
 READ_ONLY_KEY_SESSION_SECONDS = READ_ONLY_KEY_SESSION_DAYS * 86400
-# Pages anyone may open: signing in, signing out, choosing a password from an invitation, and the stylesheet
-# and script.
-OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitation", "web.static"})
+# Pages anyone may open: signing in, signing out, choosing a password from an invitation or a reset link
+# (and asking for one), and the stylesheet and script.
+OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitation", "web.ask_password_reset",
+                            "web.reset_password", "web.static"})
 
 
 def is_page_path(path):
@@ -218,6 +219,8 @@ def require_session():
         forget_session()
         return redirect(url_for("web.show_login", next=request.full_path.rstrip("?")), 303)
     g.actor = actor
+    if request.endpoint in OWN_SETTINGS_ENDPOINTS and not actor.read_only:
+        return None  # a viewer's own preferences are theirs to change
     if not access.may_write(actor, request.method):
         raise PageError(403, "Not allowed", WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
     if request.endpoint in EDITOR_ENDPOINTS and not access.may_write(actor, "POST"):
@@ -226,6 +229,10 @@ def require_session():
     if request.endpoint in PEOPLE_MANAGER_ENDPOINTS and not access.may_manage_people(actor):
         raise PageError(403, "Not allowed", "Only an admin manages people.")
     return None
+
+
+# The account page's forms that change a person's own preferences, which a viewer may send too.
+OWN_SETTINGS_ENDPOINTS = frozenset({"web.set_weekly_email"})
 
 
 # The endpoints of the views only those who manage people may open (okr.access.may_manage_people).

@@ -14,7 +14,7 @@ from .. import access
 from ..db import READ_METHODS, begin_write, commit_now, get_connection, get_db
 from ..emails import email_key
 from ..rules import passwords
-from ..store import invitations, sign_ins, users
+from ..store import invitations, password_resets, sign_ins, users
 from .errors import PageError
 
 WRONG_PASSWORD = "Unknown email, or wrong password."
@@ -92,3 +92,23 @@ def invited_user(token):
         raise PageError(404, "Invitation not valid",
                         "This invitation link is unknown, used or past its 7 days. Ask an admin for a new one.")
     return user
+
+
+def reset_user(token):
+    """The user a valid password reset with this token is for; a 404 page otherwise (counted as a failure)."""
+    refuse_if_throttled(sign_ins.PASSWORD_RESET)
+    user = password_resets.user_for(get_db(), token)
+    if user is None:
+        record_failure(sign_ins.PASSWORD_RESET)
+        raise PageError(404, "Reset link not valid",
+                        "This password reset link is unknown, used or past its hour. Ask for a new one on the "
+                        "sign-in page.")
+    return user
+
+
+def count_reset_request(email):
+    """Throttles the emails of password reset links like sign-ins: every request counts as a failure would,
+    for the email asked for and for the address. A 429 page once there were too many."""
+    account = sign_ins.RESET_REQUEST + email_key(email)
+    refuse_if_throttled(account)
+    sign_ins.record_failure(get_db(), client_address(), account, int(time.time()))

@@ -30,18 +30,8 @@ JOIN objectives o ON o.id = h.objective_id
 TEAM_OBJECTIVES_SHOWN = 30
 
 
-def current_cycles(db, today):
-    """The cycle rows whose state is "current" today, newest first.
-
-    SQLite narrows them by their ISO dates (text that sorts as dates); okr.progress.cycle_state decides.
-    """
-    day = today.isoformat()
-    rows = db.execute(
-        """SELECT * FROM cycles WHERE (starts_on IS NULL OR starts_on <= date(:day, '+1 day'))
-           AND (ends_on IS NULL OR ends_on >= date(:day, '-1 day')) ORDER BY seq DESC""",
-        {"day": day},
-    ).fetchall()
-    return [row for row in rows if progress.cycle_state(row["starts_on"], row["ends_on"], today) == "current"]
+# The cycles current today: okr.reports' rule, which the weekly emails share.
+current_cycles = reports.current_cycles
 
 
 def needs_update(node, now):
@@ -90,14 +80,7 @@ def week(db, person_id, now):
     return {"cycles": list(details.values()), "key_results": [entry[3] for entry in key_results], "teams": teams}
 
 
-def flattened(nodes):
-    """A report's objective nodes, parents before their children, in the report's order."""
-    found, stack = [], list(reversed(nodes))
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(reversed(node["children"]))
-    return found
+flattened = reports.flattened
 
 
 def json_list(ids):
