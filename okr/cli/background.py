@@ -20,6 +20,7 @@ import time
 from contextlib import closing
 
 from ..db import connect
+from ..deliverer import deliver_webhooks
 from ..store import events
 
 logger = logging.getLogger("okr")
@@ -50,7 +51,7 @@ def prune_events(app, stop):
 
 
 # (name, job): the jobs of the background process.
-JOBS = [("prune events", prune_events)]
+JOBS = [("prune events", prune_events), ("deliver webhooks", deliver_webhooks)]
 
 
 def run_jobs(app, stop, jobs=None):
