@@ -89,6 +89,10 @@ class Refused(Exception):
     """The URL's host is, or resolves to, an address a hook may not reach (or does not resolve)."""
 
 
+class Unresolved(Refused):
+    """The URL's host does not resolve (now)."""
+
+
 def is_public(address):
     """Whether an IP address is one a hook may reach without --allow-private: none of loopback, private,
     link-local, multicast, reserved, unspecified, shared (100.64/10) or documentation ranges."""
@@ -104,7 +108,7 @@ def resolve(host, port, allow_private):
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as error:
-        raise Refused(f"{host} does not resolve: {error}") from None
+        raise Unresolved(f"{host} does not resolve: {error}") from None
     addresses = []
     for family, _, _, _, sockaddr in infos:
         if family not in (socket.AF_INET, socket.AF_INET6):
@@ -117,14 +121,18 @@ def resolve(host, port, allow_private):
         if address not in addresses:
             addresses.append(address)
     if not addresses:
-        raise Refused(f"{host} has no IP address")
+        raise Unresolved(f"{host} has no IP address")
     return addresses
 
 
 def check_destination(url, allow_private):
-    """Raises Refused unless url's host resolves to addresses a hook may reach (for adding a hook)."""
+    """Raises Refused when url's host resolves to an address a hook may not reach (for adding a hook). A name
+    that does not resolve yet is let be: each delivery checks again."""
     parts = urlsplit(url)
-    resolve(parts.hostname, parts.port or default_port(parts.scheme), allow_private)
+    try:
+        resolve(parts.hostname, parts.port or default_port(parts.scheme), allow_private)
+    except Unresolved:
+        pass
 
 
 def default_port(scheme):
