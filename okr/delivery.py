@@ -18,7 +18,9 @@ import secrets
 import socket
 import ssl
 import time
+import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
@@ -264,3 +266,14 @@ def post_slack(hook, message):
     body = dumps(message)
     return post(hook["url"], body, signed_headers(hook["secret"], "msg_" + secrets.token_hex(12), time.time(), body),
                 bool(hook["allow_private"]))
+
+
+def send_ping(hook, actor):
+    """Sends a hook its test message now, outside the outbox: to an events hook a signed ping event (by
+    actor, a dict as the activity feed names one), to a slack hook a message. (Outcome, the message's id)."""
+    message_id = str(uuid.uuid4())
+    if hook["format"] == "slack":
+        return post_slack(hook, {"text": "Test message from the OKR service: this hook works."}), message_id
+    ping = {"id": message_id, "type": "ping", "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "actor": actor, "resource": {"type": "webhook", "id": hook["id"]}, "data": {"webhook_id": hook["id"]}}
+    return send_event(hook, message_id, dumps(ping)), message_id

@@ -3,7 +3,7 @@ import click
 from flask.cli import AppGroup
 
 from .. import delivery
-from ..db import new_id, transaction, utc_now
+from ..db import transaction, utc_now
 from ..errors import Invalid, NotFound
 from ..store import events, webhooks
 from .common import echo_json, read_database, reports_errors, use_database
@@ -119,22 +119,12 @@ def test_hook(hook_id):
     use_database()
     with transaction(write=False) as db:
         hook = found(db, hook_id)
-    outcome, message_id = send_ping(hook)
+    outcome, message_id = delivery.send_ping(hook, events.ACTOR.get())
     with transaction() as db:
         webhooks.log_attempts(db, hook["seq"], [(message_id, "ping", utc_now(), outcome.status, outcome.error)])
     if not outcome.ok:
         raise click.ClickException(f"ping failed: {outcome.error}")
     click.echo(f"ping delivered: HTTP {outcome.status}")
-
-
-def send_ping(hook):
-    """Sends a hook its test message, at once and outside the outbox: (Outcome, the message's id)."""
-    message_id = new_id()
-    if hook["format"] == "slack":
-        return delivery.post_slack(hook, {"text": "Test message from the OKR service: this hook works."}), message_id
-    ping = {"id": message_id, "type": "ping", "created_at": utc_now(), "actor": events.ACTOR.get(),
-            "resource": {"type": "webhook", "id": hook["id"]}, "data": {"webhook_id": hook["id"]}}
-    return delivery.send_event(hook, message_id, delivery.dumps(ping)), message_id
 
 
 @webhooks_cli.command("deliveries")

@@ -1,6 +1,6 @@
 """The web dashboard: server-rendered pages over the same reports, progress and store as the API."""
 from . import (accounts, cycle_pages, key_result_pages, objective_pages, sessions,  # these add their pages
-               team_pages, views)  # to views.bp
+               team_pages, views, webhook_pages)  # to views.bp
 
 
 def init_app(app):
