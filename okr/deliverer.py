@@ -3,9 +3,9 @@
 It is a job of okr/cli/background.py, so there is exactly one per database however many servers serve it,
 and it never takes the server's CPU or a worker thread. A dispatcher polls SQLite's data_version (one cheap
 read, every few milliseconds) and, when anything was committed, wakes the worker thread of each active hook
-with events waiting, starting one if needed. A worker sends its hook's events one at a time in outbox order:
+whose first waiting event is due, starting one if needed (a hook waiting for a retry is left to sleep). A worker sends its hook's events one at a time in outbox order:
 the head blocks the rest, so a hook's events arrive in order, and a slow or dead receiver holds up its own
-hook only. An event leaves the outbox only after its receiver answered 2xx, acknowledged a batch per short
+hook only. A worker keeps its connection to the receiver alive (okr.delivery.post's pool). An event leaves the outbox only after its receiver answered 2xx, acknowledged a batch per short
 write transaction (the API must not wait on SQLite's write lock for the deliverer); so after a crash, even
 a SIGKILL, whatever was not acknowledged is sent again, with the same webhook-id (the event's id).
 
@@ -27,10 +27,13 @@ from .store import events, webhooks
 
 logger = logging.getLogger("okr")
 
-POLL_SECONDS = 0.002  # how often the dispatcher reads data_version
+POLL_SECONDS = 0.005  # how often the dispatcher reads data_version
 RESCAN_SECONDS = 1.0  # and looks for work anyway (a retry that fell due, a hook enabled by another process)
-BATCH = 100  # events read from a hook's outbox at once
-ACK_SECONDS = 0.2  # delivered events are acknowledged at least this often
+BATCH = 1000  # events read from a hook's outbox at once
+# Delivered events are acknowledged at least this often: each acknowledgement takes SQLite's write lock, and
+# an API writer that finds it taken sleeps (1 ms or more), so they are few; after a crash, what was delivered
+# but not yet acknowledged is sent again.
+ACK_SECONDS = 1.0
 IDLE_WAIT_SECONDS = 60  # the longest a worker waits before it looks at its outbox again
 ERROR_PAUSE_SECONDS = 1.0  # after a database error, a worker waits this long and reads its outbox again
 
@@ -55,7 +58,14 @@ class Deliverer:
             self.local.db = connect(self.database, self.busy_timeout_ms)
         return self.local.db
 
+    def pool(self):
+        """This thread's kept-alive connections to receivers."""
+        if getattr(self.local, "pool", None) is None:
+            self.local.pool = {}
+        return self.local.pool
+
     def close(self):
+        delivery.close_pool(self.pool())
         db = getattr(self.local, "db", None)
         if db is not None:
             self.local.db = None
@@ -94,7 +104,7 @@ class Deliverer:
                     self.acknowledge(hook_seq, delivered)
                     return row["next_attempt_at"]
                 body = delivery.dumps(events.event_json(row))
-                outcome = self.send(hook, row["id"], body, now=self.clock)
+                outcome = self.send(hook, row["id"], body, now=self.clock, pool=self.pool())
                 if not outcome.ok:
                     self.acknowledge(hook_seq, delivered)
                     return self.failed(hook, row, outcome)
@@ -102,6 +112,8 @@ class Deliverer:
                 if time.monotonic() - flushed_at >= ACK_SECONDS:
                     self.acknowledge(hook_seq, delivered)
                     delivered, flushed_at = [], time.monotonic()
+                    if webhooks.active_hook(db, hook_seq) is None:  # removed or disabled meanwhile
+                        return None
             self.acknowledge(hook_seq, delivered)
 
     def acknowledge(self, hook_seq, delivered):
@@ -149,7 +161,7 @@ class Dispatcher:
                     version = db.execute("PRAGMA data_version").fetchone()[0]
                     if version != seen or time.monotonic() >= rescan_at:
                         seen, rescan_at = version, time.monotonic() + RESCAN_SECONDS
-                        for hook_seq in webhooks.hooks_with_work(db):
+                        for hook_seq in webhooks.hooks_with_work(db, self.deliverer.clock()):
                             self.wake(hook_seq)
                 except Exception:  # a busy or broken database: looked at again at the next round
                     logger.exception("the webhook deliverer could not read its outbox")

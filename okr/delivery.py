@@ -182,9 +182,12 @@ def parse_retry_after(value, now):
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
-def post(url, body, headers, allow_private, timeout=None, now=time.time):
+def post(url, body, headers, allow_private, timeout=None, now=time.time, pool=None):
     """POSTs body (bytes) to url with headers, once, within timeout seconds (TIMEOUT_SECONDS); the Outcome.
-    Never raises for the receiver's doing."""
+    Never raises for the receiver's doing.
+
+    pool: a dict in which a caller that sends many (a deliverer's worker) keeps a connection alive between
+    requests; it is used again only while the name still resolves to the address it was made to, checked."""
     timeout = TIMEOUT_SECONDS if timeout is None else timeout
     parts = urlsplit(url)
     port = parts.port or default_port(parts.scheme)
@@ -192,9 +195,22 @@ def post(url, body, headers, allow_private, timeout=None, now=time.time):
         addresses = resolve(parts.hostname, port, allow_private)
     except Refused as refusal:
         return Outcome(None, f"refused: {refusal}")
-    host_header = parts.netloc.rsplit("@", 1)[-1]
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    request = ("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body,
+               {"Host": parts.netloc.rsplit("@", 1)[-1], **headers})
     deadline = time.monotonic() + timeout
+    key = (parts.scheme, parts.hostname, port)
+    kept = pool.pop(key, None) if pool is not None else None
+    if kept is not None:
+        address, connection = kept
+        if address in addresses:
+            try:
+                connection.sock.settimeout(timeout)
+                return exchange(connection, request, now, pool, key, address)
+            except ConnectionError:  # the receiver closed the idle connection: a new one
+                pass
+            except (OSError, http.client.HTTPException) as failure:
+                return Outcome(None, describe(failure, timeout))
+        connection.close()
     error = None
     for address in addresses:
         remaining = deadline - time.monotonic()
@@ -205,21 +221,44 @@ def post(url, body, headers, allow_private, timeout=None, now=time.time):
         else:
             connection = http.client.HTTPConnection(str(address), port, timeout=remaining)
         try:
-            try:
-                connection.connect()
-            except OSError as failure:  # the next address may answer
-                error = f"cannot connect to {address}: {describe(failure, timeout)}"
-                continue
+            connection.connect()
+        except OSError as failure:  # the next address may answer
+            connection.close()
+            error = f"cannot connect to {address}: {describe(failure, timeout)}"
+            continue
+        try:
             connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            connection.request("POST", path, body=body, headers={"Host": host_header, **headers})
-            response = connection.getresponse()
-            start = response.read(ERROR_BODY_BYTES)
-            return outcome_of(response, start, now())
+            return exchange(connection, request, now, pool, key, address)
         except (OSError, http.client.HTTPException) as failure:
             return Outcome(None, describe(failure, timeout))
-        finally:
-            connection.close()
     return Outcome(None, error or f"timed out after {timeout} s")
+
+
+# A body longer than this is not read to its end, and its connection not kept.
+KEPT_BODY_BYTES = 65536
+
+
+def exchange(connection, request, now, pool, key, address):
+    """Sends request on connection and reads the answer; keeps the connection in pool when it may serve the
+    next request, else closes it. Raises what the connection raises (closed then)."""
+    kept = False
+    try:
+        connection.request(*request)
+        response = connection.getresponse()
+        answer = response.read(KEPT_BODY_BYTES)
+        kept = pool is not None and response.isclosed() and not response.will_close
+        if kept:
+            pool[key] = (address, connection)
+        return outcome_of(response, answer[:ERROR_BODY_BYTES], now())
+    finally:
+        if not kept:
+            connection.close()
+
+
+def close_pool(pool):
+    for _, connection in pool.values():
+        connection.close()
+    pool.clear()
 
 
 def outcome_of(response, start, now):
@@ -254,10 +293,10 @@ def dumps(value):
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def send_event(hook, message_id, body, now=time.time):
+def send_event(hook, message_id, body, now=time.time, pool=None):
     """One delivery of an event's JSON body (bytes) to an events hook (a webhooks row), signed now."""
     return post(hook["url"], body, signed_headers(hook["secret"], message_id, now(), body),
-                bool(hook["allow_private"]), now=now)
+                bool(hook["allow_private"]), now=now, pool=pool)
 
 
 def post_slack(hook, message):

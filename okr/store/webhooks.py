@@ -132,11 +132,11 @@ def log_attempts(db, hook_seq, attempts):
 # --- the outbox, for the deliverer -------------------------------------------------------------------------
 
 
-def hooks_with_work(db):
-    """The seqs of the active events hooks that have events waiting."""
+def hooks_with_work(db, now):
+    """The seqs of the active hooks whose first waiting event is due at now (Unix seconds)."""
     return [row[0] for row in db.execute(
-        """SELECT w.seq FROM webhooks w WHERE w.is_active = 1
-               AND EXISTS (SELECT 1 FROM webhook_outbox o WHERE o.hook_seq = w.seq) ORDER BY w.seq""")]
+        """SELECT w.seq FROM webhooks w WHERE w.is_active = 1 AND (SELECT o.next_attempt_at FROM webhook_outbox o
+               WHERE o.hook_seq = w.seq ORDER BY o.seq LIMIT 1) <= ? ORDER BY w.seq""", (now,))]
 
 
 def active_hook(db, hook_seq):
@@ -157,8 +157,9 @@ def acknowledge(db, hook_seq, delivered):
     """Takes delivered events out of a hook's outbox and logs them: each (outbox_seq, event_id, event_type,
     attempted_at, status)."""
     db.executemany("DELETE FROM webhook_outbox WHERE seq = ?", [(item[0],) for item in delivered])
-    log_attempts(db, hook_seq, [(event_id, event_type, attempted_at, status, None)
-                                for _, event_id, event_type, attempted_at, status in delivered if event_id])
+    logged = [(event_id, event_type, attempted_at, status, None)
+              for _, event_id, event_type, attempted_at, status in delivered if event_id]
+    log_attempts(db, hook_seq, logged[-KEPT_ATTEMPTS:])  # only the last are kept
 
 
 def postpone(db, outbox_seq, attempts, next_attempt_at):
