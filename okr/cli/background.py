@@ -20,6 +20,7 @@ import time
 from contextlib import closing
 
 from ..db import connect
+from ..deliverer import deliver_webhooks
 from ..store import events
 from ..weekly import weekly_mail_job
 
@@ -51,7 +52,7 @@ def prune_events(app, stop):
 
 
 # (name, job): the jobs of the background process.
-JOBS = [("prune events", prune_events), ("weekly mail", weekly_mail_job)]
+JOBS = [("prune events", prune_events), ("weekly mail", weekly_mail_job), ("deliver webhooks", deliver_webhooks)]
 
 
 def run_jobs(app, stop, jobs=None):

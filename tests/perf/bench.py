@@ -71,6 +71,18 @@ its cycle with --format csv, each timed to its end with the process's peak
 resident memory (the kernel's high-water mark), against a goal of 150 MB; then
 `python app.py import` of that JSON into a new database, timed the same way.
 
+Webhooks (issue 24): a fifth service process, on a database of its own, takes object-
+ive POSTs from wrk (8 connections) in three states per round, in turn, the order
+reversed every other round: with no webhooks; with three webhooks matching every
+objective event, whose receiver (in this script, on loopback) answers each delivery
+after 1 ms; and with the same three hooks while their receiver is down (nothing
+listens: every attempt fails and the events wait in the outbox). Each ratio is the
+median over the rounds of that round's throughput over the same round's without
+hooks, against a goal of 0.90. Then 1,000 objectives are POSTed one at a time
+(2 ms apart) with the receiver up, and the time from each POST's start (the commit
+is within it) to its event's arrival at each of the three hooks gives p50 and p99.
+--webhooks-only runs this section alone.
+
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
 and the hello ceiling is pinned to the first CPU. --pin also pins the service
@@ -94,6 +106,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -105,7 +118,7 @@ from okr.db import connect, init_db, new_id, transaction, utc_now  # noqa: E402
 from okr.emails import email_key  # noqa: E402
 from okr.rules.passwords import hash_password  # noqa: E402
 from okr.signing import authorization_header  # noqa: E402
-from okr.store import keys, users  # noqa: E402
+from okr.store import keys, users, webhooks  # noqa: E402
 
 HELLO_APP = """
 import sys
@@ -758,6 +771,181 @@ def time_export(folder, objectives, key_results_each):
     return results
 
 
+# --- webhooks ------------------------------------------------------------------------------------------------
+
+WEBHOOK_HOOKS = 3
+WEBHOOK_EVENTS = 1_000
+
+
+class WebhookReceiver:
+    """A receiver on loopback that answers each delivery after 1 ms, keeping connections alive; while
+    `watching`, it notes when each objective.created event arrives at each hook (its path)."""
+
+    def __init__(self):
+        self.count, self.watching, self.arrivals = 0, False, {}
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                arrived = time.perf_counter()
+                time.sleep(0.001)
+                receiver.count += 1
+                if receiver.watching:
+                    event = json.loads(body)
+                    if event["type"] == "objective.created" and event["data"]["name"] == "latency":
+                        receiver.arrivals[(self.path, event["data"]["id"])] = arrived
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.serve, daemon=True).start()
+        self.port = self.server.server_address[1]
+
+    def serve(self):
+        # On wrk's CPU, as if on another machine: its connections' threads inherit it.
+        if PLACEMENT["wrk"] is not None:
+            os.sched_setaffinity(0, PLACEMENT["wrk"])
+        self.server.serve_forever()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def set_hooks(app, urls):
+    """Removes every webhook of the app's database (their waiting events with them), then adds one per url,
+    matching objective events."""
+    with app.app_context(), transaction() as db:
+        db.execute("DELETE FROM webhooks")
+        for url in urls:
+            webhooks.add(db, url, "objective.*", allow_private=True)
+
+
+def outbox_size(database):
+    with closing_db(database) as db:
+        return db.execute("SELECT count(*) FROM webhook_outbox").fetchone()[0]
+
+
+def time_webhook_latency(port, cycle, receiver, urls):
+    """POSTs WEBHOOK_EVENTS objectives one at a time; the seconds from each POST's start to its event's arrival
+    at each hook, for every (event, hook)."""
+    connection = keep_alive(port)
+    body = json.dumps({"name": "latency", "cycle_id": cycle, "is_company": False, "is_personal": False})
+    sent = {}
+    receiver.arrivals.clear()
+    receiver.watching = True
+    try:
+        for _ in range(WEBHOOK_EVENTS):
+            started = time.perf_counter()
+            connection.request("POST", "/v1/objectives", body=body, headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            payload = response.read()
+            if response.status != 200:
+                raise RuntimeError(f"POST /v1/objectives answered {response.status}: {payload[:200]!r}")
+            sent[json.loads(payload)["id"]] = started
+            time.sleep(0.002)
+        paths = ["/" + url.rsplit("/", 1)[1] for url in urls]
+        deadline = time.perf_counter() + 60
+        while (not all((path, objective) in receiver.arrivals for objective in sent for path in paths)
+               and time.perf_counter() < deadline):
+            time.sleep(0.05)
+    finally:
+        receiver.watching = False
+        connection.close()
+    arrivals = {(path, objective): receiver.arrivals.get((path, objective))
+                for objective in sent for path in paths}
+    missing = sum(1 for arrived in arrivals.values() if arrived is None)
+    if missing:
+        raise RuntimeError(f"{missing} webhook deliveries did not arrive within a minute")
+    return sorted(arrivals[(path, objective)] - started for objective, started in sent.items() for path in paths)
+
+
+def time_webhooks(folder, args):
+    """The webhooks section (see the module's doc): {state: [(req/s, p50 ms, failures), ...]}, the waiting
+    events after each run with hooks up, and the commit-to-arrival latencies."""
+    database = os.path.join(folder, "hooks.db")
+    cycle = seed_objectives(database, 0)[0]
+    app = create_app({"DATABASE": database})
+    receiver = WebhookReceiver()
+    up = [f"http://127.0.0.1:{receiver.port}/hook{index}" for index in range(WEBHOOK_HOOKS)]
+    dead_port = free_port()  # nothing listens there
+    down = [f"http://127.0.0.1:{dead_port}/hook{index}" for index in range(WEBHOOK_HOOKS)]
+    port = free_port()
+    service = Process(okr_command(database, port, args.threads), port, "/healthz", PLACEMENT["okr"],
+                      log=os.path.join(folder, "hooks.log"))
+    script = post_script(folder, cycle)
+    runs = {"none": [], "up": [], "down": []}
+    backlog = []
+    try:
+        for round_number in range(1, args.rounds + 1):
+            print(f"webhooks round {round_number}/{args.rounds} ...", flush=True)
+            for state in ("none", "up", "down")[::1 if round_number % 2 else -1]:
+                set_hooks(app, {"none": [], "up": up, "down": down}[state])
+                wrk(port, "/v1/objectives", 1, 8, script)
+                runs[state].append(wrk(port, "/v1/objectives", args.seconds, 8, script))
+                if state == "up":
+                    backlog.append(outbox_size(database))
+        set_hooks(app, up)
+        latencies = time_webhook_latency(port, cycle, receiver, up)
+    finally:
+        service.stop()
+        receiver.close()
+    return runs, backlog, latencies
+
+
+def webhook_rows(runs, backlog, latencies, seconds):
+    """The table's rows of the webhooks section, and their goals' verdicts."""
+    rate = {state: statistics.median(r[0] for r in rs) for state, rs in runs.items()}
+    ratio = {state: statistics.median(r[0] / n[0] for r, n in zip(runs[state], runs["none"]))
+             for state in ("up", "down")}
+    p50, p99 = (latencies[int(len(latencies) * q)] * 1000 for q in (0.5, 0.99))
+    failures = sum(r[2] for rs in runs.values() for r in rs)
+    rows = [
+        ("POST /v1/objectives, no webhooks (8 connections)", f"{rate['none']:,.0f} req/s", "", ""),
+        (f"  ... {WEBHOOK_HOOKS} matching webhooks, receiver answering in 1 ms", f"{rate['up']:,.0f} req/s",
+         f"{ratio['up']:.2f} x no hooks", ">= 0.90"),
+        (f"  ... events waiting after each {seconds} s run (median)", f"{statistics.median(backlog):,.0f}", "", ""),
+        (f"  ... {WEBHOOK_HOOKS} matching webhooks, receiver down", f"{rate['down']:,.0f} req/s",
+         f"{ratio['down']:.2f} x no hooks", ">= 0.90"),
+        ("  ... non-2xx answers and socket errors", f"{failures}", "", "0"),
+        (f"commit to webhook arrival, {WEBHOOK_EVENTS:,} events x {WEBHOOK_HOOKS} hooks",
+         f"p50 {p50:.1f} ms", f"p99 {p99:.1f} ms", ""),
+    ]
+    return rows, [ratio["up"] >= 0.9, ratio["down"] >= 0.9, failures == 0]
+
+
+def print_table(rows, goals):
+    """Prints rows (measure, figure, ratio, goal), marking each missed goal (goals: the verdicts, in order)."""
+    assert len(goals) == sum(1 for row in rows if row[3])
+    verdicts = iter(goals)
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'measure':{width}}  {'figure':>16}  {'ratio':>20}  goal")
+    for name, figure, ratio, goal in rows:
+        missed = "  MISSED" if goal and not next(verdicts) else ""
+        print(f"{name:{width}}  {figure:>16}  {ratio:>20}  {goal}{missed}")
+
+
+def webhooks_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        runs, backlog, latencies = time_webhooks(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = webhook_rows(runs, backlog, latencies, args.seconds)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {args.seconds} s, {placement}")
+    for name, rs in runs.items():
+        print(f"  hooks {name:5} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -771,6 +959,7 @@ def main():
     parser.add_argument("--sign-ins", type=int, default=20,
                         help="sign-ins with an email and password timed per round (their median is the round's)")
     parser.add_argument("--threads", type=int, help="the service's waitress threads (default: its own)")
+    parser.add_argument("--webhooks-only", action="store_true", help="run the webhooks section alone")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
     args = parser.parse_args()
@@ -778,6 +967,9 @@ def main():
         sys.exit("wrk is needed: apt-get install wrk")
 
     placement = place_processes(args.pin)
+    if args.webhooks_only:
+        webhooks_only(args, placement)
+        return
     folder = tempfile.mkdtemp(prefix="okr-bench-")
     database = os.path.join(folder, "bench.db")
     print(f"seeding {args.objectives} objectives ...", flush=True)
@@ -916,6 +1108,8 @@ def main():
     deletes = time_cycle_delete(folder, args.objectives, 3, args.threads, args.rounds)
     print(f"seeding {args.objectives} objectives and {4 * args.objectives} key results to export ...", flush=True)
     exports = time_export(folder, args.objectives, 4)
+    print("webhooks ...", flush=True)
+    hook_runs, hook_backlog, hook_latencies = time_webhooks(folder, args)
     shutil.rmtree(folder)
     delete_seconds, delete_checkpointed = (statistics.median(d[i] for d in deletes) for i in (0, 1))
     delete_peak_rss, delete_after_rss = max(d[2] for d in deletes), max(d[3] for d in deletes)
@@ -1025,19 +1219,18 @@ def main():
         exports["json"][1] < 150 * 2**20,
         exports["csv"][1] < 150 * 2**20,
     ]
+    hook_rows, hook_goals = webhook_rows(hook_runs, hook_backlog, hook_latencies, args.seconds)
+    rows += hook_rows
+    goals += hook_goals
     # goals holds the verdicts of the rows that have a goal, in their order; a missed one is marked,
     # since a ratio printed to two places may round up to its goal.
-    assert len(goals) == sum(1 for row in rows if row[3])
-    verdicts = iter(goals)
-    width = max(len(r[0]) for r in rows)
-    print(f"\n{'measure':{width}}  {'figure':>16}  {'ratio':>20}  goal")
-    for name, figure, ratio, goal in rows:
-        missed = "  MISSED" if goal and not next(verdicts) else ""
-        print(f"{name:{width}}  {figure:>16}  {ratio:>20}  {goal}{missed}")
+    print_table(rows, goals)
     print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {args.seconds} s, "
           f"wrk -t1 -c8 unless said, service threads {args.threads or 'default'}, {placement}")
     for name, rs in runs.items():
         print(f"  {name:11} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
+    for name, rs in hook_runs.items():
+        print(f"  hooks {name:5} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
     for name, seconds in reports.items():
         print(f"  {name:11} rounds: " + ", ".join(f"{s * 1000:,.0f} ms" for s in seconds)
               + f" (each the median of {args.report_repetitions})")
