@@ -314,16 +314,17 @@ CREATE TABLE IF NOT EXISTS webhook_patterns (
 );
 -- Each event a hook's patterns match, from the event's transaction until it is delivered (then the row goes).
 -- next_attempt_at and attempts drive the retries (Unix seconds); the deliverer takes a hook's rows in seq
--- order, so one hook's events arrive in order.
+-- order, so one hook's events arrive in order. Every write of the API may add rows here, so the table is
+-- as cheap to add to as it can be: no AUTOINCREMENT (a seq may come back once every row after it is gone,
+-- which keeps the order of the rows there are) and no index by event (pruning asks only for the oldest row).
 CREATE TABLE IF NOT EXISTS webhook_outbox (
-    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq             INTEGER PRIMARY KEY,
     hook_seq        INTEGER NOT NULL REFERENCES webhooks (seq) ON DELETE CASCADE,
     event_seq       INTEGER NOT NULL,
     attempts        INTEGER NOT NULL DEFAULT 0,
     next_attempt_at REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS webhook_outbox_by_hook ON webhook_outbox (hook_seq, seq);
-CREATE INDEX IF NOT EXISTS webhook_outbox_by_event ON webhook_outbox (event_seq);
 -- The last attempts of each hook (okr webhooks deliveries): status is the HTTP status, NULL when none came.
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
     seq          INTEGER PRIMARY KEY AUTOINCREMENT,

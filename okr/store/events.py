@@ -91,7 +91,8 @@ def prune(db, retention_days, now=None):
     """Deletes the events older than retention_days but those still waiting in a webhook's outbox; how many."""
     moment = now or datetime.now(timezone.utc)
     cutoff = (moment - timedelta(days=retention_days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # The outbox's rows are in event order: its oldest row holds the oldest event still to deliver.
     return db.execute(
         """DELETE FROM events WHERE created_at < ?
-               AND NOT EXISTS (SELECT 1 FROM webhook_outbox o WHERE o.event_seq = events.seq)""",
+               AND seq < coalesce((SELECT event_seq FROM webhook_outbox ORDER BY seq LIMIT 1), 9223372036854775807)""",
         (cutoff,)).rowcount

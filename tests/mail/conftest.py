@@ -172,7 +172,7 @@ def settings(app):
 
 
 
-# --- the reminders' world: tests/mail/test_reminders.py, test_schedule.py and test_commands.py ---------------
+# --- the reminders' world: tests/mail/test_reminders.py, test_schedule.py and test_reminder_commands.py ---------------
 
 @pytest.fixture
 def reminder_world(app, client, clock):
