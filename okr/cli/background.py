@@ -19,6 +19,7 @@ import threading
 import time
 from contextlib import closing
 
+from ..chat_digest import chat_digest_job
 from ..db import connect
 from ..deliverer import deliver_webhooks
 from ..store import events
@@ -52,7 +53,8 @@ def prune_events(app, stop):
 
 
 # (name, job): the jobs of the background process.
-JOBS = [("prune events", prune_events), ("weekly mail", weekly_mail_job), ("deliver webhooks", deliver_webhooks)]
+JOBS = [("prune events", prune_events), ("weekly mail", weekly_mail_job), ("chat digest", chat_digest_job),
+        ("deliver webhooks", deliver_webhooks)]
 
 
 def run_jobs(app, stop, jobs=None):
