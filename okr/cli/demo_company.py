@@ -25,6 +25,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 from .. import db as okr_db
 from ..rules import passwords
+from ..store import events as activity
 from ..store import users
 from .users import validated_user
 
@@ -490,8 +491,10 @@ def fill(app, events, password_hash=None):
     client = app.test_client()
     ids = {}  # the script's keys -> the ids the service gave
 
-    def post(path, body):
-        response = client.post(path, json=body)
+    def post(path, body, by=ADMIN):
+        # The activity feed shows the demo's people at work: each change is its person's.
+        with activity.acting_as({"type": "user", "id": ids[by], "name": by}):
+            response = client.post(path, json=body)
         if response.status_code != 200:
             raise RuntimeError(f"the demo data was refused: POST {path} {body} answered {response.get_json()}")
         return response.get_json()["id"]
@@ -518,12 +521,13 @@ def fill(app, events, password_hash=None):
                     "is_personal": data["is_personal"], "description": data["description"],
                     "team_id": ids.get(data["team"]), "assignee_id": ids[data["owner"]],
                     "parent_objective_id": ids.get(data["parent"]),
-                })
+                }, data["owner"])
             elif kind == "key_result":
                 ids[data["key"]] = post(f"/v1/objectives/{ids[data['key'][:2]]}/keyresults",
-                                        {**data["body"], "owner_id": ids[data["owner"]]})
+                                        {**data["body"], "owner_id": ids[data["owner"]]}, data["owner"])
             else:
-                post(f"/v1/keyresults/{ids[data['key']]}/checkins", {**data["body"], "author_id": ids[data["owner"]]})
+                post(f"/v1/keyresults/{ids[data['key']]}/checkins", {**data["body"], "author_id": ids[data["owner"]]},
+                     data["owner"])
     if password_hash is not None:
         with app.app_context(), okr_db.transaction() as db:
             for user in people:

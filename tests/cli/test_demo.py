@@ -540,3 +540,24 @@ def test_the_clock_is_the_real_one_again_once_the_demo_is_made(tmp_path):
     create_demo(create_app, str(tmp_path / "demo.db"), 5, datetime(2026, 3, 18, tzinfo=timezone.utc))
     assert okr.db.stamped_time.get() is None
     assert okr.db.utc_now() > "2026-11-01"
+
+
+def test_the_activity_feed_shows_the_demos_people_at_work(demo_db):
+    """Each check-in's event is its author's (a starting value has none: its key result's owner made it), each
+    key result's its owner's, dated as the change."""
+    wrong = counts(demo_db, """SELECT count(*) FROM events e JOIN checkins c ON c.id = e.resource_id
+                             WHERE e.type = 'checkin.created' AND (e.person_id IS NOT coalesce(c.author_id,
+                                 (SELECT owner_id FROM key_results k WHERE k.seq = c.key_result_seq))
+                                                                  OR e.created_at IS NOT c.created_at)""")
+    assert wrong == [0]
+    assert counts(demo_db, "SELECT count(*) FROM events WHERE type = 'checkin.created'") == counts(
+        demo_db, "SELECT count(*) FROM checkins")
+    unowned = counts(demo_db, """SELECT count(*) FROM events e JOIN key_results k ON k.id = e.resource_id
+                               WHERE e.type = 'key_result.created' AND e.person_id IS NOT k.owner_id""")
+    assert unowned == [0]
+    assert counts(demo_db, "SELECT DISTINCT json_extract(actor, '$.type') FROM events WHERE type = 'user.created'") == [
+        "system"]
+
+
+def counts(path, sql):
+    return [row[0] for row in rows(path, sql)]
