@@ -89,26 +89,41 @@ def spread_over_cpus():
         os.sched_setaffinity(0, others)
 
 
+class Stopped(Exception):
+    """SIGTERM reached the background process (its server ended, or is ending)."""
+
+
+def stop_now(signum, frame):
+    # Raises rather than sets the stop event: the handler runs in the main thread, which may be inside the
+    # event's own lock (waiting on it), and Event.set() there would wait for that lock forever.
+    raise Stopped()
+
+
 def serve_background(app, parent):
     """The background process's life: wait for the lock, run the jobs, end when the parent does."""
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    stop, threads = threading.Event(), []
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which ends this
-    descriptor = os.open(lock_path(app.config["DATABASE"]), os.O_RDWR | os.O_CREAT, 0o600)
-    while not stop.is_set() and os.getppid() == parent:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            stop.wait(LOCK_RETRY_SECONDS)
-    else:
-        return
-    threads = run_jobs(app, stop)
-    while not stop.is_set() and os.getppid() == parent:
-        stop.wait(LOCK_RETRY_SECONDS)
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=20)
+    signal.signal(signal.SIGTERM, stop_now)
+    try:
+        descriptor = os.open(lock_path(app.config["DATABASE"]), os.O_RDWR | os.O_CREAT, 0o600)
+        while os.getppid() == parent:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(LOCK_RETRY_SECONDS)
+        else:
+            return
+        threads = run_jobs(app, stop)
+        while os.getppid() == parent:
+            time.sleep(LOCK_RETRY_SECONDS)
+    except Stopped:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=20)
 
 
 def run_beside(app):
