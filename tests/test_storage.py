@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -647,7 +648,8 @@ def test_the_wal_is_kept_small_between_checkpoints(app):
 
 def test_restore_after_an_unclean_stop_gives_exactly_the_backup(tmp_path):
     database, copy = tmp_path / "live.db", tmp_path / "backup.db"
-    process, http = start_service(free_port(), "--database", str(database))
+    # its own process group, so that the server and its background process die together
+    process, http = start_service(free_port(), "--database", str(database), start_new_session=True)
     try:
         kept = http.post("/v1/cycles", {"name": "kept"}).ok()
         result = subprocess.run([sys.executable, str(APP_PY), "--database", str(database), "backup", str(copy)],
@@ -656,7 +658,7 @@ def test_restore_after_an_unclean_stop_gives_exactly_the_backup(tmp_path):
         for i in range(50):
             http.post("/v1/cycles", {"name": f"after backup {i}"}).ok()
     finally:
-        process.kill()  # an unclean stop: the WAL stays behind
+        os.killpg(process.pid, signal.SIGKILL)  # an unclean stop: the WAL stays behind
         process.communicate(timeout=15)
     assert os.path.exists(str(database) + "-wal")
     result = subprocess.run([sys.executable, str(APP_PY), "--database", str(database), "restore", str(copy)],
