@@ -5,7 +5,7 @@ from ..db import bulk_delete, new_id, utc_now
 from ..rules.schemas import DEFAULT_CONFIDENCE
 from ..records import cycle_dates_json, objective_json
 from . import events
-from .checkins import record
+from .checkins import record, with_team
 from .common import count, deleted_or_missing, fetch, rename_group
 from .key_results import key_result_created
 
@@ -84,14 +84,13 @@ def copy(db, source_id, values, author_id=None):
                       team_id=copied["team_id"])
     for row in db.execute("SELECT * FROM key_results WHERE cycle_id = ? ORDER BY seq", (source_id,)).fetchall():
         start = "0.00" if row["type"] == "milestone" else row["current_value"]
-        copied = db.execute(
+        copied = with_team(db, db.execute(
             """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,
                    target_value_min, target_value_max, created_at, modified_at, owner_id)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-               RETURNING *, (SELECT team_id FROM objectives o WHERE o.id = objective_id) AS team_id""",
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
             (new_id(), copies[row["objective_id"]], cycle["id"], row["name"], row["type"], DEFAULT_CONFIDENCE,
              start, row["target_value_min"], row["target_value_max"], now, now, row["owner_id"]),
-        ).fetchone()
+        ).fetchone())
         key_result_created(db, copied)
         record(db, copied, start, DEFAULT_CONFIDENCE, now, author_id=author_id)
     return cycle

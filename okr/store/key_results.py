@@ -6,7 +6,7 @@ from ..db import new_id, utc_now
 from ..errors import Invalid
 from ..records import key_result_details_json
 from . import events
-from .checkins import KEY_RESULT_PLACE, key_result_updated, record
+from .checkins import key_result_updated, record, with_team
 from .common import count, deleted_or_missing, fetch
 
 get = partial(fetch, "key_results", "key result")
@@ -48,15 +48,15 @@ def replace(db, stored, values, author_id=None):
     KeyResultEditSchema's (with owner_id); a new value or confidence is a check-in, by author_id."""
     check_owner(db, values)
     now = utc_now()
-    row = db.execute(
-        f"""UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
+    row = with_team(db, db.execute(
+        """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
                target_value_min = ?, target_value_max = ?, modified_at = ?, revision = revision + 1,
                owner_id = CASE WHEN ? THEN ? ELSE owner_id END
-           WHERE id = ? RETURNING *, {KEY_RESULT_PLACE}""",
+           WHERE id = ? RETURNING *""",
         (values["name"], values["type"], values["confidence"], values["current_value"],
          values["target_value_min"], values["target_value_max"], now, "owner_id" in values,
          values.get("owner_id"), stored["id"]),
-    ).fetchone()
+    ).fetchone())
     if row is None:
         return get(db, stored["id"])
     key_result_updated(db, stored, row)
@@ -78,7 +78,7 @@ def doomed(db, key_result_id):
 
 def delete(db, key_result_id):
     """Deletes a key result and its check-ins."""
-    row = deleted_or_missing("key result", db.execute(
-        f"DELETE FROM key_results WHERE id = ? RETURNING *, {KEY_RESULT_PLACE}", (key_result_id,)))
+    row = with_team(db, deleted_or_missing("key result", db.execute(
+        "DELETE FROM key_results WHERE id = ? RETURNING *", (key_result_id,))))
     events.record(db, "key_result", "deleted", key_result_id, key_result_details_json(row),
                   parent_id=row["objective_id"], cycle_id=row["cycle_id"], team_id=row["team_id"])

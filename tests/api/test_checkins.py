@@ -576,3 +576,42 @@ def test_checkins_end_to_end_over_real_http(live_server):
     rest_page = live_server.get(f"{path}?page_size=2&page_token={paged['next_page_token']}").ok()
     assert rest_page == {"next_page_token": None, "checkins": [second]}
     assert live_server.get(f"/v1/keyresults/{uuid.uuid4()}/checkins").status == 404
+
+
+def statements_steps(app, client, path, body):
+    """How many SQLite virtual-machine steps (in thousands) POST path with body takes: work, counted, not timed."""
+    steps = 0
+
+    def count():
+        nonlocal steps
+        steps += 1
+
+    connection = app.extensions["okr_connections"].db  # the test client's thread's, kept for the app's life
+    connection.set_progress_handler(count, 1000)
+    try:
+        assert client.post(path, json=body).status_code == 200
+    finally:
+        connection.set_progress_handler(None, 0)
+    return steps
+
+
+def test_a_checkin_and_a_key_result_update_cost_the_same_however_many_objectives_came_before(app, client, cycle):
+    """Each looks its key result's objective up by id: none scans the objectives (a RETURNING clause once did,
+    from the first objective to the key result's)."""
+    def steps_of_writes():
+        objective = make_objective(client, cycle["id"])
+        key_result = make_key_result(client, objective["id"])
+        checkin = f"/v1/keyresults/{key_result['id']}/checkins", {"value": "12"}
+        update = f"/v1/keyresults/{key_result['id']}", {**{k: key_result[k] for k in (
+            "name", "type", "target_value_min", "target_value_max", "confidence")}, "current_value": "13"}
+        return [statements_steps(app, client, *checkin), statements_steps(app, client, *update)]
+
+    first = steps_of_writes()
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
+        db.executemany(
+            "INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at) "
+            "VALUES (?, 'filler', 0, 0, ?, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')",
+            [(str(uuid.uuid4()), cycle["id"]) for _ in range(20_000)])
+    after_many = steps_of_writes()
+    for steps_first, steps_after in zip(first, after_many):
+        assert steps_after <= steps_first + 5, (first, after_many)
