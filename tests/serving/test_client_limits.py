@@ -11,7 +11,7 @@ import resource
 import socket
 import threading
 import time
-from contextlib import closing
+from contextlib import closing, contextmanager
 
 import pytest
 
@@ -79,10 +79,10 @@ class Probe:
                 self.running[address] -= 1
 
 
-@pytest.fixture
-def probed(tmp_path):
+@contextmanager
+def probed_server(tmp_path, **config):
     """make_server's server, in a thread of this process, serving a Probe at /probe: (port, probe)."""
-    app = create_app({"DATABASE": tmp_path / "okr.db", "PORT": 0, "ACCESS_LOG": False, "THREADS": 4})
+    app = create_app({"DATABASE": tmp_path / "okr.db", "PORT": 0, "ACCESS_LOG": False, "THREADS": 4, **config})
     probe = Probe()
     app.wsgi_app = (lambda inner: lambda environ, start: (probe if environ["PATH_INFO"] == "/probe" else inner)(
         environ, start))(app.wsgi_app)
@@ -90,14 +90,22 @@ def probed(tmp_path):
     stopping = threading.Event()
     thread = threading.Thread(target=helpers.serve_until, args=(server, stopping), daemon=True)
     thread.start()
-    yield int(server.effective_port), probe
-    # Closed by their clients first: waitress's close at exit leaves a closed connection's spooled
-    # output to the garbage collector.
-    deadline = time.monotonic() + 5
-    while server.active_channels and time.monotonic() < deadline:
-        time.sleep(0.05)
-    stopping.set()
-    thread.join(timeout=10)
+    try:
+        yield int(server.effective_port), probe
+    finally:
+        # Closed by their clients first: waitress's close at exit leaves a closed connection's spooled
+        # output to the garbage collector.
+        deadline = time.monotonic() + 5
+        while server.active_channels and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stopping.set()
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def probed(tmp_path):
+    with probed_server(tmp_path) as served:
+        yield served
 
 
 def read_answers(sock, count, timeout=10):
@@ -147,14 +155,14 @@ def test_the_next_pipelined_request_waits_until_the_answer_before_it_is_read(pro
 
 def test_an_address_takes_at_most_half_the_threads_and_others_get_the_rest(probed):
     port, probe = probed  # 4 threads: 2 for an address
-    socks = [pipeline(port, 3, headers="X-Sleep: 0.3\r\n") for _ in range(4)]
+    socks = [pipeline(port, 3, headers="X-Sleep: 0.6\r\n") for _ in range(4)]
     try:
         time.sleep(0.1)
         started = time.monotonic()
         other = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(GOOD, 0))
         other.request("GET", "/probe?other", headers={"X-Sleep": "0"})
         assert other.getresponse().status == 200
-        assert time.monotonic() - started < 0.25  # a free thread, not a turn after the attacker's
+        assert time.monotonic() - started < 0.3  # a free thread, not a turn after the attacker's
         other.close()
         assert all(read_answers(sock, 3).count(b"HTTP/1.1 200 OK") == 3 for sock in socks)
         assert probe.most[ATTACKER] == 2 and len(probe.served) == 13
@@ -177,6 +185,9 @@ def test_eight_clients_pipelining_and_never_reading_are_dropped_and_hold_no_thre
             sock.sendall(f"GET {page} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode() * 80)
             attackers.append(sock)
         try:
+            while open_sockets(server.process.pid) < baseline + 8 and time.monotonic() - started < 5:
+                time.sleep(0.05)
+            held = open_sockets(server.process.pid) - baseline
             # Unread for 5 s (UNREAD_TIMEOUT), checked every second: dropped well before 10 s.
             while open_sockets(server.process.pid) > baseline + 1 and time.monotonic() - started < 10:
                 time.sleep(0.2)
@@ -184,8 +195,21 @@ def test_eight_clients_pipelining_and_never_reading_are_dropped_and_hold_no_thre
         finally:
             for sock in attackers:
                 sock.close()
-    assert dropped_after < 9, dropped_after
+    assert held >= 8
+    assert 4 < dropped_after < 9, dropped_after
     client.check()
+
+
+def test_a_head_s_clock_stops_while_the_requests_before_it_are_served(tmp_path):
+    with probed_server(tmp_path, HEAD_TIMEOUT=3) as (port, probe):
+        with closing(connect_from(port)) as sock:
+            # A request served for 3.5 s, and half of the next one's head, in one packet.
+            sock.sendall(b"GET /probe?slow HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Sleep: 3.5\r\n\r\n"
+                         b"GET /probe?next HTTP/1.1\r\n")
+            assert b"<slow>" in read_answers(sock, 1)
+            time.sleep(1.2)  # past the next check: 4.7 s after the head began, 1.2 s after it was waited for
+            sock.sendall(b"Host: 127.0.0.1\r\n\r\n")
+            assert b"<next>" in read_answers(sock, 1)
 
 
 # --- idle, slowloris and slow bodies ---------------------------------------------------------------
