@@ -321,12 +321,12 @@ class Refusals:
     """Logs refused connections, at most once a minute, with how many there were."""
 
     def __init__(self):
-        self.count, self.logged = 0, 0.0
+        self.count, self.logged = 0, None
 
     def add(self, key, cap):
         self.count += 1
         now = time.monotonic()
-        if now - self.logged >= REFUSAL_LOG_INTERVAL:
+        if self.logged is None or now - self.logged >= REFUSAL_LOG_INTERVAL:
             logger.warning("refused %d connection%s over the cap of %d per address (the last from %s); "
                            "behind a proxy, raise or turn off --connections-per-address",
                            self.count, "" if self.count == 1 else "s", cap, key)

@@ -249,6 +249,8 @@ def test_a_thousand_idle_connections_from_one_address_lock_nobody_out(serve):
             kept, refused = settled(socks, 64)  # the default cap; the others are answered 503 and closed
             time.sleep(1)
         assert all(what_came(sock, 0) is None for sock in kept)
+        # Once a minute at most, however many.
+        assert server.log.read_text().count("over the cap of 64 per address") == 1
         assert all(outcome.startswith(b"HTTP/1.1 503 Service Unavailable\r\n") for outcome in refused)
         assert b"Retry-After: 5\r\n" in refused[0] and refused[0].endswith(
             b'{"code": 503, "message": "too many connections from this address"}')
