@@ -200,6 +200,17 @@ def test_eight_clients_pipelining_and_never_reading_are_dropped_and_hold_no_thre
     client.check()
 
 
+def test_with_the_cap_off_an_address_may_take_every_thread(tmp_path):
+    with probed_server(tmp_path, CONNECTIONS_PER_ADDRESS=0) as (port, probe):  # 4 threads
+        socks = [pipeline(port, 1, headers="X-Sleep: 0.5\r\n") for _ in range(4)]
+        try:
+            assert all(b"<0>" in read_answers(sock, 1) for sock in socks)
+        finally:
+            for sock in socks:
+                sock.close()
+    assert probe.most[ATTACKER] == 4
+
+
 def test_a_head_s_clock_stops_while_the_requests_before_it_are_served(tmp_path):
     with probed_server(tmp_path, HEAD_TIMEOUT=3) as (port, probe):
         with closing(connect_from(port)) as sock:
