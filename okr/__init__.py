@@ -13,7 +13,8 @@ def schema_path():
 
 def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
-    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG",
+    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT",
+             "CONNECTIONS_PER_ADDRESS", "HEAD_TIMEOUT", "UNREAD_TIMEOUT", "ACCESS_LOG",
              "SECURE_COOKIES", "EVENT_RETENTION_DAYS", "BASE_URL", "SMTP_URL", "SMTP_PASSWORD", "SMTP_TIMEOUT",
              "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL")
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
@@ -37,6 +38,11 @@ def create_app(test_config=None):
         CPU="auto",
         CONNECTION_LIMIT=1000,
         CHANNEL_TIMEOUT=30,
+        # Per-client limits (okr/cli/connections.py): connections from one address (0: no cap), seconds
+        # to send a request's head, seconds an answer may wait with its client not reading.
+        CONNECTIONS_PER_ADDRESS=64,
+        HEAD_TIMEOUT=10,
+        UNREAD_TIMEOUT=5,
         # Events older than this many days are pruned by the server (okr/cli/background.py).
         EVENT_RETENTION_DAYS=400,
         # One line per request in the server's log; `okr serve` adds it, never the app itself.

@@ -30,6 +30,7 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --cpu auto|all|N      OKR_CPU               default auto (one CPU)
   --connection-limit N  OKR_CONNECTION_LIMIT  default 1000
   --channel-timeout S   OKR_CHANNEL_TIMEOUT   default 30 (seconds idle)
+  --connections-per-address N  OKR_CONNECTIONS_PER_ADDRESS  default 64 (0: off)
   --event-retention-days N  OKR_EVENT_RETENTION_DAYS  default 400 (days)
   --no-access-log       OKR_ACCESS_LOG=0      default on: a line per request
   --access-log          OKR_ACCESS_LOG=1
@@ -90,6 +91,7 @@ def parse_options(argv):
     parser.add_argument("--cpu")
     parser.add_argument("--connection-limit")
     parser.add_argument("--channel-timeout")
+    parser.add_argument("--connections-per-address")
     parser.add_argument("--event-retention-days")
     parser.add_argument("--access-log", action="store_const", const=True, default=None)
     parser.add_argument("--no-access-log", dest="access_log", action="store_const", const=False)

@@ -24,6 +24,7 @@ from ..db import connect, init_db, table_columns
 from ..scratch import remove_leftovers
 from ..store import keys
 from ..switches import switch
+from . import connections
 from .background import run_beside, stop_background
 from .serving_lock import hold_shared
 
@@ -33,10 +34,12 @@ logger = logging.getLogger("okr")
 # (with a plain-text 413) before spooling them to disk.
 BODY_LIMIT = 16 * 1024 * 1024
 # How often idle, stalled and non-reading connections are looked for; a
-# connection is dropped between CHANNEL_TIMEOUT and CHANNEL_TIMEOUT + this.
-CLEANUP_INTERVAL = 2
+# connection is dropped between a limit (CHANNEL_TIMEOUT, HEAD_TIMEOUT...) and
+# that limit + this.
+CLEANUP_INTERVAL = 1
 # waitress's own default: above this much unsent output, a worker thread waits
-# for the client to read before it writes more.
+# for the client to read before it writes more (and okr/cli/connections.py
+# drops the client after UNREAD_TIMEOUT).
 OUTBUF_HIGH_WATERMARK = 16 * 1024 * 1024
 
 
@@ -55,25 +58,6 @@ def waitress_settings(config):
         # which a connection limit in the thousands needs.
         "asyncore_use_poll": True,
     }
-
-
-def drop_stuck_channels(server, maintenance, now):
-    """waitress's maintenance, plus: drop a connection whose client stopped reading.
-
-    waitress never times out a connection while one of its requests is being
-    served, and a worker whose response outgrew the high watermark waits for
-    the client to read. A client that pipelines big requests and never reads
-    would so hold a worker thread for as long as it keeps the connection open.
-    """
-    maintenance(now)
-    cutoff = now - server.adj.channel_timeout
-    for channel in list(server.active_channels.values()):
-        if (channel.requests and channel.last_activity < cutoff
-                and channel.total_outbufs_len > server.adj.outbuf_high_watermark):
-            # Closed here, on the main loop's thread, as waitress itself closes
-            # channels: will_close alone would wait for the socket to turn
-            # writable, which it never does. Closing wakes the waiting worker.
-            channel.handle_close()
 
 
 def allow_open_files(connections):
@@ -203,16 +187,17 @@ class AccessLog:
             self.writing.release()
 
 
-def make_server(app):
-    """A waitress server for app, with the settings above, listening but not yet serving.
+def make_server(app, address_counts=None):
+    """A waitress server for app, with the settings above and the per-client limits of
+    okr/cli/connections.py, listening but not yet serving.
 
-    Raises OSError when it cannot listen, the port being in use, say.
+    address_counts: the connections per address, shared by worker processes (connections.AddressCounts);
+    by default, this process's own. Raises OSError when it cannot listen, the port being in use, say.
     """
     settings = waitress_settings(app.config)
     allow_open_files(settings["connection_limit"])
     server = create_server(AccessLog().wrap(app) if access_log_on(app.config) else app, **settings)
-    original = server.maintenance
-    server.maintenance = lambda now: drop_stuck_channels(server, original, now)
+    connections.install(server, connections.limits_of(app.config), address_counts)
     return server
 
 
@@ -287,6 +272,9 @@ def run_server(app, args):
     positive_int(app, "THREADS", 1, 256)
     positive_int(app, "CONNECTION_LIMIT", 1, 100_000)
     positive_int(app, "CHANNEL_TIMEOUT", 1, 86_400)
+    positive_int(app, "CONNECTIONS_PER_ADDRESS", 0, 100_000)
+    positive_int(app, "HEAD_TIMEOUT", 1, 86_400)
+    positive_int(app, "UNREAD_TIMEOUT", 1, 86_400)
     positive_int(app, "EVENT_RETENTION_DAYS", 1, 100_000)
     try:
         access_log_on(app.config)
