@@ -29,6 +29,8 @@ SYNC_INTERVAL = "1s"
 # Litestream's final sync when it is stopped (the server's exit) is cut short after this.
 SHUTDOWN_SYNC_SECONDS = 10
 DEFAULT_MAX_LAG = 60
+# What Litestream logs when a signal reached it: it is making its final sync, which a second signal cuts short.
+SHUTTING_DOWN = "signal received, litestream shutting down"
 
 
 class ReplicationError(ValueError):
@@ -106,10 +108,11 @@ def config_text(database, replica_settings, socket_path=None, busy_timeout_ms=50
     lines = []
     if socket_path:
         # The control socket (owner only) answers how long ago the replica last caught up.
-        lines += ["socket:", "  enabled: true", f"  path: {yaml_value(socket_path)}", "  permissions: 0600"]
+        lines += ["socket:", "  enabled: true", f"  path: {yaml_value(os.fspath(socket_path))}"]
     lines += [
-        # JSON lines on stderr: okr reads them, logs warnings and errors, and keeps the last error.
-        "logging:", "  level: warn", "  type: json", "  stderr: true",
+        # JSON lines on stderr: okr reads them, logs warnings and errors, keeps the last error, and sees
+        # when Litestream starts shutting down (an info line).
+        "logging:", "  level: info", "  type: json", "  stderr: true",
         f"shutdown-sync-timeout: {SHUTDOWN_SYNC_SECONDS}s",
         "dbs:",
         f"  - path: {yaml_value(os.path.abspath(database))}",
@@ -290,6 +293,7 @@ def health(status, max_lag, now=None):
     lag = max(0.0, now - caught_up)
     error = status.get("error")
     if error:
-        when = datetime.fromtimestamp(status.get("error_at") or now, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        at = status.get("error_at")
+        when = datetime.fromtimestamp(now if at is None else at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         error = f"{when} {error}"
     return lag <= max_lag, {"replication_lag_seconds": f"{lag:.1f}", "replication_last_error": error or "none"}

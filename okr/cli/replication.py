@@ -101,6 +101,7 @@ class Replicator:
                        "restarts": 0}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.signalled = threading.Event()  # Litestream got a signal (Ctrl-C, systemd stopping the unit)
         self.process = None
         self.thread = None
         self.owner = os.getpid()  # a forked process inherits the atexit hook, never the child
@@ -136,16 +137,16 @@ class Replicator:
         return process
 
     def relay(self, process):
-        """Litestream's log into the server's: warnings and errors (it logs nothing else), the errors kept."""
+        """Litestream's log into the server's: warnings and errors, the errors kept; the rest is only looked at."""
         for line in process.stderr:
             level, message = replication.log_record(line)
-            if not message:
-                continue
             if level == "ERROR":
                 self.note_error(message)
                 logger.error("litestream: %s", message)
-            else:
+            elif level == "WARN":
                 logger.warning("litestream: %s", message)
+            elif message == replication.SHUTTING_DOWN:
+                self.signalled.set()
 
     def supervise(self):
         backoff = self.first_backoff
@@ -161,6 +162,10 @@ class Replicator:
                 self.poll()
                 self.stopping.wait(self.poll_seconds)
             if self.stopping.is_set():
+                if process is not None:
+                    # Until Litestream has ended: PR_SET_PDEATHSIG would signal it again when this
+                    # thread ends, and a second signal cuts its final sync short.
+                    process.wait()
                 return
             why = "did not start"
             if process is not None:
@@ -198,7 +203,10 @@ class Replicator:
             process = self.process
         if process is not None and process.poll() is None:
             try:
-                process.terminate()
+                # A signal that reached the whole process group reached Litestream too: it is shipping
+                # what is left, and a second signal would cut that short.
+                if not self.signalled.wait(0.2):
+                    process.terminate()
                 process.wait(timeout=STOP_SECONDS)
             except subprocess.TimeoutExpired:
                 logger.error("litestream did not stop within %s s; killing it", STOP_SECONDS)
