@@ -73,13 +73,30 @@ def start_replication(app):
     return replicator
 
 
-def die_with_parent():
-    """Runs in the child before exec: Linux sends it SIGTERM when the thread that started it ends."""
-    # Resolved before the fork: the child only calls it.
+def other_cpus():
+    """Every CPU this process may not use but could: the server keeps to one (okr/cli/serve.py), and
+    Litestream, which would inherit that, takes the others, as the background process does."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    server = os.sched_getaffinity(0)
+    everything = set(range(os.cpu_count() or 1))
+    return (everything - server) or None
+
+
+def prepare_child():
+    """What runs in the child before exec: Linux sends it SIGTERM when the thread that started it ends,
+    and it runs on the CPUs the server leaves free."""
+    # Resolved before the fork: the child only calls them.
     prctl = ctypes.CDLL(None, use_errno=True).prctl
+    cpus = other_cpus()
 
     def arrange():
         prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if cpus:
+            try:
+                os.sched_setaffinity(0, cpus)
+            except OSError:
+                pass  # CPUs this process may not have: the server's then
 
     return arrange
 
@@ -129,7 +146,7 @@ class Replicator:
         command = [self.binary, "replicate", "-config", self.config_path, "-no-expand-env"]
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True, errors="replace", close_fds=True,
-                                   preexec_fn=die_with_parent())
+                                   preexec_fn=prepare_child())
         with self.lock:
             self.process = process
             self.status["pid"] = process.pid

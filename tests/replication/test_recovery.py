@@ -3,7 +3,6 @@ and its WAL deleted, and `okr restore --from-replica` brings back every write ac
 before the kill (docs/operations.md gives the recovery point measured here)."""
 import os
 
-import pytest
 
 from replicas import (S3_ENV, lose_database, recovery_point, restore, start_replicating, stored_cycle_names,
                       write_then_lose)
