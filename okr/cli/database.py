@@ -291,7 +291,7 @@ def write_over(stage, database):
         target.close()
 
 
-@click.command("restore", short_help="Replace the database with a backup, or a replica's copy, once checked.")
+@click.command("restore", short_help="Replace the database with a checked backup or replica copy.")
 @click.argument("backup_path", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--from-replica", "replica_url", metavar="URL",
               help="Restore from a Litestream replica (file:///DIR or s3://BUCKET/DIR) instead of a backup file.")
