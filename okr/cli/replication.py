@@ -8,6 +8,7 @@ folder, which /healthz reads in whichever process answers it (okr/replication.py
 """
 import atexit
 import ctypes
+import fcntl
 import logging
 import os
 import shutil
@@ -62,6 +63,10 @@ def start_replication(app):
     if checked is None:
         return None
     replica, max_lag, binary = checked
+    if not hold_replication_lock(app.config["DATABASE"]):
+        # Two Litestreams shipping one database to one replica would corrupt it.
+        sys.exit(f"okr: another server already replicates {app.config['DATABASE']}; serve it without "
+                 "--replicate, or stop that server first")
     # Litestream checkpoints the database alone from now on: docs/operations.md says why.
     db.leave_checkpoints_to_litestream()
     replicator = Replicator(binary, app.config["DATABASE"], replica, app.config["BUSY_TIMEOUT_MS"])
@@ -71,6 +76,18 @@ def start_replication(app):
     atexit.register(replicator.stop)
     logger.info("replicating to %s with %s", replication.shown(app.config["REPLICATE"]), binary)
     return replicator
+
+
+def hold_replication_lock(database):
+    """Takes DATABASE.replication.lock (flock, exclusive) for the life of this process; False when another
+    process holds it. Never released by hand: the kernel drops it when the process ends, however it ends."""
+    descriptor = os.open(os.path.realpath(database) + ".replication.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        return False
+    return True
 
 
 def other_cpus():

@@ -69,6 +69,18 @@ def test_litestream_ships_the_last_writes_and_ends_with_the_server(tmp_path, lit
     assert "just before the stop" in stored_cycle_names(tmp_path / "okr.db")
 
 
+def test_a_second_server_may_serve_the_database_but_not_replicate_it(tmp_path, litestream):
+    url = f"file://{tmp_path / 'replica'}"
+    process, _ = start_replicating(tmp_path, "--replicate", url)
+    try:
+        second = run_okr("--database", tmp_path / "okr.db", "--port", "0", "--replicate", url, cwd=tmp_path)
+        assert second.returncode == 1
+        assert second.stderr.splitlines()[-1] == (f"okr: another server already replicates {tmp_path / 'okr.db'}; "
+                                                  "serve it without --replicate, or stop that server first")
+    finally:
+        kill_group(process)
+
+
 def test_healthz_is_503_once_replication_fails_for_longer_than_the_limit(tmp_path, litestream):
     # Nothing can be made under /proc, root or not: every sync fails.
     process, http = start_replicating(tmp_path, "--replicate", "file:///proc/okr-replica", "--replicate-max-lag", "2")
