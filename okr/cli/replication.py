@@ -161,6 +161,7 @@ class Replicator:
 
     def launch(self):
         command = [self.binary, "replicate", "-config", self.config_path, "-no-expand-env"]
+        self.signalled.clear()  # of the Litestream before, if any
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True, errors="replace", close_fds=True,
                                    preexec_fn=prepare_child())
