@@ -180,7 +180,7 @@ class Replicator:
                 logger.error("litestream: %s", message)
             elif level == "WARN":
                 logger.warning("litestream: %s", message)
-            elif message == replication.SHUTTING_DOWN:
+            elif message == replication.SHUTTING_DOWN and process is self.process:
                 self.signalled.set()
 
     def supervise(self):
