@@ -64,9 +64,11 @@ def test_an_existing_database_is_replaced_only_with_force(tmp_path, replica):
     assert result.exit_code == 1
     assert f"cannot restore into {tmp_path / 'okr.db'}: it exists" in result.output and "--force" in result.output
     assert stored_cycle_names(tmp_path / "okr.db") == {"mine"}
+    (tmp_path / ".okr.db-litestream").mkdir()  # Litestream's state of the file as it was
     result = restore(tmp_path, "--from-replica", replica, "--force")
     assert result.exit_code == 0, result.output
     assert stored_cycle_names(tmp_path / "okr.db") == {"first", "second"}
+    assert not (tmp_path / ".okr.db-litestream").exists()
 
 
 def test_a_served_database_is_refused(tmp_path, replica):
