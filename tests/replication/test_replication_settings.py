@@ -3,11 +3,16 @@ okr/replication.py, without a server."""
 import json
 import os
 import stat
+from contextlib import closing
 
+import flask
 import pytest
 
+import okr.db
 from okr import replication
 from okr.replication import ReplicationError
+
+from helpers import thread_connection
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -140,3 +145,28 @@ def test_before_the_first_sync_the_lag_counts_from_the_start_and_the_last_error_
 def test_no_status_at_all_is_unhealthy():
     healthy, details = replication.health(None, 60)
     assert not healthy and details["replication_last_error"] == "replication has not started"
+
+
+# --- checkpoints ----------------------------------------------------------------------------------------------
+
+
+def test_a_replicating_server_leaves_checkpoints_to_litestream(app, client, monkeypatch):
+    monkeypatch.setattr(okr.db, "wal_autocheckpoint", okr.db.wal_autocheckpoint)  # put back after the test
+    with closing(okr.db.connect(app.config["DATABASE"], 5000)) as db:
+        assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000  # SQLite's own, without
+    okr.db.leave_checkpoints_to_litestream()
+    with closing(okr.db.connect(app.config["DATABASE"], 5000)) as db:
+        assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    assert client.post("/v1/cycles", json={"name": "Q1"}).status_code == 200  # a request's own connection
+    assert thread_connection(app).execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+
+
+def test_a_big_delete_leaves_its_checkpoint_to_litestream(app, client, monkeypatch):
+    monkeypatch.setattr(okr.db, "wal_autocheckpoint", 0)
+    started = []
+    monkeypatch.setattr(okr.db.threading, "Thread", lambda *args, **kwargs: started.append(kwargs))
+    with app.test_request_context("/v1/cycles", method="DELETE"):
+        flask.g.checkpoint_in_background = True
+        db = okr.db.get_db()
+        okr.db.commit(db)
+    assert started == []
