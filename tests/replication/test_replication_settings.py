@@ -4,6 +4,7 @@ import json
 import os
 import stat
 from contextlib import closing
+from types import SimpleNamespace
 
 import flask
 import pytest
@@ -164,7 +165,8 @@ def test_a_replicating_server_leaves_checkpoints_to_litestream(app, client, monk
 def test_a_big_delete_leaves_its_checkpoint_to_litestream(app, client, monkeypatch):
     monkeypatch.setattr(okr.db, "wal_autocheckpoint", 0)
     started = []
-    monkeypatch.setattr(okr.db.threading, "Thread", lambda *args, **kwargs: started.append(kwargs))
+    monkeypatch.setattr(okr.db.threading, "Thread",
+                        lambda *args, **kwargs: SimpleNamespace(start=lambda: started.append(kwargs["name"])))
     with app.test_request_context("/v1/cycles", method="DELETE"):
         flask.g.checkpoint_in_background = True
         db = okr.db.get_db()
