@@ -102,7 +102,12 @@ def other_cpus():
 
 def prepare_child():
     """What runs in the child before exec: Linux sends it SIGTERM when the thread that started it ends,
-    and it runs on the CPUs the server leaves free."""
+    and it runs on the CPUs the server leaves free.
+
+    When the server is killed outright, Litestream gets that SIGTERM once for each of the server's
+    threads it is handed to as they die, and a second signal skips its last sync: it ends at once.
+    A server that stops normally ends Litestream itself first (Replicator.stop).
+    """
     # Resolved before the fork: the child only calls them.
     prctl = ctypes.CDLL(None, use_errno=True).prctl
     cpus = other_cpus()
@@ -162,9 +167,12 @@ class Replicator:
     def launch(self):
         command = [self.binary, "replicate", "-config", self.config_path, "-no-expand-env"]
         self.signalled.clear()  # of the Litestream before, if any
+        # restore_signals=False: SIGPIPE stays ignored, as Python has it. A Go program whose stderr is a
+        # pipe nobody reads any more dies at its next log line unless SIGPIPE is ignored: Litestream
+        # would end in the middle of its last sync, should the server stop reading its log first.
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True, errors="replace", close_fds=True,
-                                   preexec_fn=prepare_child())
+                                   restore_signals=False, preexec_fn=prepare_child())
         with self.lock:
             self.process = process
             self.status["pid"] = process.pid

@@ -15,6 +15,11 @@ from helpers import run_okr
 from replicas import kill_group, litestream_of, restore, start_replicating, stored_cycle_names, wait_until
 
 
+def shipped(replica):
+    """Whether Litestream has put a whole file in the replica."""
+    return any(name.endswith(".ltx") for _, _, names in os.walk(replica) for name in names)
+
+
 def health(http):
     response = http.get("/healthz")
     return response.status, response.json()
@@ -59,7 +64,7 @@ def test_litestream_ships_the_last_writes_and_ends_with_the_server(tmp_path, lit
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         config = f.read().split(b"\0")[3].decode()
     assert os.stat(config).st_mode & 0o777 == 0o600 and os.stat(os.path.dirname(config)).st_mode & 0o777 == 0o700
-    assert wait_until(lambda: os.path.isdir(tmp_path / "replica" / "ltx"), timeout=15)  # its first sync
+    assert wait_until(lambda: shipped(tmp_path / "replica"), timeout=15)  # its first sync
     http.post("/v1/cycles", {"name": "just before the stop"}, headers={"Content-Type": "application/json"}).ok()
     log = stopped(process, signal_to)  # at once: only Litestream's last sync can have shipped the write
     assert "shutdown sync skipped" not in log
@@ -67,6 +72,16 @@ def test_litestream_ships_the_last_writes_and_ends_with_the_server(tmp_path, lit
     os.remove(tmp_path / "okr.db")
     restore(tmp_path, url)
     assert "just before the stop" in stored_cycle_names(tmp_path / "okr.db")
+
+
+def test_litestream_ends_with_a_server_killed_alone(tmp_path, litestream):
+    """SIGKILL to the server only (the OOM killer): Linux ends Litestream too, which would otherwise go on
+    shipping a database nobody serves, beside the next server's."""
+    process, _ = start_replicating(tmp_path, "--replicate", f"file://{tmp_path / 'replica'}")
+    pid = litestream_of(process.pid)
+    process.kill()
+    process.communicate(timeout=30)
+    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=15)
 
 
 def test_a_second_server_may_serve_the_database_but_not_replicate_it(tmp_path, litestream):
