@@ -27,8 +27,10 @@ S3_ENV = {**SERVER_ENV, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY":
 def start_replicating(tmp_path, *options, env=None):
     """`okr serve` on a free port with options, in a session of its own (its whole group can be killed:
     it, its background process and Litestream); (process, http client)."""
+    # TMPDIR: Litestream's folder, which a killed server leaves behind, goes with the test's.
     return start_service(free_port(), "--database", str(tmp_path / "okr.db"), "--no-access-log", *options,
-                         env=env or SERVER_ENV, start_new_session=True, cwd=tmp_path)
+                         env={**(env or SERVER_ENV), "TMPDIR": str(tmp_path)}, start_new_session=True,
+                         cwd=tmp_path)
 
 
 def kill_group(process):
