@@ -16,7 +16,7 @@ def env_settings():
     names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT",
              "CONNECTIONS_PER_ADDRESS", "HEAD_TIMEOUT", "UNREAD_TIMEOUT", "ACCESS_LOG",
              "SECURE_COOKIES", "EVENT_RETENTION_DAYS", "BASE_URL", "SMTP_URL", "SMTP_PASSWORD", "SMTP_TIMEOUT",
-             "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL")
+             "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL", "REPLICATE", "REPLICATE_ENDPOINT", "REPLICATE_MAX_LAG")
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
     if os.environ.get("OKR_ALLOWED_HOSTS"):
         settings["ALLOWED_HOSTS"] = [name for name in os.environ["OKR_ALLOWED_HOSTS"].split(",") if name.strip()]
@@ -66,6 +66,12 @@ def create_app(test_config=None):
         MAIL_FROM=None,
         TIMEZONE="UTC",
         WEEKLY_MAIL="monday 09:00",
+        # Continuous replication with Litestream (okr/cli/replication.py, docs/operations.md): the replica's URL
+        # (file:///path or s3://bucket/path), an S3-compatible store's endpoint, and how many seconds the
+        # replica may fall behind before /healthz answers 503.
+        REPLICATE=None,
+        REPLICATE_ENDPOINT=None,
+        REPLICATE_MAX_LAG=60,
         # The stylesheet's cache life; its URL changes with its content.
         SEND_FILE_MAX_AGE_DEFAULT=86400,
     )

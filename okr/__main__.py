@@ -36,6 +36,9 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --access-log          OKR_ACCESS_LOG=1
   --secure-cookies      OKR_SECURE_COOKIES=1  default off (for HTTPS)
   --allowed-host NAME   OKR_ALLOWED_HOSTS     a host name to answer for (repeat)
+  --replicate URL       OKR_REPLICATE         file:///DIR or s3://BUCKET/DIR
+  --replicate-endpoint URL  OKR_REPLICATE_ENDPOINT  an S3-compatible store
+  --replicate-max-lag S  OKR_REPLICATE_MAX_LAG  default 60 (then /healthz: 503)
   --allow-anonymous     serve a non-loopback address while no API key exists
   -h, --help            show this help
   --version             show the version"""
@@ -98,6 +101,9 @@ def parse_options(argv):
     parser.add_argument("--allow-anonymous", action="store_true", default=None)
     parser.add_argument("--secure-cookies", action="store_const", const=True, default=None)
     parser.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=None)
+    parser.add_argument("--replicate")
+    parser.add_argument("--replicate-endpoint")
+    parser.add_argument("--replicate-max-lag")
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
 

@@ -16,6 +16,9 @@ from flask import current_app, g, request
 from .emails import email_key
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# SQLite's default: a commit that brings the WAL to this many pages copies it into the database.
+# 0 in a server that replicates (okr serve --replicate): Litestream then checkpoints alone.
+wal_autocheckpoint = 1000
 # The app's logger (Flask names it after the package): what init_db reports shows
 # on stderr for the commands and in the server's log.
 logger = logging.getLogger("okr")
@@ -34,7 +37,20 @@ def connect(path, busy_timeout_ms):
     # Connections live as long as the server, so the WAL would otherwise keep
     # its largest size (130 MB after a big cycle delete) until shutdown.
     db.execute("PRAGMA journal_size_limit = 16777216")
+    if wal_autocheckpoint != 1000:
+        db.execute(f"PRAGMA wal_autocheckpoint = {int(wal_autocheckpoint)}")
     return db
+
+
+def leave_checkpoints_to_litestream():
+    """From now on, this process's connections (and those of the processes it forks) never checkpoint.
+
+    Litestream ships the WAL's frames before they are copied into the database, and restarts the WAL
+    itself once it has: a checkpoint by the server between two of Litestream's could restart the WAL
+    under it, and Litestream would have to ship a whole new snapshot. docs/operations.md says more.
+    """
+    global wal_autocheckpoint
+    wal_autocheckpoint = 0
 
 
 # How long a thread's reads go on without checking that the database file is
@@ -248,14 +264,14 @@ def commit_now(db):
 
 
 def commit(db):
-    if not g.get("checkpoint_in_background"):
+    if not g.get("checkpoint_in_background") or wal_autocheckpoint == 0:  # 0: Litestream checkpoints
         db.execute("COMMIT")
         return
     db.execute("PRAGMA wal_autocheckpoint = 0")
     try:
         db.execute("COMMIT")
     finally:
-        db.execute("PRAGMA wal_autocheckpoint = 1000")  # SQLite's default; nothing here sets another
+        db.execute(f"PRAGMA wal_autocheckpoint = {wal_autocheckpoint}")
     # Should the thread fail, nothing is lost: the next commit checkpoints. A
     # write that commits before the thread has begun runs the checkpoint itself.
     args = (current_app.config["DATABASE"], current_app.logger)

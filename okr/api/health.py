@@ -1,13 +1,22 @@
 """GET /healthz, open without auth, for process supervisors."""
-from flask import Blueprint
+from flask import Blueprint, current_app
 
-from .. import db
+from .. import db, replication
+from .errors import error_response
 
 bp = Blueprint("health", __name__)
 
 
 @bp.get("/healthz")
 def check_health():
-    """Tells a process supervisor whether the database file is there and answers."""
+    """Tells a process supervisor whether the database file is there and answers, and, when the server
+    replicates, whether the replica keeps up."""
     db.check_database()
-    return {"status": "ok"}
+    status_path = current_app.config.get("REPLICATION_STATUS")
+    if not status_path:
+        return {"status": "ok"}
+    healthy, details = replication.health(replication.read_status(status_path),
+                                          int(current_app.config["REPLICATE_MAX_LAG"]))
+    if not healthy:
+        return error_response(503, "replication is failing", details)
+    return {"status": "ok", "details": details}

