@@ -21,36 +21,46 @@ from okr.cli.serve import run_server
 
 HELP_FLAGS = ("-h", "--help")
 # Each line's default is the one create_app sets; tests/cli/test_help.py holds them to it.
+# `okr --help` shows the options every command takes; `okr serve --help` adds the server's.
 OPTIONS = """\
 Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --database FILE       OKR_DATABASE          default ./okr.db
   --host ADDRESS        OKR_HOST              default 127.0.0.1 (this machine)
   --port N              OKR_PORT              default 8080
+  --allow-anonymous     serve a non-loopback address while no API key exists
+  -h, --help            show this help (okr serve --help: the server's options)
+  --version             show the version"""
+
+SERVING_OPTIONS = """\
+Processes and connections:
   --threads N           OKR_THREADS           default 8
   --cpu auto|all|N      OKR_CPU               default auto (one CPU)
   --connection-limit N  OKR_CONNECTION_LIMIT  default 1000
   --channel-timeout S   OKR_CHANNEL_TIMEOUT   default 30 (seconds idle)
   --connections-per-address N  OKR_CONNECTIONS_PER_ADDRESS  default 64 (0: off)
-  --event-retention-days N  OKR_EVENT_RETENTION_DAYS  default 400 (days)
+
+Logging, cookies and hosts:
   --no-access-log       OKR_ACCESS_LOG=0      default on: a line per request
   --access-log          OKR_ACCESS_LOG=1
   --secure-cookies      OKR_SECURE_COOKIES=1  default off (for HTTPS)
   --allowed-host NAME   OKR_ALLOWED_HOSTS     a host name to answer for (repeat)
+
+Activity and replication:
+  --event-retention-days N  OKR_EVENT_RETENTION_DAYS  default 400 (days)
   --replicate URL       OKR_REPLICATE         file:///DIR or s3://BUCKET/DIR
   --replicate-endpoint URL  OKR_REPLICATE_ENDPOINT  an S3-compatible store
-  --replicate-max-lag S  OKR_REPLICATE_MAX_LAG  default 60 (then /healthz: 503)
-  --allow-anonymous     serve a non-loopback address while no API key exists
-  -h, --help            show this help
-  --version             show the version"""
+  --replicate-max-lag S  OKR_REPLICATE_MAX_LAG  default 60 (then /healthz: 503)"""
 
 SERVE_HELP = f"""\
 usage: okr [serve] [OPTIONS]
 
 Serves the API with waitress until stopped (Ctrl-C or SIGTERM), creating the
 database if it does not exist. Logs on stderr where it listens, the database,
-and one line per request.
+and one line per request. Email is set up by OKR_SMTP_URL and OKR_MAIL_FROM.
 
-{OPTIONS}"""
+{OPTIONS}
+
+{SERVING_OPTIONS}"""
 
 
 def program_help():

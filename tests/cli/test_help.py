@@ -45,7 +45,7 @@ def option_default(text, flag):
 
 
 def test_help_shows_the_real_defaults(capsys):
-    text = help_text(capsys, "--help")
+    text = help_text(capsys, "serve", "--help")
     config = create_app().config
     assert option_default(text, "--host") == config["HOST"] == "127.0.0.1"
     assert option_default(text, "--port") == str(config["PORT"]) == "8080"
@@ -60,6 +60,18 @@ def test_help_shows_the_real_defaults(capsys):
     assert config["REPLICATE"] is None and "--replicate URL" in text and "--replicate-endpoint URL" in text
     assert "--no-access-log" in text and "OKR_ACCESS_LOG" in text
     assert "--allow-anonymous" in text and "--version" in text
+
+
+def test_the_program_help_keeps_to_the_common_options_and_points_to_the_servers(capsys):
+    text = help_text(capsys, "--help")
+    assert "--database FILE" in text and "--port N" in text and "okr serve --help" in text
+    assert "--threads" not in text and "--replicate" not in text
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_serve_help_is_a_screen_and_a_half_at_most(capsys, flag):
+    lines = help_text(capsys, "serve", flag).splitlines()
+    assert len(lines) <= 60 and max(map(len, lines)) <= 80
 
 
 def test_help_is_not_the_module_docstring_and_click_help(capsys):
