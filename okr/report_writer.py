@@ -212,3 +212,28 @@ class Tree:
                 first.pop()
                 chunks.append(b"]}" if stack else b"" if bare else b"]")
         out.write(b"".join(chunks))
+
+
+def cycle_summary(db, cycle, now):
+    """What the cycles list shows of a cycle's report: its progress and counts, and how many key results are at
+    risk or off track, stale, or without an update; from the rows as they stream, with no tree (a big cycle's
+    list entry costs its report's reading, not its memory)."""
+    kept, params = cycle_filter(cycle["id"])
+    shown = cycle_details_json(cycle, now.date())
+    stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
+    key_results = rows(db, CYCLE_KEY_RESULTS.format(kept=kept), [cycle["id"], *params])
+    own, at_risk, stale_count, waiting, count = [], 0, 0, 0, 0
+    pending = next(key_results, None)
+    for (objective_id,) in db.execute(f"SELECT o.id FROM objectives o WHERE {kept} ORDER BY o.seq", params):
+        exact = []
+        while pending is not None and pending["objective_id"] == objective_id:
+            node, value = key_result_node(pending, stale)
+            exact.append(value)
+            at_risk += node["status"] in ("at_risk", "off_track")
+            waiting += node["status"] == "no_update"
+            stale_count += node["stale"]
+            pending = next(key_results, None)
+        own.append(progress.mean(exact))
+        count += len(exact)
+    return {"cycle": shown, "progress": progress.mean_figure(own), "objectives_count": len(own),
+            "key_results_count": count, "at_risk": at_risk, "stale": stale_count, "no_update": waiting}

@@ -102,24 +102,10 @@ def cycles_page(endpoint):
     ).fetchall()
     older = cycles[CYCLES_PER_PAGE]["seq"] + 1 if len(cycles) > CYCLES_PER_PAGE else None
     moment = now()
-    summaries = [summary(reports.cycle_report(db, cycle, moment)) for cycle in cycles[:CYCLES_PER_PAGE]]
+    summaries = [report_writer.cycle_summary(db, cycle, moment) for cycle in cycles[:CYCLES_PER_PAGE]]
     groups = [(state, [c for c in summaries if c["cycle"]["state"] == state]) for state in STATES]
     return render_template("dashboard.html", cycles=summaries, groups=[g for g in groups if g[1]], older=older,
                            endpoint=endpoint)
-
-
-def summary(report):
-    """A cycle report boiled down to what the cycles list shows ("no update yet" is not "at risk")."""
-    at_risk = stale = waiting = 0
-    stack = list(report["objectives"])
-    while stack:
-        objective = stack.pop()
-        stack.extend(objective["children"])
-        for key_result in objective["key_results"]:
-            at_risk += key_result["status"] in ("at_risk", "off_track")
-            waiting += key_result["status"] == "no_update"
-            stale += key_result["stale"]
-    return {**report, "at_risk": at_risk, "stale": stale, "no_update": waiting}
 
 
 @bp.get("/cycles/<cycle_id>")

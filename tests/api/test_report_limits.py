@@ -22,7 +22,10 @@ from helpers import (
     start_service,
     stop_process,
 )
+from okr.db import utc_now
+from okr.progress import parse_timestamp
 from okr.report_slots import lock_path
+from okr.report_writer import cycle_summary
 
 KINDS = [("positive", "100", None), ("negative", "10", None), ("range", "5", "50"), ("milestone", "1", None),
          ("baseline", None, None)]
@@ -108,6 +111,34 @@ def test_streamed_reports_and_exports_are_the_ones_built_in_memory_byte_for_byte
         assert big.headers["Content-Type"] == small.headers["Content-Type"] == "text/csv; charset=utf-8"
         assert big.headers["Content-Disposition"] == small.headers["Content-Disposition"]
         assert int(big.headers["Content-Length"]) == len(big.get_data())
+    for cycle in ("now", "later", "finished"):
+        assert_summary_of_report(app, varied[cycle])
+
+
+def assert_summary_of_report(app, cycle):
+    """The cycles list's entry of a cycle (okr.report_writer.cycle_summary) has the figures of its report."""
+    report = cycle_report_of(app, cycle)
+    statuses, stale = [], 0
+    stack = list(report["objectives"])
+    while stack:
+        objective = stack.pop()
+        stack.extend(objective["children"])
+        statuses += [key_result["status"] for key_result in objective["key_results"]]
+        stale += sum(key_result["stale"] for key_result in objective["key_results"])
+    expected = {name: report[name] for name in ("cycle", "progress", "objectives_count", "key_results_count")}
+    expected.update(at_risk=statuses.count("at_risk") + statuses.count("off_track"), stale=stale,
+                    no_update=statuses.count("no_update"))
+    with app.app_context(), closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        db.row_factory = sqlite3.Row
+        row = db.execute("SELECT * FROM cycles WHERE id = ?", (cycle["id"],)).fetchone()
+        assert cycle_summary(db, row, parse_timestamp(utc_now())) == expected
+
+
+def cycle_report_of(app, cycle):
+    with app.test_client() as client:
+        response = client.get(f"/v1/cycles/{cycle['id']}/report")
+        assert response.status_code == 200
+        return response.get_json()
 
 
 def test_an_objective_report_on_a_loop_written_behind_the_apis_back_is_the_same_too(app, client):
