@@ -68,11 +68,12 @@ def varied(app, client, runner):
         if i % 6 == 1:
             fields["description"] = f"Why #{i}: \"quotes\", \\backslashes\\, tabs\t and ünïcode ✓"
         cycle = later if i % 13 == 12 else now  # some in the other cycle, aligned to this one's and back
-        objectives.append(make_objective(client, cycle["id"], f"objective {i} — «{i}»",
+        objectives.append(make_objective(client, cycle["id"], f'objective {i} — «{i}» ,{{"id":',
                                          parent_objective_id=parent, **fields))
         for j in range(i % 5):  # none for some
             kind, low, high = KINDS[(i + j) % len(KINDS)] if i % 9 else KINDS[4]  # baselines only for some
-            key_result = make_key_result(client, objectives[-1]["id"], f"kr {i}.{j} ✓", type=kind,
+            name = f"kr {i}.{j} ✓" if j else f'kr {i}.{j},{{"id":"x"}} ✓'  # what separates two in a list
+            key_result = make_key_result(client, objectives[-1]["id"], name, type=kind,
                                          current_value=str(3 * i + j), target_value_min=low, target_value_max=high)
             for n in range((i + j) % 4):
                 response = client.post(f"/v1/keyresults/{key_result['id']}/checkins",
