@@ -21,16 +21,16 @@ from math import gcd
 
 from . import progress
 from .records import cycle_details_json, objective_json
-from .reports import (DESCENDANTS, KEY_RESULTS_WITH_HISTORY, cycle_queries, key_result_node, never_stale,
-                      stale_by_time, stale_test)
+from .reports import (DESCENDANTS, KEY_RESULTS_WITH_HISTORY, cycle_condition, cycle_queries, key_result_node,
+                      never_stale, stale_by_time, stale_test)
 
 FLUSH_BYTES = 1 << 16
 
 
 def cycle_objective_count(db, cycle_id, team_id=None, assignee_id=None):
     """How many objectives a cycle report would show: one walk of an index."""
-    (sql, params), _ = cycle_queries(cycle_id, team_id, assignee_id)
-    return db.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    return db.execute(f"SELECT count(*) FROM objectives WHERE {kept}", params).fetchone()[0]
 
 
 def descendant_count(db, objective_id):

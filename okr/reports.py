@@ -36,16 +36,21 @@ WITH RECURSIVE tree(id) AS (
 """
 
 
-def cycle_queries(cycle_id, team_id=None, assignee_id=None):
-    """The SQL and parameters of a cycle report's objectives and of its key results, each in creation order."""
+def cycle_condition(cycle_id, team_id=None, assignee_id=None):
+    """The condition on objectives that a cycle report keeps, and its parameters."""
     conditions, params = ["cycle_id = ?"], [cycle_id]
     for column, value in (("team_id", team_id), ("assignee_id", assignee_id)):
         if value is not None:
             conditions.append(f"{column} = ?")
             params.append(value)
-    kept = " AND ".join(conditions)
+    return " AND ".join(conditions), params
+
+
+def cycle_queries(cycle_id, team_id=None, assignee_id=None):
+    """The SQL and parameters of a cycle report's objectives and of its key results, each in creation order."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
     objectives = f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params
-    if len(conditions) == 1:
+    if len(params) == 1:
         return objectives, (KEY_RESULTS_WITH_HISTORY.format(where="k.cycle_id = ?"), params)
     where = f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
     return objectives, (KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle_id, *params])
