@@ -7,10 +7,13 @@ the bound is.
 """
 import json
 import tempfile
+import threading
+from contextlib import contextmanager
 
 from flask import current_app
 from werkzeug.wsgi import FileWrapper
 
+from .errors import Busy
 from .report_slots import report_slot
 
 # A body this big stays in memory; a bigger one goes to a temporary file (TMPDIR).
@@ -24,11 +27,35 @@ def is_big(objective_count):
     return objective_count >= int(current_app.config["BIG_REPORT_OBJECTIVES"])
 
 
+@contextmanager
 def slot(what="reports"):
-    """One of the REPORT_SLOTS slots for a with block; okr.errors.Busy once REPORT_WAIT seconds pass without one."""
+    """One of the REPORT_SLOTS slots for a with block; okr.errors.Busy once REPORT_WAIT seconds pass without one.
+
+    A request waiting for a slot holds a worker thread: at most half of this process's threads may be building
+    or waiting (the others answer Busy at once), so that the rest are always free for everything else.
+    """
     config = current_app.config
-    return report_slot(config["DATABASE"], int(config["REPORT_SLOTS"]), float(config["REPORT_WAIT"]), RETRY_AFTER,
-                       what)
+    if not admissions().acquire(blocking=False):
+        raise Busy(what, RETRY_AFTER)
+    try:
+        with report_slot(config["DATABASE"], int(config["REPORT_SLOTS"]), float(config["REPORT_WAIT"]),
+                         RETRY_AFTER, what):
+            yield
+    finally:
+        admissions().release()
+
+
+ADMISSIONS_LOCK = threading.Lock()
+
+
+def admissions():
+    """This process's count of the threads that may build or wait for a big report or export at once."""
+    extensions = current_app.extensions
+    with ADMISSIONS_LOCK:
+        if "okr_report_admissions" not in extensions:
+            allowed = max(1, int(current_app.config["THREADS"]) // 2)
+            extensions["okr_report_admissions"] = threading.BoundedSemaphore(allowed)
+        return extensions["okr_report_admissions"]
 
 
 def build(write, what="reports"):

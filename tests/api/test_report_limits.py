@@ -228,6 +228,25 @@ def test_with_every_slot_taken_a_big_report_waits_then_answers_503_with_retry_af
         assert page.status_code == 503 and page.mimetype == "text/html" and page.headers["Retry-After"] == "5"
 
 
+def test_past_half_the_threads_a_big_report_is_refused_at_once_without_waiting(app, client, bounded):
+    app.config.update(THREADS=4, REPORT_WAIT=10)
+    with client.get(big_paths(bounded)[0]) as response:  # made the count of this process's threads: 2
+        assert response.status_code == 200
+    admissions = app.extensions["okr_report_admissions"]
+    assert admissions.acquire(blocking=False) and admissions.acquire(blocking=False)  # two others building
+    try:
+        started = time.monotonic()
+        response = client.get(big_paths(bounded)[0])
+        assert time.monotonic() - started < 2
+        assert_error(response, 503)
+        assert response.headers["Retry-After"] == "5"
+    finally:
+        admissions.release()
+        admissions.release()
+    with client.get(big_paths(bounded)[0]) as response:
+        assert response.status_code == 200
+
+
 def test_one_free_slot_is_enough(client, bounded):
     with slots_taken(bounded["database"], 1):
         for path in big_paths(bounded):
