@@ -306,3 +306,12 @@ def test_a_real_server_answers_503_with_retry_after_when_every_slot_is_taken(tmp
         assert http.get(f"/v1/cycles/{cycle}/report").status == 200
     finally:
         stop_process(process)
+
+
+def test_the_api_description_gives_the_reports_503_with_retry_after(client):
+    paths = client.get("/v1/openapi.json").get_json()["paths"]
+    for path in ("/v1/cycles/{cycle_id}/report", "/v1/cycles/{cycle_id}/report.csv",
+                 "/v1/objectives/{objective_id}/report"):
+        busy = paths[path]["get"]["responses"]["503"]
+        assert "slots for big reports" in busy["description"] and "Retry-After" in busy["headers"]
+    assert "slots" not in paths["/v1/cycles/{cycle_id}"]["get"]["responses"]["503"]["description"]
