@@ -224,8 +224,11 @@ def test_with_every_slot_taken_a_big_report_waits_then_answers_503_with_retry_af
             body = assert_error(response, 503)
             assert "retry" in body["message"]
             assert response.headers["Retry-After"] == "5"
-        page = client.get(f"/cycles/{bounded['cycle']}.csv", headers={"Accept": "text/html"})
-        assert page.status_code == 503 and page.mimetype == "text/html" and page.headers["Retry-After"] == "5"
+        for page in (f"/cycles/{bounded['cycle']}.csv", f"/cycles/{bounded['cycle']}"):
+            page = client.get(page, headers={"Accept": "text/html"})
+            assert page.status_code == 503 and page.mimetype == "text/html" and page.headers["Retry-After"] == "5"
+            assert "Try again in a moment" in page.get_data(as_text=True)
+    assert client.get(f"/cycles/{bounded['cycle']}", headers={"Accept": "text/html"}).status_code == 200
 
 
 def test_past_half_the_threads_a_big_report_is_refused_at_once_without_waiting(app, client, bounded):
