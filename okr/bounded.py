@@ -19,7 +19,7 @@ from .report_slots import report_slot
 # A body this big stays in memory; a bigger one goes to a temporary file (TMPDIR).
 SPOOL_MEMORY = 1 << 20
 SEND_CHUNK = 1 << 16
-# What a client is told to wait before trying again, in seconds: about the time a big report takes to build.
+# What a client is told to wait before trying again, in seconds: a slot may have freed up by then.
 RETRY_AFTER = 5
 
 
@@ -38,7 +38,7 @@ def slot(what="reports"):
     if not admissions().acquire(blocking=False):
         raise Busy(what, RETRY_AFTER)
     try:
-        with report_slot(config["DATABASE"], int(config["REPORT_SLOTS"]), float(config["REPORT_WAIT"]),
+        with report_slot(config["DATABASE"], max(1, int(config["REPORT_SLOTS"])), float(config["REPORT_WAIT"]),
                          RETRY_AFTER, what):
             yield
     finally:
