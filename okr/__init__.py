@@ -16,7 +16,8 @@ def env_settings():
     names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT",
              "CONNECTIONS_PER_ADDRESS", "HEAD_TIMEOUT", "UNREAD_TIMEOUT", "ACCESS_LOG",
              "SECURE_COOKIES", "EVENT_RETENTION_DAYS", "BASE_URL", "SMTP_URL", "SMTP_PASSWORD", "SMTP_TIMEOUT",
-             "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL", "REPLICATE", "REPLICATE_ENDPOINT", "REPLICATE_MAX_LAG")
+             "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL", "REPLICATE", "REPLICATE_ENDPOINT", "REPLICATE_MAX_LAG",
+             "REPORT_SLOTS", "REPORT_WAIT", "BIG_REPORT_OBJECTIVES")
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
     if os.environ.get("OKR_ALLOWED_HOSTS"):
         settings["ALLOWED_HOSTS"] = [name for name in os.environ["OKR_ALLOWED_HOSTS"].split(",") if name.strip()]
@@ -48,6 +49,12 @@ def create_app(test_config=None):
         # One line per request in the server's log; `okr serve` adds it, never the app itself.
         ACCESS_LOG=True,
         BUSY_TIMEOUT_MS=5000,
+        # Big reports and exports (okr/bounded.py, docs/design.md): at most REPORT_SLOTS built at once by all
+        # the server's processes together; a request waits up to REPORT_WAIT seconds for a slot, then answers 503.
+        # Reports of fewer than BIG_REPORT_OBJECTIVES objectives are built in memory and never wait.
+        REPORT_SLOTS=2,
+        REPORT_WAIT=10,
+        BIG_REPORT_OBJECTIVES=2000,
         PAGE_SIZE=100,
         MAX_PAGE_SIZE=1000,
         MAX_CONTENT_LENGTH=1024 * 1024,

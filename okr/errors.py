@@ -23,3 +23,12 @@ class Invalid(ValueError):
 
 class Conflict(Exception):
     """The change cannot be made over what is stored now: a unique value taken, say."""
+
+
+class Busy(Exception):
+    """Work that is bounded (big reports and exports) has no free slot: the client should retry after
+    retry_after seconds."""
+
+    def __init__(self, what, retry_after):
+        super().__init__(f"too many {what} are being built just now: retry in {retry_after} s")
+        self.what, self.retry_after = what, retry_after

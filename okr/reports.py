@@ -36,23 +36,34 @@ WITH RECURSIVE tree(id) AS (
 """
 
 
+def cycle_condition(cycle_id, team_id=None, assignee_id=None):
+    """The condition on objectives that a cycle report keeps, and its parameters."""
+    conditions, params = ["cycle_id = ?"], [cycle_id]
+    for column, value in (("team_id", team_id), ("assignee_id", assignee_id)):
+        if value is not None:
+            conditions.append(f"{column} = ?")
+            params.append(value)
+    return " AND ".join(conditions), params
+
+
+def cycle_queries(cycle_id, team_id=None, assignee_id=None):
+    """The SQL and parameters of a cycle report's objectives and of its key results, each in creation order."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    objectives = f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params
+    if len(params) == 1:
+        return objectives, (KEY_RESULTS_WITH_HISTORY.format(where="k.cycle_id = ?"), params)
+    where = f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
+    return objectives, (KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle_id, *params])
+
+
 def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
     """The report of a cycle row, optionally of the objectives of one team and/or assignee.
 
     now is an aware datetime, for staleness and the cycle's state. A finished cycle's key results are never stale.
     """
-    conditions, params = ["cycle_id = ?"], [cycle["id"]]
-    for column, value in (("team_id", team_id), ("assignee_id", assignee_id)):
-        if value is not None:
-            conditions.append(f"{column} = ?")
-            params.append(value)
-    kept = " AND ".join(conditions)
-    objectives = dict_rows(db, f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params)
-    if len(conditions) == 1:
-        key_results = dict_rows(db, KEY_RESULTS_WITH_HISTORY.format(where="k.cycle_id = ?"), params)
-    else:
-        where = f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
-        key_results = dict_rows(db, KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle["id"], *params])
+    (objectives_sql, params), (key_results_sql, key_results_params) = cycle_queries(cycle["id"], team_id, assignee_id)
+    objectives = dict_rows(db, objectives_sql, params)
+    key_results = dict_rows(db, key_results_sql, key_results_params)
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
     roots, exact_by_objective = alignment_tree(objectives, key_results, stale)

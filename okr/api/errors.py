@@ -6,7 +6,7 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from .. import db
-from ..errors import Conflict, Invalid, NotFound
+from ..errors import Busy, Conflict, Invalid, NotFound
 from ..rules.messages import flatten
 
 # Short, stable summaries; werkzeug's default descriptions talk about browsers.
@@ -44,6 +44,8 @@ def answer(error):
         return error_response(409, str(error))
     if isinstance(error, db.DatabaseUnusable):
         return error_response(503, "the database is unusable", {"database": str(error)})
+    if isinstance(error, Busy):
+        return error_response(503, str(error), headers=[("Retry-After", str(error.retry_after))])
     return unexpected(error)
 
 

@@ -487,6 +487,12 @@ ERRORS = {
     503: "The database stayed busy past the busy timeout, or its file is not writable; retry",
     507: "The disk is full; nothing was written",
 }
+# A big report's or CSV's 503 (okr/bounded.py), which carries Retry-After as every 503 of ERRORS does.
+BUSY_REPORT = ("The database stayed busy past the busy timeout, or its file is not writable; or the report is big "
+               "(2,000 objectives or more, by default) and the server's slots for big reports stayed taken: retry "
+               "after Retry-After seconds")
+REPORT_PATHS = ("/v1/cycles/{cycle_id}/report", "/v1/cycles/{cycle_id}/report.csv",
+                "/v1/objectives/{objective_id}/report")
 # Where a code means something else than ERRORS says, and carries no header.
 PATH_ERRORS = {
     ("/v1/events", 404): "after names no event the service keeps: none had that id, or it was pruned",
@@ -591,8 +597,9 @@ def operation(path, method, summary, body, response, parameters):
         spec["responses"]["304"] = NOT_MODIFIED
     for code in error_codes(path, method, body, parameters):
         special = PATH_ERRORS.get((path, code))
+        busy = code == 503 and path in REPORT_PATHS
         spec["responses"][str(code)] = {
-            "description": special or ERRORS[code],
+            "description": special or (BUSY_REPORT if busy else ERRORS[code]),
             "content": {"application/json": {"schema": "Error"}},
             **({"headers": ERROR_HEADERS[code]} if code in ERROR_HEADERS and not special else {}),
         }

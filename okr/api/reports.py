@@ -1,8 +1,12 @@
-"""Reports: /v1/cycles/<id>/report (and report.csv) and /v1/objectives/<id>/report, built by okr.reports."""
+"""Reports: /v1/cycles/<id>/report (and report.csv) and /v1/objectives/<id>/report, built by okr.reports.
+
+A big one (okr/bounded.py) is built within a slot shared by every server process, by okr.report_writer into a
+file, the same bytes, and sent from it; with no slot free in time the answer is 503 with Retry-After.
+"""
 from flask import Blueprint, Response
 
-from .. import progress, reports
-from ..transfer.export import cycle_csv_bytes
+from .. import bounded, progress, report_writer, reports
+from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from ..errors import NotFound
 from ..db import get_db, utc_now
 from ..store import cycles
@@ -15,24 +19,48 @@ bp = Blueprint("reports", __name__, url_prefix="/v1")
 def report_cycle(cycle_id):
     """Reports a cycle's alignment tree with progress, maybe for one team or assignee."""
     team_id, assignee_id = uuid_arg("team_id"), uuid_arg("assignee_id")
-    cycle = cycles.get(get_db(), cycle_id)
+    db = get_db()
+    cycle = cycles.get(db, cycle_id)
     now = progress.parse_timestamp(utc_now())
-    return reports.cycle_report(get_db(), cycle, now, team_id=team_id, assignee_id=assignee_id)
+    encode = bounded.compact_json()
+    if encode is None or not bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"], team_id,
+                                                                                 assignee_id)):
+        return reports.cycle_report(db, cycle, now, team_id=team_id, assignee_id=assignee_id)
+    return json_file(lambda out: report_writer.write_cycle_report(db, cycle, now, out, encode, team_id=team_id,
+                                                                  assignee_id=assignee_id))
 
 
 @bp.get("/objectives/<objective_id>/report")
 def report_objective(objective_id):
     """Reports an objective and its aligned descendants, with progress."""
-    report = reports.objective_report(get_db(), objective_id, progress.parse_timestamp(utc_now()))
-    if report is None:
+    db = get_db()
+    now = progress.parse_timestamp(utc_now())
+    encode = bounded.compact_json()
+    if encode is None or not bounded.is_big(report_writer.descendant_count(db, objective_id)):
+        report = reports.objective_report(db, objective_id, now)
+        if report is None:
+            raise NotFound("objective")
+        return report
+    return json_file(lambda out: report_writer.write_objective_report(db, objective_id, now, out, encode))
+
+
+def json_file(write):
+    """The response of a big report, which write writes to a file (returning False when it is missing)."""
+    spool, size, found = bounded.build(lambda out: (write(out), out.write(b"\n"))[0])
+    if found is False:
+        spool.close()
         raise NotFound("objective")
-    return report
+    return bounded.file_response(spool, size, "application/json")
 
 
 @bp.get("/cycles/<cycle_id>/report.csv")
 def report_cycle_csv(cycle_id):
     """A cycle's key results as CSV: the file okr export --format csv --cycle writes."""
-    cycle = cycles.get(get_db(), cycle_id)
-    body = cycle_csv_bytes(get_db(), cycle["id"], progress.parse_timestamp(utc_now()))
-    return Response(body, mimetype="text/csv",
-                    headers={"Content-Disposition": f'attachment; filename="cycle-{cycle["id"]}.csv"'})
+    db = get_db()
+    cycle = cycles.get(db, cycle_id)
+    now = progress.parse_timestamp(utc_now())
+    headers = {"Content-Disposition": f'attachment; filename="cycle-{cycle["id"]}.csv"'}
+    if not bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"])):
+        return Response(cycle_csv_bytes(db, cycle["id"], now), mimetype="text/csv", headers=headers)
+    spool, size, _ = bounded.build(lambda out: write_cycle_csv(db, cycle["id"], now, out), "exports")
+    return bounded.file_response(spool, size, "text/csv", headers)

@@ -134,6 +134,14 @@ def export_csv(db, cycle_id, out, now):
 CSV_ENCODING = "utf-8-sig"  # with a byte order mark, so that spreadsheets read the file as UTF-8
 
 
+def write_cycle_csv(db, cycle_id, now, out):
+    """Writes the bytes of cycle_csv_bytes to the binary file out (a big cycle's, which may not fit in memory)."""
+    text = io.TextIOWrapper(out, encoding=CSV_ENCODING, newline="")
+    export_csv(db, cycle_id, text, now)
+    text.flush()
+    text.detach()  # leaves out open
+
+
 def cycle_csv_bytes(db, cycle_id, now):
     """The bytes of the file okr export --format csv --cycle writes, for a download (a cycle's CSV is a
     few MB at most: 4,000 key results make 1.3 MB)."""

@@ -6,7 +6,7 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from .. import db
-from ..errors import Conflict, Invalid, NotFound
+from ..errors import Busy, Conflict, Invalid, NotFound
 from ..rules.messages import flatten
 
 
@@ -76,6 +76,9 @@ def answer(error):
         return page(409, "Not saved", str(error))
     if isinstance(error, SessionUnavailable):
         return unavailable()
+    if isinstance(error, Busy):
+        return page(503, "Try again in a moment", "Other big reports are being prepared just now; this one will be "
+                    "ready to start in a few seconds.", [("Retry-After", str(error.retry_after))])
     if isinstance(error, db.DatabaseUnusable):
         return page(503, "Try again in a moment", "The database cannot be used just now; the server's log says why.",
                     [("Retry-After", "1")])

@@ -14,13 +14,13 @@ from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
 
-from .. import access, index, reports
+from .. import access, bounded, index, report_writer, reports
 from ..db import get_db, utc_now
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives
-from ..transfer.export import cycle_csv_bytes
+from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import forms, sessions, week, words
 from .errors import PageError, wants_page
 from .tree import tree_html
@@ -102,24 +102,10 @@ def cycles_page(endpoint):
     ).fetchall()
     older = cycles[CYCLES_PER_PAGE]["seq"] + 1 if len(cycles) > CYCLES_PER_PAGE else None
     moment = now()
-    summaries = [summary(reports.cycle_report(db, cycle, moment)) for cycle in cycles[:CYCLES_PER_PAGE]]
+    summaries = [report_writer.cycle_summary(db, cycle, moment) for cycle in cycles[:CYCLES_PER_PAGE]]
     groups = [(state, [c for c in summaries if c["cycle"]["state"] == state]) for state in STATES]
     return render_template("dashboard.html", cycles=summaries, groups=[g for g in groups if g[1]], older=older,
                            endpoint=endpoint)
-
-
-def summary(report):
-    """A cycle report boiled down to what the cycles list shows ("no update yet" is not "at risk")."""
-    at_risk = stale = waiting = 0
-    stack = list(report["objectives"])
-    while stack:
-        objective = stack.pop()
-        stack.extend(objective["children"])
-        for key_result in objective["key_results"]:
-            at_risk += key_result["status"] in ("at_risk", "off_track")
-            waiting += key_result["status"] == "no_update"
-            stale += key_result["stale"]
-    return {**report, "at_risk": at_risk, "stale": stale, "no_update": waiting}
 
 
 @bp.get("/cycles/<cycle_id>")
@@ -128,6 +114,13 @@ def show_cycle(cycle_id):
     db = get_db()
     cycle = cycles.get(db, cycle_id)
     chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id")}
+    if bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"], **chosen)):
+        with bounded.slot():  # the page is built in memory still: one slot bounds how many at once
+            return render_cycle(db, cycle, chosen)
+    return render_cycle(db, cycle, chosen)
+
+
+def render_cycle(db, cycle, chosen):
     moment = now()
     report = reports.cycle_report(db, cycle, moment, **chosen)
     teams = db.execute("SELECT id, name FROM teams ORDER BY name, seq").fetchall()
@@ -136,7 +129,7 @@ def show_cycle(cycle_id):
         report["objectives"],
         team_names={row["id"]: row["name"] for row in teams},
         user_names={row["id"]: row["name"] for row in users},
-        sparks=reports.recent_values(db, cycle_id, SPARK_POINTS),
+        sparks=reports.recent_values(db, cycle["id"], SPARK_POINTS),
         now=moment,
         root=request.script_root,
         link_objectives=has_endpoint("web.show_objective"),
@@ -151,10 +144,15 @@ def download_cycle_csv(cycle_id):
     """Sends a cycle's key results as CSV: the bytes `okr export --format csv --cycle ID` writes."""
     db = get_db()
     cycle = cycles.get(db, cycle_id)
-    response = make_response(cycle_csv_bytes(db, cycle_id, now()))  # the clock the CLI's export and reports use
+    moment = now()  # the clock the CLI's export and reports use
+    headers = {"Content-Disposition": f'attachment; filename="{csv_file_name(cycle)}.csv"'}
+    if bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"])):
+        spool, size, _ = bounded.build(lambda out: write_cycle_csv(db, cycle["id"], moment, out), "exports")
+        return bounded.file_response(spool, size, "text/csv", headers)
+    response = make_response(cycle_csv_bytes(db, cycle_id, moment))
     response.mimetype = "text/csv"
     response.charset = "utf-8"
-    response.headers["Content-Disposition"] = f'attachment; filename="{csv_file_name(cycle)}.csv"'
+    response.headers.update(headers)
     return response
 
 

@@ -89,6 +89,17 @@ without; wrk POSTs objectives to each in turn (8 connections), the order reverse
 after a second of load. The ratio is the median over the rounds of that round's throughput with replication
 over the same round's without, against a goal of 0.90. --replicate-only runs this section alone.
 
+Concurrent reports (issue 25), run alone with --reports-only: a server started as a user
+starts it, on a database with one cycle of --concurrent-report-objectives objectives
+(100,000; made like the report cycles above; --reports-database reuses one seeded by an
+earlier run); 8 clients ask for that cycle's report at the same moment, each a polite
+client that waits the Retry-After of a 503 and asks again, reading the body in chunks,
+while one client reads objectives by id over one keep-alive connection, one every 10 ms.
+The server's resident memory, with its children's, is sampled every 50 ms: its peak
+against a goal of 1 GB, with the idle figure beside it; the small reads' p99 against a goal
+of 1 s, with their p50 and p99 before the reports beside it. --reports-unbounded has the
+server build every report in memory, as before, for comparison.
+
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
 and the hello ceiling is pinned to the first CPU. --pin also pins the service
@@ -1008,6 +1019,206 @@ def webhooks_only(args, placement):
         print(f"  hooks {name:5} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
 
 
+# Concurrent reports (issue 25): REPORT_CLIENTS clients ask at once for the report of one cycle of
+# --concurrent-report-objectives objectives, while one client reads objectives by id, one at a time.
+REPORT_CLIENTS = 8
+SMALL_READS_PAUSE = 0.01  # between two small reads: a steady trickle, not a flood
+
+
+def tree_rss(pid):
+    """The resident memory of a process and of all its descendants (worker processes, the background one)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        stack += children.get(current, [])
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+        except OSError:
+            continue
+        match = re.search(r"VmRSS:\s+(\d+) kB", status)
+        total += int(match.group(1)) * 1024 if match else 0
+    return total
+
+
+class TreeSampler:
+    """The peak of tree_rss(pid), sampled every 50 ms while it runs."""
+
+    def __init__(self, pid):
+        self.pid, self.peak, self.running = pid, 0, True
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+
+    def sample(self):
+        while self.running:
+            self.peak = max(self.peak, tree_rss(self.pid))
+            time.sleep(0.05)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        return max(self.peak, tree_rss(self.pid))
+
+
+def fetch_report_politely(port, path, results):
+    """GETs path as a well-behaved client: on a 503, waits its Retry-After and asks again. Appends (seconds to
+    the whole body, 503s met, body size, body digest) to results; reads the body in chunks, holding none of it."""
+    import hashlib
+    started, refused = time.perf_counter(), 0
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        while True:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            if response.status == 503:
+                response.read()
+                refused += 1
+                time.sleep(float(response.getheader("Retry-After", "1")))
+                continue
+            if response.status != 200:
+                raise RuntimeError(f"GET {path} answered {response.status}: {response.read()[:200]!r}")
+            digest, size = hashlib.blake2b(digest_size=16), 0
+            while chunk := response.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+            results.append((time.perf_counter() - started, refused, size, digest.hexdigest()))
+            return
+    finally:
+        connection.close()
+
+
+def small_reads(port, paths, stop, latencies):
+    """GETs paths in turn over one keep-alive connection until stop is set; appends each one's seconds."""
+    connection = keep_alive(port)
+    try:
+        index = 0
+        while not stop.is_set():
+            started = time.perf_counter()
+            body = fetch_body(connection, paths[index % len(paths)])[0]
+            latencies.append(time.perf_counter() - started)
+            assert body
+            index += 1
+            time.sleep(SMALL_READS_PAUSE)
+    finally:
+        connection.close()
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def time_concurrent_reports(folder, args, env=None):
+    """One round per --rounds: REPORT_CLIENTS reports of the big cycle at once against a fresh server, with
+    small reads beside them. Returns per round: the server's idle and peak resident memory (with its children),
+    the small reads' p50 and p99 (and the same before the reports), the reports' times and 503s."""
+    database = args.reports_database or os.path.join(folder, "reports.db")
+    if not os.path.exists(database):
+        print(f"seeding a cycle of {args.concurrent_report_objectives:,} objectives to report ...", flush=True)
+        started = time.perf_counter()
+        seed_report_cycles(database, (args.concurrent_report_objectives,))
+        print(f"  seeded in {time.perf_counter() - started:.1f} s", flush=True)
+    with closing_db(database) as db:
+        cycle = db.execute("SELECT cycle_id FROM objectives GROUP BY cycle_id ORDER BY count(*) DESC LIMIT 1"
+                           ).fetchone()[0]
+        ids = [row[0] for row in db.execute("SELECT id FROM objectives WHERE cycle_id = ? ORDER BY random() LIMIT 200",
+                                            (cycle,))]
+    small = [f"/v1/objectives/{objective}" for objective in ids]
+    results = []
+    for round_number in range(1, args.rounds + 1):
+        print(f"concurrent reports round {round_number}/{args.rounds} ...", flush=True)
+        port = free_port()
+        command = okr_command(database, port, args.threads)
+        with running_on(PLACEMENT["okr"]), open(os.path.join(folder, "reports.log"), "ab") as log:
+            server = subprocess.Popen(command, stdout=log, stderr=log, env={**os.environ, **(env or {})})
+        try:
+            wait_until_up(port, "/healthz", time.perf_counter())
+            for path in small[:20]:
+                get(port, path)
+            time.sleep(1)
+            idle = tree_rss(server.pid)
+            stop, quiet, busy = threading.Event(), [], []
+            reader = threading.Thread(target=small_reads, args=(port, small, stop, quiet))
+            reader.start()
+            time.sleep(3)
+            stop.set()
+            reader.join()
+            sampler = TreeSampler(server.pid)
+            stop = threading.Event()
+            reader = threading.Thread(target=small_reads, args=(port, small, stop, busy))
+            reader.start()
+            done = []
+            started = time.perf_counter()
+            clients = [threading.Thread(target=fetch_report_politely, args=(port, f"/v1/cycles/{cycle}/report", done))
+                       for _ in range(REPORT_CLIENTS)]
+            for client in clients:
+                client.start()
+            for client in clients:
+                client.join()
+            elapsed = time.perf_counter() - started
+            stop.set()
+            reader.join()
+            peak = sampler.stop()
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        if len(done) != REPORT_CLIENTS or len({d[3] for d in done}) != 1:
+            raise RuntimeError(f"the reports differ or some failed: {[(d[2], d[3]) for d in done]}")
+        results.append({"idle": idle, "peak": peak, "quiet p50": percentile(quiet, 0.5),
+                        "quiet p99": percentile(quiet, 0.99), "p50": percentile(busy, 0.5),
+                        "p99": percentile(busy, 0.99), "max": max(busy), "reads": len(busy), "elapsed": elapsed,
+                        "report seconds": sorted(d[0] for d in done), "refused": sum(d[1] for d in done),
+                        "size": done[0][2]})
+    return results
+
+
+def concurrent_report_rows(results, objectives):
+    """The table's rows of the concurrent reports section, and their goals' verdicts."""
+    peak = max(r["peak"] for r in results)
+    idle = statistics.median(r["idle"] for r in results)
+    p99 = statistics.median(r["p99"] for r in results)
+    rows = [
+        ("server resident memory, idle (with its children)", f"{idle / 2**20:,.0f} MB", "", ""),
+        (f"  ... peak, {REPORT_CLIENTS} concurrent reports of {objectives:,} objectives",
+         f"{peak / 2**20:,.0f} MB", f"{peak / idle:.1f} x idle", "< 1024 MB"),
+        ("small reads (GET /v1/objectives/:id) before the reports",
+         f"p50 {statistics.median(r['quiet p50'] for r in results) * 1000:.1f} ms",
+         f"p99 {statistics.median(r['quiet p99'] for r in results) * 1000:.1f} ms", ""),
+        ("  ... while the reports are built and sent",
+         f"p50 {statistics.median(r['p50'] for r in results) * 1000:.1f} ms", f"p99 {p99 * 1000:.1f} ms", "< 1000 ms"),
+        ("  ... slowest", f"{max(r['max'] for r in results) * 1000:,.0f} ms", "", ""),
+        (f"all {REPORT_CLIENTS} reports received (retrying after each 503)",
+         f"{statistics.median(r['elapsed'] for r in results):.1f} s",
+         f"{statistics.median(r['refused'] for r in results):.0f} x 503", ""),
+        ("  ... one report's body", f"{results[0]['size'] / 2**20:,.1f} MB", "", ""),
+    ]
+    return rows, [peak < 2**30, p99 < 1]
+
+
+def reports_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    env = {"OKR_BIG_REPORT_OBJECTIVES": str(10**9)} if args.reports_unbounded else None
+    try:
+        results = time_concurrent_reports(folder, args, env)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = concurrent_report_rows(results, args.concurrent_report_objectives)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; {args.rounds} rounds, {placement}"
+          + (" (every report built in memory, unbounded)" if args.reports_unbounded else ""))
+    for r in results:
+        print(f"  round: idle {r['idle'] / 2**20:,.0f} MB, peak {r['peak'] / 2**20:,.0f} MB, small reads p99 "
+              f"{r['p99'] * 1000:.0f} ms (max {r['max'] * 1000:,.0f} ms, {r['reads']} reads), reports in "
+              + ", ".join(f"{seconds:.1f}" for seconds in r["report seconds"]) + f" s, {r['refused']} x 503")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -1023,6 +1234,12 @@ def main():
     parser.add_argument("--threads", type=int, help="the service's waitress threads (default: its own)")
     parser.add_argument("--webhooks-only", action="store_true", help="run the webhooks section alone")
     parser.add_argument("--replicate-only", action="store_true", help="run the replication section alone")
+    parser.add_argument("--reports-only", action="store_true", help="run the concurrent reports section alone")
+    parser.add_argument("--concurrent-report-objectives", type=int, default=100_000,
+                        help="objectives of the cycle whose report 8 clients ask for at once")
+    parser.add_argument("--reports-database", help="a database seeded by an earlier run to use (else one is seeded)")
+    parser.add_argument("--reports-unbounded", action="store_true",
+                        help="build every report in memory, as before issue 25, for comparison")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
     args = parser.parse_args()
@@ -1035,6 +1252,9 @@ def main():
         return
     if args.replicate_only:
         replicate_only(args, placement)
+        return
+    if args.reports_only:
+        reports_only(args, placement)
         return
     folder = tempfile.mkdtemp(prefix="okr-bench-")
     database = os.path.join(folder, "bench.db")
