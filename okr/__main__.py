@@ -36,6 +36,13 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --secure-cookies      OKR_SECURE_COOKIES=1  default off (for HTTPS)
   --allowed-host NAME   OKR_ALLOWED_HOSTS     a host name to answer for (repeat)
   --allow-anonymous     serve a non-loopback address while no API key exists
+  --oidc-issuer URL     OKR_OIDC_ISSUER       sign in with this OpenID provider
+  --oidc-client-id ID   OKR_OIDC_CLIENT_ID    (its secret: OKR_OIDC_CLIENT_SECRET only)
+  --oidc-name TEXT      OKR_OIDC_NAME         default "your company account"
+  --public-url URL      OKR_PUBLIC_URL        this service's address, for the redirect
+  --oidc-create-users ROLE  OKR_OIDC_CREATE_USERS  viewer or editor; default off
+  --oidc-allowed-domain D   OKR_OIDC_ALLOWED_DOMAINS  an email domain taken (repeat)
+  --no-password-sign-in OKR_PASSWORD_SIGN_IN=0  default on
   -h, --help            show this help
   --version             show the version"""
 
@@ -96,6 +103,14 @@ def parse_options(argv):
     parser.add_argument("--allow-anonymous", action="store_true", default=None)
     parser.add_argument("--secure-cookies", action="store_const", const=True, default=None)
     parser.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=None)
+    # Sign-in with an identity provider (okr/oidc.py); the client secret has no flag: every user's `ps` shows flags.
+    parser.add_argument("--oidc-issuer")
+    parser.add_argument("--oidc-client-id")
+    parser.add_argument("--oidc-name")
+    parser.add_argument("--public-url")
+    parser.add_argument("--oidc-create-users")
+    parser.add_argument("--oidc-allowed-domain", dest="oidc_allowed_domains", action="append", default=None)
+    parser.add_argument("--no-password-sign-in", dest="password_sign_in", action="store_const", const=False)
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
 
