@@ -215,7 +215,25 @@ class Provider:
         id_token = token.get("id_token")
         if not isinstance(id_token, str):
             raise Refused(f"{self.settings.name} sent no ID token.")
-        return self.verify(id_token, pending.nonce, metadata)
+        claims = self.verify(id_token, pending.nonce, metadata)
+        if "email" not in claims and metadata.get("userinfo_endpoint") and token.get("access_token"):
+            claims = {**self.user_info(metadata, token["access_token"], claims["sub"]), **claims}
+        return claims
+
+    def user_info(self, metadata, access_token, subject):
+        """The UserInfo endpoint's claims, for a provider that keeps the scopes' claims (email, name) out of the
+        ID token, as OpenID Connect allows; only those of the ID token's subject."""
+        try:
+            response = requests.get(metadata["userinfo_endpoint"], timeout=TIMEOUT,
+                                    headers={"Authorization": f"Bearer {access_token}", "Accept": "application/json"})
+            response.raise_for_status()
+            info = response.json()
+        except (requests.RequestException, ValueError) as error:
+            raise ProviderDown(f"the userinfo endpoint {metadata['userinfo_endpoint']}: {error}") from None
+        if not isinstance(info, dict) or info.get("sub") != subject:
+            raise Refused("The provider's user information is about someone else (sub).")
+        return {key: info[key] for key in ("email", "email_verified", "name", "given_name", "family_name",
+                                            "preferred_username") if key in info}
 
     def verify(self, id_token, nonce, metadata):
         """The ID token's claims once its signature (the provider's keys), iss, aud, exp, iat and nonce are
@@ -275,6 +293,12 @@ CLAIM_WORDS = {"iss": "issuer (iss)", "aud": "audience (aud)", "nonce": "nonce",
 def claim_words(error):
     name = getattr(error, "claim", None) or str(error)
     return ", ".join(CLAIM_WORDS.get(part, part) for part in str(name).split(","))
+
+
+def origin(url):
+    """scheme://host[:port] of a URL, for a Content-Security-Policy source."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 def email_domain(email):

@@ -74,6 +74,9 @@ def start_oidc_sign_in():
     session.permanent = True
     session["oidc"] = {"state": pending.state, "nonce": pending.nonce, "verifier": pending.verifier,
                        "next": local_path(request.form.get("next", "")), "at": int(time.time())}
+    if oidc.origin(url) != oidc.origin(chosen.settings.issuer):
+        # The sign-in page's form-action allows the issuer's origin only: a link, which it does not govern.
+        return render_template("oidc-continue.html", url=url, name=chosen.settings.name)
     return redirect(url, 303)
 
 
@@ -215,6 +218,9 @@ def refuse_password_pages():
 def sign_in_choices():
     """What the sign-in and account pages show: the provider's button, and whether passwords are taken."""
     chosen = provider()
+    if chosen is not None and request.endpoint == "web.show_login":
+        # The button's POST is redirected to the provider, which the page's form-action must allow.
+        g.form_targets = [oidc.origin(chosen.settings.issuer)]
     return {"oidc_name": None if chosen is None else chosen.settings.name, "password_sign_in": password_sign_in()}
 
 
