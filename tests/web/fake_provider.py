@@ -28,6 +28,8 @@ class FakeProvider:
         self.jwks_fetches = 0
         self.discovery_fetches = 0
         self.token_requests = []
+        self.authorization_endpoint = None  # the issuer's /auth unless a test says otherwise
+        self.user_info = {}  # access token -> the UserInfo endpoint's claims
         self.app = self.make_app()
 
     def make_app(self):
@@ -36,8 +38,9 @@ class FakeProvider:
         @app.get("/.well-known/openid-configuration")
         def discovery():
             self.discovery_fetches += 1
-            return jsonify(issuer=self.issuer, authorization_endpoint=self.issuer + "/auth",
+            return jsonify(issuer=self.issuer, authorization_endpoint=self.authorization_endpoint or self.issuer + "/auth",
                            token_endpoint=self.issuer + "/token", jwks_uri=self.issuer + "/jwks",
+                           userinfo_endpoint=self.issuer + "/me",
                            end_session_endpoint=self.issuer + "/session/end",
                            id_token_signing_alg_values_supported=["RS256"],
                            token_endpoint_auth_methods_supported=["client_secret_basic"])
@@ -60,8 +63,14 @@ class FakeProvider:
             challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
             if challenge != grant["code_challenge"] or request.form.get("redirect_uri") != grant["redirect_uri"]:
                 return jsonify(error="invalid_grant", error_description="PKCE verification failed"), 400
-            return jsonify(access_token="at-" + secrets.token_hex(8), token_type="Bearer", expires_in=60,
-                           id_token=grant["id_token"])
+            access_token = "at-" + secrets.token_hex(8)
+            self.user_info[access_token] = grant["user_info"]
+            return jsonify(access_token=access_token, token_type="Bearer", expires_in=60, id_token=grant["id_token"])
+
+        @app.get("/me")
+        def me():
+            found = self.user_info.get((request.headers.get("Authorization") or "").removeprefix("Bearer "))
+            return (jsonify(found), 200) if found is not None else (jsonify(error="invalid_token"), 401)
 
         return app
 
@@ -70,16 +79,21 @@ class FakeProvider:
         return jwt.encode({"alg": "RS256", "kid": key.kid, **(header or {})}, claims, key)
 
     def grant(self, authorization_url, sub="sub-maya", email="maya@example.com", verified=True, name="Maya Admin",
-              claims=None, key=None, header=None, raw_token=None):
+              claims=None, key=None, header=None, raw_token=None, user_info=None):
         """Plays the person signing in at the provider: a code for the authorization request, whose ID token
-        has these claims (claims= adds or replaces some, None values drop them); the callback's query."""
+        has these claims (claims= adds or replaces some, None values drop them; user_info= moves some to the
+        UserInfo endpoint, which answers them with the sub given there); the callback's query."""
         query = {name: values[0] for name, values in parse_qs(urlsplit(authorization_url).query).items()}
         now = int(time.time())
         made = {"iss": self.issuer, "aud": CLIENT_ID, "sub": sub, "iat": now, "exp": now + 300,
                 "nonce": query["nonce"], "email": email, "email_verified": verified, "name": name}
         made.update(claims or {})
         made = {k: v for k, v in made.items() if v is not None}
+        info = {"sub": sub}
+        for name in (user_info or {}).get("moved", ()):
+            info[name] = made.pop(name)
+        info.update({k: v for k, v in (user_info or {}).items() if k != "moved"})
         code = secrets.token_urlsafe(16)
         self.codes[code] = {"code_challenge": query["code_challenge"], "redirect_uri": query["redirect_uri"],
-                            "id_token": raw_token or self.id_token(made, key, header)}
+                            "id_token": raw_token or self.id_token(made, key, header), "user_info": info}
         return {"code": code, "state": query["state"]}, query

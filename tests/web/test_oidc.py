@@ -156,6 +156,36 @@ def test_a_person_signs_in_with_the_provider_pkce_state_and_nonce(app, client, f
     assert rows(app, "SELECT type FROM events WHERE type NOT LIKE 'user.%'") == []
 
 
+def test_the_sign_in_pages_form_action_allows_the_providers_origin_only_there(app, client, fake):
+    person(app)
+    policy = client.get("/login").headers["Content-Security-Policy"]
+    assert f"form-action 'self' {fake.issuer};" in policy
+    assert "form-action 'self';" in client.get("/password-reset").headers["Content-Security-Policy"]
+
+
+def test_an_authorization_endpoint_elsewhere_is_reached_by_a_link(app, client, fake):
+    person(app)
+    fake.authorization_endpoint = "https://login.example.net/authorize"
+    try:
+        response = client.post("/login/oidc", data={"csrf_token": csrf(client)})
+    finally:
+        fake.authorization_endpoint = None
+    assert response.status_code == 200
+    link = re.search(r'<a href="([^"]+)" id="continue-to-provider">', response.get_data(as_text=True)).group(1)
+    assert link.replace("&amp;", "&").startswith("https://login.example.net/authorize?response_type=code&")
+    assert callback(client, fake.grant(link.replace("&amp;", "&"))[0]).status_code == 303
+
+
+def test_claims_the_id_token_leaves_out_come_from_the_userinfo_endpoint(app, client, fake):
+    person(app)
+    moved = {"moved": ("email", "email_verified", "name")}
+    assert sign_in(client, fake, user_info=moved).status_code == 303
+    assert signed_in_as(client) == "Maya Admin"
+    # The UserInfo endpoint speaking of someone else is refused.
+    refused(sign_in(app.test_client(), fake, sub="s-other", user_info={**moved, "sub": "s-else"}), 401,
+            "about someone else")
+
+
 def test_auth_is_on_with_a_provider_even_before_any_password_or_key(app, client):
     person(app)
     assert client.get("/", headers=HTML).status_code == 303
