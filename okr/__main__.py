@@ -36,13 +36,8 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --secure-cookies      OKR_SECURE_COOKIES=1  default off (for HTTPS)
   --allowed-host NAME   OKR_ALLOWED_HOSTS     a host name to answer for (repeat)
   --allow-anonymous     serve a non-loopback address while no API key exists
-  --oidc-issuer URL     OKR_OIDC_ISSUER       sign in with this OpenID provider
-  --oidc-client-id ID   OKR_OIDC_CLIENT_ID    (its secret: OKR_OIDC_CLIENT_SECRET only)
-  --oidc-name TEXT      OKR_OIDC_NAME         default "your company account"
-  --public-url URL      OKR_PUBLIC_URL        this service's address, for the redirect
-  --oidc-create-users ROLE  OKR_OIDC_CREATE_USERS  viewer or editor; default off
-  --oidc-allowed-domain D   OKR_OIDC_ALLOWED_DOMAINS  an email domain taken (repeat)
-  --no-password-sign-in OKR_PASSWORD_SIGN_IN=0  default on
+  --oidc-issuer URL     OKR_OIDC_ISSUER       sign-in with an identity provider;
+                        its other flags and settings: docs/sign-in.md
   -h, --help            show this help
   --version             show the version"""
 
