@@ -302,6 +302,13 @@ def test_an_unverified_email_is_refused(app, client, fake):
     assert rows(app, "SELECT oidc_subject FROM users") == [(None,)]
 
 
+def test_entras_domain_owner_verified_claim_counts_as_a_verified_email(app, client, fake):
+    person(app)
+    assert sign_in(client, fake, verified=None, claims={"xms_edov": True}).status_code == 303
+    refused(sign_in(app.test_client(), fake, sub="s-2", verified=None, claims={"xms_edov": False}), 403,
+            "has not verified")
+
+
 def test_an_unknown_email_is_told_to_ask_for_an_invitation(app, client, fake):
     person(app)
     refused(sign_in(client, fake, sub="s-new", email="new@example.com"), 403,
