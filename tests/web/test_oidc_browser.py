@@ -85,7 +85,8 @@ class Provider:
                 self.output.append(line)
                 if line.strip() == "listening":
                     ready.set()
-        threading.Thread(target=read, daemon=True).start()
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
         if not ready.wait(30):
             self.stop()
             raise RuntimeError("the provider did not start:\n" + "".join(self.output))
@@ -101,6 +102,8 @@ class Provider:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.reader.join(10)
+        self.process.stdout.close()
 
 
 class CallbackHolder:
