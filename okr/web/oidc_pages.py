@@ -15,7 +15,7 @@ from flask import current_app, g, redirect, render_template, request, session
 from marshmallow import ValidationError
 
 from .. import oidc
-from ..db import READ_METHODS, begin_write, get_connection, get_db
+from ..db import READ_METHODS, begin_write, get_connection, get_db, release_writers
 from ..errors import Conflict
 from ..rules.schemas import user_schema
 from ..store import events, users
@@ -66,6 +66,7 @@ def start_oidc_sign_in():
     if chosen is None:
         raise PageError(404, "Page not found", "Sign-in with an identity provider is not set up on this server.")
     sign_in.refuse_if_throttled(THROTTLE_ACCOUNT)
+    no_transaction()
     try:
         url, pending = chosen.start()
     except oidc.ProviderDown as error:
@@ -103,6 +104,7 @@ def finish_oidc_sign_in():
     code = request.args.get("code", "")
     if not code:
         return failed("Sign-in not accepted", "The sign-in provider's answer has no code.", 400)
+    no_transaction()
     try:
         claims = chosen.finish(code, oidc.Pending(kept["state"], kept["nonce"], kept["verifier"]))
     except oidc.ProviderDown as error:
@@ -125,6 +127,15 @@ def failed(title, message, status=401):
     """Records a failed sign-in (for throttling) and answers with a page saying why."""
     sign_in.record_failure(THROTTLE_ACCOUNT)
     return refusal(title, message, status)
+
+
+def no_transaction():
+    """Ends the request's transaction, which has only read, before a call to the provider (up to
+    okr.oidc.TIMEOUT): no snapshot, nor this process's writers' lock, is held while it answers."""
+    db = g.get("db")
+    if db is not None and db.in_transaction:
+        db.execute("COMMIT")
+    release_writers()
 
 
 def writable():

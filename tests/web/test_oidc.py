@@ -186,6 +186,23 @@ def test_claims_the_id_token_leaves_out_come_from_the_userinfo_endpoint(app, cli
             "about someone else")
 
 
+def test_no_transaction_nor_writers_lock_is_held_while_the_provider_answers(app, client, fake, monkeypatch):
+    from flask import g
+    person(app)
+    provider = app.extensions["okr.oidc"]
+    held = []
+    for name in ("start", "finish"):
+        real = getattr(provider, name)
+
+        def watched(*args, real=real):
+            held.append((g.get("holds_writers_lock", False), g.db.in_transaction))
+            return real(*args)
+        monkeypatch.setattr(provider, name, watched)
+    assert sign_in(client, fake).status_code == 303
+    assert held == [(False, False), (False, False)]
+    assert signed_in_as(client) == "Maya Admin"
+
+
 def test_auth_is_on_with_a_provider_even_before_any_password_or_key(app, client):
     person(app)
     assert client.get("/", headers=HTML).status_code == 303
