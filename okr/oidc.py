@@ -5,18 +5,15 @@ JOSE library Authlib itself now uses). Flask-free; okr.web.oidc_pages has the pa
 Every call to the provider has TIMEOUT: a provider that is down makes a page that says so, never a hung
 server. The discovery document is kept METADATA_SECONDS, the provider's keys (JWKS) until a token names a key
 id they lack, which fetches them again once (the provider rotated its keys).
+
+Authlib, joserfc and requests are imported when first used: together they take a third of a second to
+import, which a server without a provider, and every command, would otherwise pay at start.
 """
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
-
-import requests
-from authlib.common.security import generate_token
-from authlib.integrations.requests_client import OAuth2Session, OAuthError
-from joserfc import jws, jwt
-from joserfc.errors import ExpiredTokenError, JoseError, MissingClaimError, InvalidClaimError
-from joserfc.jwk import KeySet
 
 TIMEOUT = 10
 SCOPE = "openid email profile"
@@ -116,6 +113,7 @@ class Pending:
 
 
 def get_json(url, what):
+    import requests
     try:
         response = requests.get(url, timeout=TIMEOUT, headers={"Accept": "application/json"})
         response.raise_for_status()
@@ -162,6 +160,8 @@ class Provider:
             return self.metadata_cache
 
     def key_set(self, metadata, refetch=False):
+        from joserfc.errors import JoseError
+        from joserfc.jwk import KeySet
         with self.lock:
             if self.keys_cache is not None and not refetch:
                 return self.keys_cache
@@ -180,6 +180,7 @@ class Provider:
 
     def client(self, metadata):
         """Authlib's OAuth 2 client for one sign-in, with PKCE S256 and the way the provider takes the secret."""
+        from authlib.integrations.requests_client import OAuth2Session
         methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         if self.settings.client_secret is None:
             method = "none"  # a public client: PKCE alone binds the code to this browser's sign-in
@@ -194,7 +195,8 @@ class Provider:
     def start(self):
         """(the provider's authorization URL to send the browser to, the Pending to keep in its session)."""
         metadata = self.metadata()
-        pending = Pending(state=generate_token(32), nonce=generate_token(32), verifier=generate_token(64))
+        pending = Pending(state=secrets.token_urlsafe(32), nonce=secrets.token_urlsafe(32),
+                          verifier=secrets.token_urlsafe(64))
         with self.client(metadata) as client:
             url, _ = client.create_authorization_url(metadata["authorization_endpoint"], state=pending.state,
                                                      code_verifier=pending.verifier, nonce=pending.nonce)
@@ -202,6 +204,8 @@ class Provider:
 
     def finish(self, code, pending):
         """The verified ID token's claims for the code the callback got; Refused or ProviderDown otherwise."""
+        import requests
+        from authlib.integrations.requests_client import OAuthError
         metadata = self.metadata()
         try:
             with self.client(metadata) as client:
@@ -223,6 +227,7 @@ class Provider:
     def user_info(self, metadata, access_token, subject):
         """The UserInfo endpoint's claims, for a provider that keeps the scopes' claims (email, name) out of the
         ID token, as OpenID Connect allows; only those of the ID token's subject."""
+        import requests
         try:
             response = requests.get(metadata["userinfo_endpoint"], timeout=TIMEOUT,
                                     headers={"Authorization": f"Bearer {access_token}", "Accept": "application/json"})
@@ -238,6 +243,8 @@ class Provider:
     def verify(self, id_token, nonce, metadata):
         """The ID token's claims once its signature (the provider's keys), iss, aud, exp, iat and nonce are
         right; Refused saying which is not."""
+        from joserfc import jws, jwt
+        from joserfc.errors import ExpiredTokenError, InvalidClaimError, JoseError, MissingClaimError
         algorithms = [a for a in metadata.get("id_token_signing_alg_values_supported") or ["RS256"]
                       if a in SIGNING_ALGORITHMS] or ["RS256"]
         try:

@@ -5,6 +5,7 @@ sign-out, throttling and the settings. tests/oidc drives the real provider in Ch
 import base64
 import json
 import logging
+import os
 import re
 import sqlite3
 import time
@@ -13,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from fake_provider import CLIENT_ID, CLIENT_SECRET, FakeProvider, new_key
-from helpers import served_in_thread
+from helpers import REPO, served_in_thread
 from okr import create_app, oidc
 from okr.__main__ import main
 from okr.db import init_db, transaction
@@ -519,3 +520,13 @@ def test_the_flags_set_the_provider(tmp_path, clean_env, monkeypatch):
         "https://id.example.com", "okr", "Acme SSO", "viewer", ("acme.example", "acme.test"))
     assert made["app"].config["PASSWORD_SIGN_IN"] is False
     assert "secret" not in repr(settings)
+
+
+def test_a_server_without_a_provider_never_imports_the_oidc_libraries(tmp_path, clean_env):
+    import subprocess
+    import sys
+    code = ("import sys; from okr import create_app; app = create_app({'DATABASE': sys.argv[1]}); "
+            "print(sorted(m for m in ('authlib', 'joserfc', 'requests') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.db")], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.strip() == "[]"  # a third of a second that every command would pay at start
