@@ -1,7 +1,7 @@
 """Sign-in with an identity provider (OpenID Connect, issue 26), against a fake provider on loopback
 (tests/web/fake_provider.py): the button, PKCE, state and nonce, the ID token's checks, matching by subject then
 verified email, creating users, allowed domains, inactive users, a provider that is down, password sign-in off,
-sign-out, throttling and the settings. tests/oidc drives the real provider in Chromium."""
+sign-out, throttling and the settings. tests/web/test_oidc_browser.py drives the real provider in Chromium."""
 import base64
 import json
 import logging
