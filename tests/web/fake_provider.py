@@ -38,7 +38,8 @@ class FakeProvider:
         @app.get("/.well-known/openid-configuration")
         def discovery():
             self.discovery_fetches += 1
-            return jsonify(issuer=self.issuer, authorization_endpoint=self.authorization_endpoint or self.issuer + "/auth",
+            return jsonify(issuer=self.issuer,
+                           authorization_endpoint=self.authorization_endpoint or self.issuer + "/auth",
                            token_endpoint=self.issuer + "/token", jwks_uri=self.issuer + "/jwks",
                            userinfo_endpoint=self.issuer + "/me",
                            end_session_endpoint=self.issuer + "/session/end",
