@@ -34,10 +34,16 @@ CREATE TABLE IF NOT EXISTS users (
     revision   INTEGER NOT NULL DEFAULT 0,
     role       TEXT NOT NULL DEFAULT 'editor' CHECK (role IN ('admin', 'editor', 'viewer')),
     password_hash TEXT,
-    weekly_email  INTEGER NOT NULL DEFAULT 1 CHECK (weekly_email IN (0, 1))  -- version 8: reminders and digest
+    weekly_email  INTEGER NOT NULL DEFAULT 1 CHECK (weekly_email IN (0, 1)),  -- version 8: reminders and digest
+    -- Version 9: who the person is at the identity provider (okr/oidc.py), remembered at their first sign-in
+    -- there: the ID token's iss and sub, which later sign-ins match before the email.
+    oidc_issuer   TEXT,
+    oidc_subject  TEXT
 );
 
 CREATE UNIQUE INDEX IF NOT EXISTS users_by_email_key ON users (email_key);
+CREATE UNIQUE INDEX IF NOT EXISTS users_by_oidc_subject ON users (oidc_issuer, oidc_subject)
+    WHERE oidc_subject IS NOT NULL;
 -- Whether anyone has a password (auth is then on) is one probe of this index.
 CREATE INDEX IF NOT EXISTS users_with_password ON users (seq) WHERE password_hash IS NOT NULL;
 

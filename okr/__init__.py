@@ -17,7 +17,10 @@ def env_settings():
              "CONNECTIONS_PER_ADDRESS", "HEAD_TIMEOUT", "UNREAD_TIMEOUT", "ACCESS_LOG",
              "SECURE_COOKIES", "EVENT_RETENTION_DAYS", "BASE_URL", "SMTP_URL", "SMTP_PASSWORD", "SMTP_TIMEOUT",
              "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL", "REPLICATE", "REPLICATE_ENDPOINT", "REPLICATE_MAX_LAG",
-             "REPORT_SLOTS", "REPORT_WAIT", "BIG_REPORT_OBJECTIVES")
+             "REPORT_SLOTS", "REPORT_WAIT", "BIG_REPORT_OBJECTIVES",
+             # Sign-in with an identity provider (okr/oidc.py, docs/sign-in.md).
+             "OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET", "OIDC_NAME", "PUBLIC_URL", "OIDC_CREATE_USERS",
+             "OIDC_ALLOWED_DOMAINS", "PASSWORD_SIGN_IN")
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
     if os.environ.get("OKR_ALLOWED_HOSTS"):
         settings["ALLOWED_HOSTS"] = [name for name in os.environ["OKR_ALLOWED_HOSTS"].split(",") if name.strip()]
@@ -81,6 +84,18 @@ def create_app(test_config=None):
         REPLICATE_MAX_LAG=60,
         # The stylesheet's cache life; its URL changes with its content.
         SEND_FILE_MAX_AGE_DEFAULT=86400,
+        # Sign-in with an identity provider over OpenID Connect (okr/oidc.py, docs/sign-in.md): on once
+        # OIDC_ISSUER is set; the redirect URI is PUBLIC_URL (else BASE_URL) + /login/oidc/callback.
+        # OIDC_CREATE_USERS (viewer or editor) adds an unknown person; OIDC_ALLOWED_DOMAINS (comma-separated)
+        # limits the emails taken. PASSWORD_SIGN_IN off hides and refuses the password form.
+        OIDC_ISSUER=None,
+        OIDC_CLIENT_ID=None,
+        OIDC_CLIENT_SECRET=None,
+        OIDC_NAME="your company account",
+        PUBLIC_URL=None,
+        OIDC_CREATE_USERS=None,
+        OIDC_ALLOWED_DOMAINS=None,
+        PASSWORD_SIGN_IN=True,
     )
     app.config.from_mapping(env_settings())
     if test_config is not None:

@@ -49,7 +49,16 @@ Activity and replication:
   --event-retention-days N  OKR_EVENT_RETENTION_DAYS  default 400 (days)
   --replicate URL       OKR_REPLICATE         file:///DIR or s3://BUCKET/DIR
   --replicate-endpoint URL  OKR_REPLICATE_ENDPOINT  an S3-compatible store
-  --replicate-max-lag S  OKR_REPLICATE_MAX_LAG  default 60 (then /healthz: 503)"""
+  --replicate-max-lag S  OKR_REPLICATE_MAX_LAG  default 60 (then /healthz: 503)
+
+Sign-in by OpenID Connect (the client secret: OKR_OIDC_CLIENT_SECRET only):
+  --oidc-issuer URL     OKR_OIDC_ISSUER       the provider's issuer URL
+  --oidc-client-id ID   OKR_OIDC_CLIENT_ID    this service's client id there
+  --public-url URL      OKR_PUBLIC_URL        this service's address (redirects)
+  --oidc-name TEXT      OKR_OIDC_NAME         the button's words
+  --oidc-create-users R  OKR_OIDC_CREATE_USERS  viewer|editor: add new people
+  --oidc-allowed-domain D  OKR_OIDC_ALLOWED_DOMAINS  accept these emails only
+  --no-password-sign-in OKR_PASSWORD_SIGN_IN=0  the provider only"""
 
 SERVE_HELP = f"""\
 usage: okr [serve] [OPTIONS]
@@ -114,6 +123,14 @@ def parse_options(argv):
     parser.add_argument("--replicate")
     parser.add_argument("--replicate-endpoint")
     parser.add_argument("--replicate-max-lag")
+    # Sign-in with an identity provider (okr/oidc.py); the client secret has no flag: every user's `ps` shows flags.
+    parser.add_argument("--oidc-issuer")
+    parser.add_argument("--oidc-client-id")
+    parser.add_argument("--oidc-name")
+    parser.add_argument("--public-url")
+    parser.add_argument("--oidc-create-users")
+    parser.add_argument("--oidc-allowed-domain", dest="oidc_allowed_domains", action="append", default=None)
+    parser.add_argument("--no-password-sign-in", dest="password_sign_in", action="store_const", const=False)
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
 

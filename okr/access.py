@@ -1,7 +1,7 @@
 """Who may do what, in one place: the API's signature check, the pages' guards and `okr serve` all ask here.
 
 Auth is on, for /v1 and the pages alike, as soon as any API key has been created
-(revoked ones included) or any user has a password: before that the service is open,
+(revoked ones included) or any user has a password, or sign-in with an identity provider is set up: before that the service is open,
 for a laptop on loopback, and whoever uses it may do anything.
 
 Once it is on, every request has an Actor: the person signed in (a password session),
@@ -87,6 +87,8 @@ def auth_enabled(db):
     remembers it."""
     if current_app.extensions.get("okr_auth_on"):
         return True
+    if current_app.extensions.get("okr.oidc") is not None:
+        return True  # people sign in with the identity provider: none may come in unsigned meanwhile
     on = keys.any_exists(db) or users.any_password(db)
     if on:
         current_app.extensions["okr_auth_on"] = True

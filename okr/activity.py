@@ -186,7 +186,8 @@ def actor_name(actor):
         return name + (f" (with the API key “{actor['key']['name']}”)" if actor.get("key") else "")
     if actor["type"] == "key":
         return f"The API key “{actor.get('name') or actor.get('id')}”"
-    return {"okr": "The service", "open access": "Someone (sign-in off)"}.get(actor.get("name"),
+    return {"okr": "The service", "open access": "Someone (sign-in off)",
+            "single sign-on": "A first sign-in with the identity provider"}.get(actor.get("name"),
                                                                             f"The command “{actor.get('name')}”")
 
 

@@ -337,7 +337,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def table_columns(db, table):
@@ -437,12 +437,22 @@ def add_weekly_email_switch(db):
                    "CHECK (weekly_email IN (0, 1))")
 
 
+def add_oidc_subjects(db):
+    """Version 9, before schema.sql (its index needs them): users get the issuer and subject an identity
+    provider knows them by, none yet."""
+    columns = table_columns(db, "users")
+    for column in ("oidc_issuer", "oidc_subject"):
+        if column not in columns:
+            db.execute(f"ALTER TABLE users ADD COLUMN {column} TEXT")
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
 # Versions 3 and 5 added the web_secrets and web_sessions tables, which schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
-              6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch}
+              6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
+              9: add_oidc_subjects}
 FILLS = {2: record_first_checkins}
 
 

@@ -170,6 +170,9 @@ def add_security_headers(response):
     response.headers["X-Content-Type-Options"] = "nosniff"
     if not answers_as_api(request.path):
         response.headers.update(PAGE_HEADERS)
+        if g.get("form_targets"):  # the sign-in page's button, whose POST goes on to the identity provider
+            response.headers["Content-Security-Policy"] = PAGE_HEADERS["Content-Security-Policy"].replace(
+                "form-action 'self'", "form-action 'self' " + " ".join(g.form_targets))
     return response
 
 

@@ -604,3 +604,41 @@ def test_a_version_6_database_keeps_every_row_and_gets_no_dates_and_no_owners(ap
     with migrated.app_context():
         init_db()
     assert dump(path) == once
+
+
+# --- version 8 to 9: who people are at the identity provider ---------------------------------------------
+
+# schema.sql of the last release of schema version 8 (git show 2e2470d:schema.sql)
+SCHEMA_V8 = helpers.REPO / "tests" / "fixtures" / "schema_v8.sql"
+
+
+def test_the_v8_fixture_is_the_schema_of_the_release_before_sign_in_with_a_provider():
+    text = SCHEMA_V8.read_text(encoding="utf-8")
+    assert "weekly_email" in text and "oidc_subject" not in text
+
+
+def test_a_version_8_database_keeps_its_users_who_are_linked_to_no_provider_yet(app, tmp_path):
+    path = tmp_path / "v8.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_V8.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 8")
+        db.execute("INSERT INTO users (id, name, email, email_key, created_at, role, weekly_email) VALUES "
+                   "('u1', 'Ada', 'ada@example.com', 'ada@example.com', '2026-01-01T00:00:00Z', 'admin', 0)")
+        db.commit()
+    migrated = create_app({"TESTING": True, "DATABASE": path})
+    with migrated.app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION
+    assert structure(path) == structure(app.config["DATABASE"])
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT id, role, weekly_email, oidc_issuer, oidc_subject FROM users").fetchall() == [
+            ("u1", "admin", 0, None, None)]
+        db.execute("UPDATE users SET oidc_issuer = 'https://id.example', oidc_subject = 's1'")
+        db.execute("INSERT INTO users (id, name, email, email_key, created_at) VALUES "
+                   "('u2', 'Bo', 'bo@example.com', 'bo@example.com', '2026-01-01T00:00:00Z')")
+        with pytest.raises(sqlite3.IntegrityError):  # one user per subject at a provider
+            db.execute("UPDATE users SET oidc_issuer = 'https://id.example', oidc_subject = 's1' WHERE id = 'u2'")
+    once = dump(path)
+    with migrated.app_context():
+        init_db()
+    assert dump(path) == once

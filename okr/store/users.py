@@ -119,3 +119,15 @@ def set_weekly_email(db, user, on):
     """Turns the user's weekly emails (check-in reminders and team digest) on or off. A private preference
     that no API field shows, like the password: it records no event and keeps the user's revision."""
     db.execute("UPDATE users SET weekly_email = ? WHERE seq = ?", (int(bool(on)), user["seq"]))
+
+
+def find_by_oidc_subject(db, issuer, subject):
+    """The user an identity provider (issuer) knows as subject, or None."""
+    return db.execute("SELECT * FROM users WHERE oidc_issuer = ? AND oidc_subject = ?", (issuer, subject)).fetchone()
+
+
+def set_oidc_subject(db, user, issuer, subject):
+    """Remembers who the user (its row) is at the identity provider, found by email at a first sign-in there
+    (okr.web.oidc_pages). Private like the password: no event, and the revision stays."""
+    return db.execute("UPDATE users SET oidc_issuer = ?, oidc_subject = ? WHERE seq = ? RETURNING *",
+                      (issuer, subject, user["seq"])).fetchone()

@@ -5,7 +5,7 @@ Who may open which is okr.access's to say, through the guards in okr.web.session
 People page's views are marked with sessions.people_managers_only.
 """
 
-from flask import redirect, render_template, request, url_for
+from flask import redirect, render_template, request, session, url_for
 from marshmallow import ValidationError
 
 from .. import access
@@ -16,7 +16,7 @@ from ..rules.ids import MAX_ROW_ID
 from ..rules.messages import flatten
 from ..rules.schemas import user_schema
 from ..store import invitations, keys, users, web_sessions
-from . import sessions, sign_in
+from . import oidc_pages, sessions, sign_in
 from .email_pages import email_invitation, mail_settings
 from .errors import PageError
 from .views import bp, local_path
@@ -39,7 +39,8 @@ def show_login():
     shown = {"next": next_path, "email": "", "credential": "", "error": None, "key_error": None,
              "email_set_up": mail_settings() is not None}
     if request.method == "GET":
-        return render_template("login.html", **shown)
+        # Once, after signing out of a session the identity provider opened: the link to sign out there too.
+        return render_template("login.html", **shown, provider_sign_out=session.pop("provider_sign_out", None))
     if "credential" in request.form:
         credential = request.form.get("credential", "").strip()
         try:
@@ -59,8 +60,11 @@ def show_login():
 
 @bp.post("/logout")
 def log_out():
-    """Ends the session."""
+    """Ends the session (and, for one the identity provider opened, offers to sign out there too)."""
+    via_provider = session.get("via") == "oidc"
     sessions.log_out()
+    if via_provider:
+        oidc_pages.signed_out_from_provider_link()
     return redirect(url_for("web.show_login" if sessions.login_required() else "web.show_dashboard"), 303)
 
 

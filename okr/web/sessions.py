@@ -32,7 +32,9 @@ READ_ONLY_KEY_SESSION_SECONDS = READ_ONLY_KEY_SESSION_DAYS * 86400
 # Pages anyone may open: signing in, signing out, choosing a password from an invitation or a reset link
 # (and asking for one), and the stylesheet and script.
 OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitation", "web.ask_password_reset",
-                            "web.reset_password", "web.static"})
+                            "web.reset_password", "web.static",
+                            # sign-in with an identity provider (okr.web.oidc_pages)
+                            "web.start_oidc_sign_in", "web.finish_oidc_sign_in"})
 
 
 def is_page_path(path):
