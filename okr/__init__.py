@@ -13,7 +13,7 @@ def schema_path():
 
 def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
-    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG",
+    names = ("HOST", "PORT", "DATABASE", "WORKERS", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT", "ACCESS_LOG",
              "SECURE_COOKIES", "EVENT_RETENTION_DAYS", "BASE_URL", "SMTP_URL", "SMTP_PASSWORD", "SMTP_TIMEOUT",
              "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL")
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
@@ -33,6 +33,8 @@ def create_app(test_config=None):
         HOST="127.0.0.1",
         PORT=8080,
         # Serving settings (okr/cli/serve.py); docs/operations.md says why.
+        # auto: one worker process per CPU the server may use, at most 8 (okr/cli/workers.py).
+        WORKERS="auto",
         THREADS=8,
         CPU="auto",
         CONNECTION_LIMIT=1000,

@@ -26,8 +26,9 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --database FILE       OKR_DATABASE          default ./okr.db
   --host ADDRESS        OKR_HOST              default 127.0.0.1 (this machine)
   --port N              OKR_PORT              default 8080
-  --threads N           OKR_THREADS           default 8
-  --cpu auto|all|N      OKR_CPU               default auto (one CPU)
+  --workers auto|N      OKR_WORKERS           default auto (one per CPU, at most 8)
+  --threads N           OKR_THREADS           default 8 (per worker)
+  --cpu auto|all|N      OKR_CPU               default auto (one CPU per worker)
   --connection-limit N  OKR_CONNECTION_LIMIT  default 1000
   --channel-timeout S   OKR_CHANNEL_TIMEOUT   default 30 (seconds idle)
   --event-retention-days N  OKR_EVENT_RETENTION_DAYS  default 400 (days)
@@ -86,6 +87,7 @@ def parse_options(argv):
     parser.add_argument("--host")
     parser.add_argument("--port")
     parser.add_argument("--database")
+    parser.add_argument("--workers")
     parser.add_argument("--threads")
     parser.add_argument("--cpu")
     parser.add_argument("--connection-limit")

@@ -26,6 +26,7 @@ from ..store import keys
 from ..switches import switch
 from .background import run_beside, stop_background
 from .serving_lock import hold_shared
+from .workers import bind_sockets, listening_lines, supervise, worker_count, worker_cpus
 
 logger = logging.getLogger("okr")
 
@@ -203,12 +204,16 @@ class AccessLog:
             self.writing.release()
 
 
-def make_server(app):
+def make_server(app, sockets=None):
     """A waitress server for app, with the settings above, listening but not yet serving.
 
+    sockets: listening sockets to serve instead of binding HOST and PORT (a worker's, okr/cli/workers.py).
     Raises OSError when it cannot listen, the port being in use, say.
     """
     settings = waitress_settings(app.config)
+    if sockets is not None:
+        del settings["host"], settings["port"]
+        settings["sockets"] = sockets
     allow_open_files(settings["connection_limit"])
     server = create_server(AccessLog().wrap(app) if access_log_on(app.config) else app, **settings)
     original = server.maintenance
@@ -289,8 +294,13 @@ def run_server(app, args):
     positive_int(app, "CHANNEL_TIMEOUT", 1, 86_400)
     positive_int(app, "EVENT_RETENTION_DAYS", 1, 100_000)
     try:
+        workers = worker_count(app.config["WORKERS"])
         access_log_on(app.config)
-        placement = place_on_cpus(app.config["CPU"])
+        if workers == 1:
+            placement = place_on_cpus(app.config["CPU"])
+        else:
+            # The supervisor stays unpinned: its workers each keep to a CPU (okr/cli/workers.py).
+            cpus, placement = worker_cpus(app.config["CPU"], workers)
         mail_settings = mail.settings(app.config)
         if mail_settings is not None:
             weekly.schedule(app.config)
@@ -309,7 +319,8 @@ def run_server(app, args):
             "first, or pass --allow-anonymous."
         )
     try:
-        server = make_server(app)
+        # Bound before the workers are forked, which all serve it: okr/cli/workers.py.
+        server = make_server(app) if workers == 1 else bind_sockets(app.config)
     except OSError as error:
         sys.exit(f"okr: {cannot_listen(error, host, port)}")
     try:
@@ -328,7 +339,11 @@ def run_server(app, args):
         logger.warning("no API key or password exists: the API and the pages are open to anyone who can reach "
                        "them %s; create a key with okr keys create --name NAME, or invite someone with "
                        "okr users invite EMAIL", reach)
-    logger.info("serving %s with %s threads", placement, app.config["THREADS"])
+    if workers == 1:
+        logger.info("serving %s with %s threads", placement, app.config["THREADS"])
+    else:
+        logger.info("serving with %d worker processes %s, %s threads each", workers, placement,
+                    app.config["THREADS"])
     if mail_settings is None:
         logger.info("email is not set up (OKR_SMTP_URL, OKR_MAIL_FROM): no invitations, password resets, "
                     "reminders nor digests by email")
@@ -337,6 +352,9 @@ def run_server(app, args):
                     mail_settings.host, mail_settings.port, weekly.schedule(app.config))
     # Webhooks, mail and pruning, in a process of their own (okr/cli/background.py).
     atexit.register(stop_background, run_beside(app))
+    if workers > 1:
+        listening_lines(server)
+        sys.exit(supervise(app, server, cpus, make_server))
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     server.print_listen("listening on http://{}:{}")
     server.run()
