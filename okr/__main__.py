@@ -26,7 +26,7 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
   --database FILE       OKR_DATABASE          default ./okr.db
   --host ADDRESS        OKR_HOST              default 127.0.0.1 (this machine)
   --port N              OKR_PORT              default 8080
-  --workers auto|N      OKR_WORKERS           default auto (one per CPU, at most 8)
+  --workers auto|N      OKR_WORKERS           default auto (per CPU, at most 8)
   --threads N           OKR_THREADS           default 8 (per worker)
   --cpu auto|all|N      OKR_CPU               default auto (one CPU per worker)
   --connection-limit N  OKR_CONNECTION_LIMIT  default 1000
