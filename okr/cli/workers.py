@@ -18,6 +18,7 @@ for each other (okr/db.py).
 import atexit
 import ctypes
 import logging
+import mmap
 import os
 import signal
 import socket
@@ -152,6 +153,45 @@ def drain(server, seconds=DRAIN_SECONDS):
     wasyncore.close_all(server._map)
 
 
+class Balance:
+    """Shares new connections out evenly: a worker with more open connections than another leaves the socket to it.
+
+    Every worker waits on the one socket, and whichever runs first takes a new connection: under load, the
+    worker on the freer CPU took 7 of wrk's 8 connections, and the other CPU stood half idle. So each worker
+    writes its count of open connections, and the time, into memory shared by all (one row per worker), and
+    watches the socket only while no live worker has fewer. A worker whose time is older than STALE_SECONDS
+    (stopped, or stuck) is left out, so that it never holds the others back for long.
+    """
+
+    STALE_SECONDS = 2.5
+
+    def __init__(self, count):
+        self.count = count
+        self.memory = mmap.mmap(-1, 16 * count)  # anonymous and shared: inherited by every worker forked after
+        self.rows = memoryview(self.memory).cast("d")
+
+    def clear(self, number):
+        self.rows[2 * number] = self.rows[2 * number + 1] = 0.0
+
+    def watch(self, server, number):
+        """Makes server (worker number's) accept only while no live worker has fewer connections."""
+        rows, others = self.rows, [index for index in range(self.count) if index != number]
+        readable = server.readable
+
+        def balanced():
+            accepting = readable()  # waitress's own: its maintenance, and its connection limit
+            mine, now = len(server.active_channels), time.monotonic()
+            rows[2 * number], rows[2 * number + 1] = mine, now
+            if not accepting:
+                return False
+            for other in others:
+                if rows[2 * other] < mine and now - rows[2 * other + 1] < self.STALE_SECONDS:
+                    return False
+            return True
+
+        server.readable = balanced
+
+
 def die_with_parent(signal_number):
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal_number)
@@ -159,7 +199,7 @@ def die_with_parent(signal_number):
         pass
 
 
-def serve_worker(app, sockets, cpu, make_server):
+def serve_worker(app, sockets, cpu, make_server, balance, number):
     """A worker's life: its own waitress server on the shared sockets, until a stop signal; then a drain."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
@@ -172,24 +212,28 @@ def serve_worker(app, sockets, cpu, make_server):
         except OSError:
             pass
 
-    for number in STOP_SIGNALS:
-        signal.signal(number, stop)
+    for stop_signal in STOP_SIGNALS:
+        signal.signal(stop_signal, stop)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, signal.SIGCHLD))
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
-    db.after_fork(app, across_processes=True)
+    db.after_fork(app, across_processes=os.environ.get("OKR_XLOCK", "1") == "1")  # TEMP
     server = make_server(app, sockets=sockets)
+    if balance is not None:
+        balance.watch(server, number)
     Wakeup(read_end, server._map)
     while not stops:
         try:
             wasyncore.loop(timeout=server.adj.asyncore_loop_timeout, map=server._map, use_poll=True)
         except wasyncore.ExitNow:
             pass
+    if balance is not None:
+        balance.clear(number)  # no longer accepting: the others must not wait for it
     drain(server)
 
 
-def start_worker(app, sockets, cpu, make_server):
+def start_worker(app, sockets, cpu, make_server, balance=None, number=0):
     """Forks a worker; returns its pid (in the supervisor; the worker never returns)."""
     parent = os.getpid()
     sys.stdout.flush()
@@ -202,7 +246,7 @@ def start_worker(app, sockets, cpu, make_server):
         atexit._clear()  # the supervisor's exit work (ending the background process) is not a worker's
         die_with_parent(signal.SIGKILL)
         if os.getppid() == parent:
-            serve_worker(app, sockets, cpu, make_server)
+            serve_worker(app, sockets, cpu, make_server, balance, number)
             status = 0
     except BaseException:
         logger.exception("worker %d failed", os.getpid())
@@ -243,6 +287,7 @@ class Slot:
 def supervise(app, sockets, cpus, make_server):
     """Runs the workers until SIGTERM or SIGINT; returns the exit status. Call with no other thread running."""
     slots = [Slot(number, cpu) for number, cpu in enumerate(cpus, 1)]
+    balance = Balance(len(slots))
     watched = (*STOP_SIGNALS, signal.SIGCHLD)
     # Taken synchronously with sigtimedwait below, never in a handler; workers unblock them.
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
@@ -253,7 +298,9 @@ def supervise(app, sockets, cpus, make_server):
             now = time.monotonic()
             for slot in slots:
                 if slot.pid is None and not stopping and now >= slot.restart_at:
-                    slot.pid, slot.started = start_worker(app, sockets, slot.cpu, make_server), now
+                    balance.clear(slot.number - 1)
+                    slot.pid = start_worker(app, sockets, slot.cpu, make_server, balance, slot.number - 1)
+                    slot.started = now
             for slot in slots:
                 if slot.pid is None:
                     continue
@@ -261,6 +308,7 @@ def supervise(app, sockets, cpus, make_server):
                 if not pid:
                     continue
                 slot.pid = None
+                balance.clear(slot.number - 1)  # no longer counted: the others accept meanwhile
                 if stopping:
                     continue
                 lived = time.monotonic() - slot.started
