@@ -218,7 +218,7 @@ def serve_worker(app, sockets, cpu, make_server, balance, number):
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, signal.SIGCHLD))
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
-    db.after_fork(app, across_processes=os.environ.get("OKR_XLOCK", "1") == "1")  # TEMP
+    db.after_fork(app, across_processes=True)
     server = make_server(app, sockets=sockets)
     if balance is not None:
         balance.watch(server, number)
