@@ -196,12 +196,33 @@ class AccessLog:
                 return
             stream = self.stream or sys.stderr
             try:
-                stream.write("".join(lines))
-                stream.flush()
+                for chunk in whole_lines(lines):
+                    stream.write(chunk)
+                    stream.flush()
             except (OSError, ValueError):
                 pass  # a closed or broken stderr: the lines have nowhere to go
         finally:
             self.writing.release()
+
+
+# What one write(2) to a pipe sends whole, however many processes write to it (PIPE_BUF on Linux).
+ATOMIC_WRITE = 4096
+
+
+def whole_lines(lines, limit=ATOMIC_WRITE):
+    """The lines joined into as few chunks as may each go out in one write of at most limit bytes (a longer
+    line is a chunk of its own): the worker processes share one stderr, and a bigger write to a pipe
+    may be interleaved with another's in the middle of a line."""
+    chunk, size = [], 0
+    for line in lines:
+        length = len(line.encode("utf-8", "backslashreplace")) if not line.isascii() else len(line)
+        if chunk and size + length > limit:
+            yield "".join(chunk)
+            chunk, size = [], 0
+        chunk.append(line)
+        size += length
+    if chunk:
+        yield "".join(chunk)
 
 
 def make_server(app, sockets=None):

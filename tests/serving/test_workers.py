@@ -3,6 +3,7 @@ import fcntl
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -15,6 +16,7 @@ from contextlib import closing
 import pytest
 
 from helpers import APP_PY, ENV_WITHOUT_OKR, HttpClient, free_port, run_okr
+from okr.cli.serve import whole_lines
 from okr.cli.workers import worker_count
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
@@ -343,3 +345,38 @@ def test_access_log_health_and_serving_lock_with_workers(serve, tmp_path):
     os.kill(server.pid, signal.SIGTERM)
     assert server.process.wait(timeout=10) == 0
     assert run_okr("--database", server.database, "restore", backup, cwd=tmp_path).returncode == 0
+
+
+def test_access_log_lines_go_out_whole_in_writes_a_pipe_keeps_whole():
+    lines = [f"line {number} {'x' * (number % 300)}\n" for number in range(200)] + ["é" * 5000 + "\n"]
+    chunks = list(whole_lines(lines))
+    assert "".join(chunks) == "".join(lines)
+    assert all(chunk.endswith("\n") for chunk in chunks)
+    assert all(len(chunk.encode()) <= 4096 for chunk in chunks[:-1]) and chunks[-1] == lines[-1]
+
+
+def test_the_workers_access_log_lines_never_mix(serve):
+    server = serve("--workers", "2")
+    statuses = []
+
+    def get_many():
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        for number in range(150):
+            connection.request("GET", f"/v1/cycles?page_size=5&n={number}")
+            response = connection.getresponse()
+            response.read()
+            statuses.append(response.status)
+        connection.close()
+
+    threads = [threading.Thread(target=get_many) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert statuses == [200] * 1200
+    lines = eventually(lambda: [line for line in server.log().splitlines() if "okr.access: GET /v1" in line]
+                       if server.log().count("okr.access: GET /v1/cycles?") == 1200 else None)
+    assert lines, server.log()[-2000:]
+    shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO okr\.access: GET /v1/cycles\?page_size=5&n=\d+ 200 "
+                       r"\d+\.\d ms")
+    assert all(shape.fullmatch(line) for line in lines), [line for line in lines if not shape.fullmatch(line)][:3]
