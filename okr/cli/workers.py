@@ -153,13 +153,34 @@ def drain(server, seconds=DRAIN_SECONDS):
     wasyncore.close_all(server._map)
 
 
+class Nudge(wasyncore.file_dispatcher):
+    """The read end of a worker's own pipe in its loop: another worker writes to it to have it look again."""
+
+    def __init__(self, descriptor, map):
+        wasyncore.file_dispatcher.__init__(self, descriptor, map=map)
+
+    def writable(self):
+        return False
+
+    def handle_read(self):
+        try:
+            os.read(self._fileno, 512)
+        except BlockingIOError:
+            pass
+
+    def handle_close(self):
+        pass  # never closed but at the end, with the loop's other channels
+
+
 class Balance:
     """Shares new connections out evenly: a worker with more open connections than another leaves the socket to it.
 
     Every worker waits on the one socket, and whichever runs first takes a new connection: under load, the
     worker on the freer CPU took 7 of wrk's 8 connections, and the other CPU stood half idle. So each worker
     writes its count of open connections, and the time, into memory shared by all (one row per worker), and
-    watches the socket only while no live worker has fewer. A worker whose time is older than STALE_SECONDS
+    watches the socket only while no live worker has fewer. A worker that stops watching wakes the others
+    (a byte in each one's pipe) so that they look again: one that stopped earlier, while this one had fewer,
+    would otherwise sleep on and leave the socket to nobody. A worker whose time is older than STALE_SECONDS
     (stopped, or stuck) is left out, so that it never holds the others back for long.
     """
 
@@ -169,25 +190,42 @@ class Balance:
         self.count = count
         self.memory = mmap.mmap(-1, 16 * count)  # anonymous and shared: inherited by every worker forked after
         self.rows = memoryview(self.memory).cast("d")
+        self.pipes = [os.pipe() for _ in range(count)]
+        for read_end, write_end in self.pipes:
+            os.set_blocking(read_end, False)
+            os.set_blocking(write_end, False)
+
+    def nudge(self, but):
+        """Wakes every worker but worker number but, to look at the counts again."""
+        for number, (_, write_end) in enumerate(self.pipes):
+            if number != but:
+                try:
+                    os.write(write_end, b"x")
+                except OSError:
+                    pass  # the pipe is full: that worker has a wake-up waiting already
 
     def clear(self, number):
+        """Leaves worker number out (it ended, or stopped accepting), and has the others look again."""
         self.rows[2 * number] = self.rows[2 * number + 1] = 0.0
+        self.nudge(number)
 
     def watch(self, server, number):
         """Makes server (worker number's) accept only while no live worker has fewer connections."""
         rows, others = self.rows, [index for index in range(self.count) if index != number]
         readable = server.readable
+        watching = [True]
+        Nudge(self.pipes[number][0], server._map)
 
         def balanced():
             accepting = readable()  # waitress's own: its maintenance, and its connection limit
             mine, now = len(server.active_channels), time.monotonic()
             rows[2 * number], rows[2 * number + 1] = mine, now
-            if not accepting:
-                return False
-            for other in others:
-                if rows[2 * other] < mine and now - rows[2 * other + 1] < self.STALE_SECONDS:
-                    return False
-            return True
+            fewer = any(rows[2 * other] < mine and now - rows[2 * other + 1] < self.STALE_SECONDS
+                        for other in others)
+            if fewer and watching[0]:
+                self.nudge(number)  # one of them is to watch now
+            watching[0] = not fewer
+            return accepting and not fewer
 
         server.readable = balanced
 
