@@ -380,3 +380,34 @@ def test_the_workers_access_log_lines_never_mix(serve):
     shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO okr\.access: GET /v1/cycles\?page_size=5&n=\d+ 200 "
                        r"\d+\.\d ms")
     assert all(shape.fullmatch(line) for line in lines), [line for line in lines if not shape.fullmatch(line)][:3]
+
+
+def connections_of(pid, port):
+    """The connections a worker holds open: its sockets but the listening one."""
+    listening = listening_inode(port)
+    count = 0
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        count += target.startswith("socket:") and target != f"socket:[{listening}]"
+    return count
+
+
+def test_new_connections_are_shared_out_evenly(serve):
+    server = serve("--workers", "2")
+    workers = eventually(lambda: len(server.workers()) == 2 and server.workers())
+    kept = []
+    try:
+        for _ in range(10):  # one after the other, as a client's pool opens them
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            connection.request("GET", "/healthz")
+            connection.getresponse().read()
+            kept.append(connection)
+        counts = eventually(lambda: sum(connections_of(pid, server.port) for pid in workers) == 10
+                            and [connections_of(pid, server.port) for pid in workers])
+        assert counts and abs(counts[0] - counts[1]) <= 1, counts
+    finally:
+        for connection in kept:
+            connection.close()
