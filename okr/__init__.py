@@ -22,9 +22,27 @@ def env_settings():
     return settings
 
 
+def sync_once(ensure_sync):
+    """Flask's ensure_sync, asked once per function: Flask asks for every hook and view of every request,
+    and its inspect of each function was 7 % of a signed GET's time (docs/design.md, Worker processes)."""
+    checked = {}
+
+    def ensure(func):
+        try:
+            return checked[func]
+        except KeyError:
+            checked[func] = sync = ensure_sync(func)
+            return sync
+        except TypeError:  # an unhashable callable
+            return ensure_sync(func)
+
+    return ensure
+
+
 def create_app(test_config=None):
     """Builds the app: defaults, then OKR_* environment variables, then test_config."""
     app = Flask(__name__, static_folder=None)
+    app.ensure_sync = sync_once(app.ensure_sync)
     # //v1/cycles is not a redirect to /v1/cycles but an unknown path.
     app.url_map.merge_slashes = False
     app.config.from_mapping(
