@@ -16,6 +16,7 @@ from contextlib import closing
 import pytest
 
 from helpers import APP_PY, ENV_WITHOUT_OKR, HttpClient, free_port, run_okr
+from okr import create_app, sync_once
 from okr.cli.serve import whole_lines
 from okr.cli.workers import worker_count
 
@@ -411,3 +412,14 @@ def test_new_connections_are_shared_out_evenly(serve):
     finally:
         for connection in kept:
             connection.close()
+
+
+def test_flask_is_asked_once_per_function_whether_it_is_async():
+    asked = []
+    ensure_sync = sync_once(lambda func: asked.append(func) or func)
+
+    def view():
+        pass
+
+    assert ensure_sync(view) is view and ensure_sync(view) is view and asked == [view]
+    assert create_app().ensure_sync(view) is view
