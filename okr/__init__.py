@@ -13,7 +13,7 @@ def schema_path():
 
 def env_settings():
     """The OKR_* environment variables that are set, as config keys."""
-    names = ("HOST", "PORT", "DATABASE", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT",
+    names = ("HOST", "PORT", "DATABASE", "WORKERS", "THREADS", "CPU", "CONNECTION_LIMIT", "CHANNEL_TIMEOUT",
              "CONNECTIONS_PER_ADDRESS", "HEAD_TIMEOUT", "UNREAD_TIMEOUT", "ACCESS_LOG",
              "SECURE_COOKIES", "EVENT_RETENTION_DAYS", "BASE_URL", "SMTP_URL", "SMTP_PASSWORD", "SMTP_TIMEOUT",
              "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL", "REPLICATE", "REPLICATE_ENDPOINT", "REPLICATE_MAX_LAG",
@@ -27,9 +27,27 @@ def env_settings():
     return settings
 
 
+def sync_once(ensure_sync):
+    """Flask's ensure_sync, asked once per function: Flask asks for every hook and view of every request,
+    and its inspect of each function was 7 % of a signed GET's time (docs/design.md, Worker processes)."""
+    checked = {}
+
+    def ensure(func):
+        try:
+            return checked[func]
+        except KeyError:
+            checked[func] = sync = ensure_sync(func)
+            return sync
+        except TypeError:  # an unhashable callable
+            return ensure_sync(func)
+
+    return ensure
+
+
 def create_app(test_config=None):
     """Builds the app: defaults, then OKR_* environment variables, then test_config."""
     app = Flask(__name__, static_folder=None)
+    app.ensure_sync = sync_once(app.ensure_sync)
     # //v1/cycles is not a redirect to /v1/cycles but an unknown path.
     app.url_map.merge_slashes = False
     app.config.from_mapping(
@@ -38,6 +56,8 @@ def create_app(test_config=None):
         HOST="127.0.0.1",
         PORT=8080,
         # Serving settings (okr/cli/serve.py); docs/operations.md says why.
+        # auto: one worker process per CPU the server may use, at most 8 (okr/cli/workers.py).
+        WORKERS="auto",
         THREADS=8,
         CPU="auto",
         CONNECTION_LIMIT=1000,

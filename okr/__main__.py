@@ -33,8 +33,9 @@ Options (anywhere on the line; a flag beats OKR_*, which beats the default):
 
 SERVING_OPTIONS = """\
 Processes and connections:
-  --threads N           OKR_THREADS           default 8
-  --cpu auto|all|N      OKR_CPU               default auto (one CPU)
+  --workers auto|N      OKR_WORKERS           default auto (per CPU, at most 8)
+  --threads N           OKR_THREADS           default 8 (per worker)
+  --cpu auto|all|N      OKR_CPU               default auto (one CPU per worker)
   --connection-limit N  OKR_CONNECTION_LIMIT  default 1000
   --channel-timeout S   OKR_CHANNEL_TIMEOUT   default 30 (seconds idle)
   --connections-per-address N  OKR_CONNECTIONS_PER_ADDRESS  default 64 (0: off)
@@ -109,6 +110,7 @@ def parse_options(argv):
     parser.add_argument("--host")
     parser.add_argument("--port")
     parser.add_argument("--database")
+    parser.add_argument("--workers")
     parser.add_argument("--threads")
     parser.add_argument("--cpu")
     parser.add_argument("--connection-limit")

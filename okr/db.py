@@ -1,4 +1,5 @@
 """SQLite: a connection per worker thread, a transaction per request, the schema, and row helpers."""
+import fcntl
 import logging
 import os
 import secrets
@@ -191,8 +192,12 @@ def begin_write(db):
 
     Writers in one process queue on this lock rather than on SQLite's: a writer
     that finds SQLite's lock taken sleeps and polls (1, 2, 5, 10 ms and longer),
-    so under load the lock often stood free while every waiter slept. Writers
-    in other processes still meet SQLite's busy timeout.
+    so under load the lock often stood free while every waiter slept. With
+    several worker processes (okr/cli/workers.py) the one writer of each that
+    holds this lock then queues on a flock(2) shared by all of them
+    (WritersFile), for the same reason; docs/design.md has the figures. Other
+    processes (the background jobs, the admin commands) still meet SQLite's
+    busy timeout.
     """
     if g.get("holds_writers_lock"):  # taken once per request, whatever happened to its transaction
         db.execute("BEGIN IMMEDIATE")
@@ -204,6 +209,9 @@ def begin_write(db):
         raise busy
     g.holds_writers_lock = True
     try:
+        across = current_app.extensions.get("okr_writers_file")
+        if across is not None:
+            across.acquire()
         db.execute("BEGIN IMMEDIATE")
     except BaseException:
         release_writers()
@@ -212,7 +220,39 @@ def begin_write(db):
 
 def release_writers():
     if g.pop("holds_writers_lock", False):
-        current_app.extensions["okr_writers"].release()
+        try:
+            across = current_app.extensions.get("okr_writers_file")
+            if across is not None:
+                across.release()
+        finally:
+            current_app.extensions["okr_writers"].release()
+
+
+class WritersFile:
+    """The writers' turn across the worker processes of one server: flock(2) on DATABASE.writers.lock.
+
+    Taken by the thread that holds its process's writers' lock, so by one thread of each process at most,
+    and blocking: the kernel wakes the next waiter the moment the holder lets go, where SQLite's busy
+    handler would have it sleep. Reentrant within the process, as that lock is. Opened in each process
+    (a flock belongs to the open file, which a fork would share).
+    """
+
+    def __init__(self, database):
+        self.path = os.path.realpath(database) + ".writers.lock"
+        self.descriptor = None
+        self.depth = 0
+
+    def acquire(self):
+        if self.depth == 0:
+            if self.descriptor is None:
+                self.descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self.descriptor, fcntl.LOCK_EX)
+        self.depth += 1
+
+    def release(self):
+        self.depth -= 1
+        if self.depth == 0:
+            fcntl.flock(self.descriptor, fcntl.LOCK_UN)
 
 
 # Rows; about what fills the WAL to the 1,000 pages at which SQLite checkpoints.
@@ -574,6 +614,18 @@ def init_app(app):
     app.extensions["okr_writers"] = threading.RLock()
     app.after_request(finish_transaction)
     app.teardown_appcontext(close_db)
+
+
+def after_fork(app, across_processes=False):
+    """A forked worker's own connections, writers' lock and randomness: none is shared with its parent.
+
+    across_processes: writers also wait for those of the other workers (WritersFile).
+    """
+    global _id_entropy
+    app.extensions["okr_connections"] = threading.local()
+    app.extensions["okr_writers"] = threading.RLock()
+    app.extensions["okr_writers_file"] = WritersFile(app.config["DATABASE"]) if across_processes else None
+    _id_entropy = threading.local()
 
 
 # Randomness for new ids, read from the OS 256 ids at a time: os.urandom

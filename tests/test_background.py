@@ -72,8 +72,9 @@ def servers(tmp_path):
 
 
 def test_one_background_process_works_per_database_and_the_next_takes_over(tmp_path, servers):
-    first, _ = servers()
-    second, _ = servers()
+    # One process each, whose only child is its background process (tests/serving: the same with workers).
+    first, _ = servers("--workers", "1")
+    second, _ = servers("--workers", "1")
     helpers = children_of(first.pid) + children_of(second.pid)
     assert len(helpers) == 2  # each server forked one
     assert eventually(lambda: lock_is_held(tmp_path / "okr.db"))

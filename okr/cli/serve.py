@@ -28,6 +28,7 @@ from . import connections
 from .background import run_beside, stop_background
 from .replication import check_replication, start_replication
 from .serving_lock import hold_shared
+from .workers import bind_sockets, listening_lines, supervise, worker_count, worker_cpus
 
 logger = logging.getLogger("okr")
 
@@ -180,22 +181,47 @@ class AccessLog:
                 return
             stream = self.stream or sys.stderr
             try:
-                stream.write("".join(lines))
-                stream.flush()
+                for chunk in whole_lines(lines):
+                    stream.write(chunk)
+                    stream.flush()
             except (OSError, ValueError):
                 pass  # a closed or broken stderr: the lines have nowhere to go
         finally:
             self.writing.release()
 
 
-def make_server(app, address_counts=None):
+# What one write(2) to a pipe sends whole, however many processes write to it (PIPE_BUF on Linux).
+ATOMIC_WRITE = 4096
+
+
+def whole_lines(lines, limit=ATOMIC_WRITE):
+    """The lines joined into as few chunks as may each go out in one write of at most limit bytes (a longer
+    line is a chunk of its own): the worker processes share one stderr, and a bigger write to a pipe
+    may be interleaved with another's in the middle of a line."""
+    chunk, size = [], 0
+    for line in lines:
+        length = len(line.encode("utf-8", "backslashreplace")) if not line.isascii() else len(line)
+        if chunk and size + length > limit:
+            yield "".join(chunk)
+            chunk, size = [], 0
+        chunk.append(line)
+        size += length
+    if chunk:
+        yield "".join(chunk)
+
+
+def make_server(app, sockets=None, address_counts=None):
     """A waitress server for app, with the settings above and the per-client limits of
     okr/cli/connections.py, listening but not yet serving.
 
+    sockets: listening sockets to serve instead of binding HOST and PORT (a worker's, okr/cli/workers.py).
     address_counts: the connections per address, shared by worker processes (connections.AddressCounts);
     by default, this process's own. Raises OSError when it cannot listen, the port being in use, say.
     """
     settings = waitress_settings(app.config)
+    if sockets is not None:
+        del settings["host"], settings["port"]
+        settings["sockets"] = sockets
     allow_open_files(settings["connection_limit"])
     server = create_server(AccessLog().wrap(app) if access_log_on(app.config) else app, **settings)
     connections.install(server, connections.limits_of(app.config), address_counts)
@@ -278,8 +304,13 @@ def run_server(app, args):
     positive_int(app, "UNREAD_TIMEOUT", 1, 86_400)
     positive_int(app, "EVENT_RETENTION_DAYS", 1, 100_000)
     try:
+        workers = worker_count(app.config["WORKERS"])
         access_log_on(app.config)
-        placement = place_on_cpus(app.config["CPU"])
+        if workers == 1:
+            placement = place_on_cpus(app.config["CPU"])
+        else:
+            # The supervisor stays unpinned: its workers each keep to a CPU (okr/cli/workers.py).
+            cpus, placement = worker_cpus(app.config["CPU"], workers)
         check_replication(app.config)  # a wrong URL or no Litestream, before anything is made
         mail_settings = mail.settings(app.config)
         if mail_settings is not None:
@@ -299,7 +330,8 @@ def run_server(app, args):
             "first, or pass --allow-anonymous."
         )
     try:
-        server = make_server(app)
+        # Bound before the workers are forked, which all serve it: okr/cli/workers.py.
+        server = make_server(app) if workers == 1 else bind_sockets(app.config)
     except OSError as error:
         sys.exit(f"okr: {cannot_listen(error, host, port)}")
     try:
@@ -318,7 +350,11 @@ def run_server(app, args):
         logger.warning("no API key or password exists: the API and the pages are open to anyone who can reach "
                        "them %s; create a key with okr keys create --name NAME, or invite someone with "
                        "okr users invite EMAIL", reach)
-    logger.info("serving %s with %s threads", placement, app.config["THREADS"])
+    if workers == 1:
+        logger.info("serving %s with %s threads", placement, app.config["THREADS"])
+    else:
+        logger.info("serving with %d worker processes %s, %s threads each", workers, placement,
+                    app.config["THREADS"])
     if mail_settings is None:
         logger.info("email is not set up (OKR_SMTP_URL, OKR_MAIL_FROM): no invitations, password resets, "
                     "reminders nor digests by email")
@@ -329,6 +365,9 @@ def run_server(app, args):
     start_replication(app)
     # Webhooks, mail and pruning, in a process of their own (okr/cli/background.py).
     atexit.register(stop_background, run_beside(app))
+    if workers > 1:
+        listening_lines(server)
+        sys.exit(supervise(app, server, cpus, make_server))
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     server.print_listen("listening on http://{}:{}")
     server.run()

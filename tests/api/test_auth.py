@@ -435,8 +435,10 @@ class ServerSpy:
 @pytest.fixture
 def serve_spy(monkeypatch):
     """Replaces the server app.py makes, and its CPU placement (which would pin this test
-    process); restores the SIGTERM handler run_server installs."""
+    process); restores the SIGTERM handler run_server installs. One process: worker processes
+    would be forks of this one."""
     calls = []
+    monkeypatch.setenv("OKR_WORKERS", "1")
     monkeypatch.setattr(okr.cli.serve, "make_server", lambda app: ServerSpy(app, calls))
     monkeypatch.setattr(okr.cli.serve, "place_on_cpus", lambda setting: "on all CPUs")
     previous = signal.getsignal(signal.SIGTERM)

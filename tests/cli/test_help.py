@@ -50,6 +50,7 @@ def test_help_shows_the_real_defaults(capsys):
     assert option_default(text, "--host") == config["HOST"] == "127.0.0.1"
     assert option_default(text, "--port") == str(config["PORT"]) == "8080"
     assert option_default(text, "--database") == "./" + config["DATABASE"] == "./okr.db"
+    assert option_default(text, "--workers") == config["WORKERS"] == "auto"
     assert option_default(text, "--threads") == str(config["THREADS"]) == "8"
     assert option_default(text, "--cpu") == config["CPU"] == "auto"
     assert option_default(text, "--connection-limit") == str(config["CONNECTION_LIMIT"]) == "1000"

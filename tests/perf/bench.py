@@ -99,6 +99,15 @@ The server's resident memory, with its children's, is sampled every 50 ms: its p
 against a goal of 1 GB, with the idle figure beside it; the small reads' p99 against a goal
 of 1 s, with their p50 and p99 before the reports beside it. --reports-unbounded has the
 server build every report in memory, as before, for comparison.
+Worker processes (issue 25; --workers-only runs this section alone): on a database of 1,000
+objectives with a service key, the service as users start it (default workers: one per CPU, at most
+8) and the same with --workers 1, on the same file; in each round a signed GET by id at 8 connections
+against each (in turn, the order reversed every other round), between two runs of the hello ceiling,
+whose mean is the GETs' ceiling; GET by id at 1 and 32 connections against the default service; and
+objective POSTs at 8 connections against each. Goals: the default workers' GET at least 0.9 x hello
+and 1.4 x --workers 1, POST 1.1 x --workers 1 with no error and no "database busy" in the logs, and
+32 connections 0.9 x 1. Memory and threads elsewhere are counted over the server's processes: the
+largest process's memory, all their threads.
 
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
@@ -135,6 +144,7 @@ from okr.db import connect, init_db, new_id, transaction, utc_now  # noqa: E402
 from okr.emails import email_key  # noqa: E402
 from okr.rules.passwords import hash_password  # noqa: E402
 from okr.signing import authorization_header  # noqa: E402
+from okr.cli.workers import worker_count  # noqa: E402
 from okr.store import keys, users, webhooks  # noqa: E402
 
 HELLO_APP = """
@@ -409,9 +419,29 @@ class Process:
         self.sampler = threading.Thread(target=self.sample, daemon=True)
         self.sampler.start()
 
+    def pids(self):
+        """The server's process and its children, worker processes and the background one (Linux)."""
+        pids, index = [self.process.pid], 0
+        while index < len(pids):
+            try:
+                pids += map(int, Path(f"/proc/{pids[index]}/task/{pids[index]}/children").read_text().split())
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+            index += 1
+        return pids
+
     def rss(self):
-        status = Path(f"/proc/{self.process.pid}/status").read_text()
-        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) * 1024
+        """The resident memory of the server's largest process (each worker is one, with --workers)."""
+        sizes = [0]
+        for pid in self.pids():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            match = re.search(r"VmRSS:\s+(\d+) kB", status)
+            if match:
+                sizes.append(int(match.group(1)) * 1024)
+        return max(sizes)
 
     def sample(self):
         while self.sampling:
@@ -419,7 +449,14 @@ class Process:
             time.sleep(0.05)
 
     def thread_count(self):
-        return len(os.listdir(f"/proc/{self.process.pid}/task"))
+        """The threads of all the server's processes."""
+        count = 0
+        for pid in self.pids():
+            try:
+                count += len(os.listdir(f"/proc/{pid}/task"))
+            except FileNotFoundError:
+                pass
+        return count
 
     def wait_for_threads(self, count, timeout=120):
         """The time at which the process is back to `count` threads (a background checkpoint has ended)."""
@@ -704,10 +741,11 @@ def token(seq):
     return base64.urlsafe_b64encode(str(seq).encode()).decode()
 
 
-def okr_command(database, port, threads, access_log=True):
-    """app.py with its defaults, but for the database, the port and any --threads asked for."""
+def okr_command(database, port, threads, access_log=True, workers=None):
+    """app.py with its defaults, but for the database, the port and any --threads and --workers asked for."""
     command = [sys.executable, str(REPO / "app.py"), "--database", database, "--port", str(port)]
-    return command + (["--threads", str(threads)] if threads else []) + ([] if access_log else ["--no-access-log"])
+    return (command + (["--threads", str(threads)] if threads else []) + ([] if access_log else ["--no-access-log"])
+            + (["--workers", str(workers)] if workers else []))
 
 
 def time_cycle_delete(folder, objectives, key_results_each, threads, rounds):
@@ -724,7 +762,9 @@ def time_cycle_delete(folder, objectives, key_results_each, threads, rounds):
         database = os.path.join(folder, "delete.db")
         shutil.copyfile(seeded, database)
         port = free_port()
-        server = Process(okr_command(database, port, threads), port, "/healthz", PLACEMENT["okr"])
+        # One worker process: the background checkpoint is watched for as the return to its idle threads,
+        # which a second worker starting its access log's thread on its first request would blur.
+        server = Process(okr_command(database, port, threads, workers=1), port, "/healthz", PLACEMENT["okr"])
         try:
             idle_threads = server.thread_count()
             started = time.perf_counter()
@@ -1217,6 +1257,107 @@ def reports_only(args, placement):
         print(f"  round: idle {r['idle'] / 2**20:,.0f} MB, peak {r['peak'] / 2**20:,.0f} MB, small reads p99 "
               f"{r['p99'] * 1000:.0f} ms (max {r['max'] * 1000:,.0f} ms, {r['reads']} reads), reports in "
               + ", ".join(f"{seconds:.1f}" for seconds in r["report seconds"]) + f" s, {r['refused']} x 503")
+# --- worker processes (issue 25) -------------------------------------------------------------------------------
+
+
+def time_workers(folder, args):
+    """The worker processes' section (see the module's doc): {name: [(req/s, p50 ms, failures), ...]}."""
+    signed_database, open_database = os.path.join(folder, "workers-signed.db"), os.path.join(folder, "workers.db")
+    cycle, ids, _ = seed_objectives(open_database, 1_000)
+    with closing_db(open_database) as source, closing_db(signed_database) as copy:
+        source.backup(copy)
+    app = create_app({"DATABASE": signed_database})
+    with app.app_context(), transaction() as db:
+        key = keys.create(db, "bench service key")
+    one = f"/v1/objectives/{ids[len(ids) // 2]}"
+    script = post_script(folder, cycle)
+    hello_port = free_port()
+    hello = Process([sys.executable, "-c", HELLO_APP, str(hello_port)], hello_port, "/hello", PLACEMENT["hello"])
+    servers = {}
+    try:
+        # The service as users start it (default workers), and the same with --workers 1, on each database.
+        for name, database, workers in (("signed", signed_database, None), ("signed 1", signed_database, 1),
+                                        ("open", open_database, None), ("open 1", open_database, 1)):
+            port = free_port()
+            servers[name] = Process(okr_command(database, port, args.threads, workers=workers), port, "/healthz",
+                                    PLACEMENT["okr"], log=os.path.join(folder, f"workers-{name}.log"))
+        check_signed_get(servers["signed"].port, one, {"service": key})
+        runs = {name: [] for name in ("hello", "get", "get 1 worker", "hello after get", "get c1", "get c32", "post",
+                                      "post 1 worker")}
+        for round_number in range(1, args.rounds + 1):
+            print(f"workers round {round_number}/{args.rounds} ...", flush=True)
+            s, order = args.seconds, (slice(None) if round_number % 2 else slice(None, None, -1))
+            runs["hello"].append(wrk(hello_port, "/hello", s, 8))
+            # Each pair in turn, the order reversed every other round, each run after a second of load.
+            for name in ("get", "get 1 worker")[order]:
+                port = servers["signed" if name == "get" else "signed 1"].port
+                wrk(port, one, 1, 8, headers=signature(key))
+                runs[name].append(wrk(port, one, s, 8, headers=signature(key)))
+            # The ceiling again right after: the GETs' ratio to hello is to the mean of the two beside them.
+            runs["hello after get"].append(wrk(hello_port, "/hello", s, 8))
+            for name, connections in (("get c1", 1), ("get c32", 32))[order]:
+                wrk(servers["open"].port, one, 1, connections)
+                runs[name].append(wrk(servers["open"].port, one, s, connections))
+            for name in ("post", "post 1 worker")[order]:
+                port = servers["open" if name == "post" else "open 1"].port
+                wrk(port, "/v1/objectives", 1, 8, script)
+                runs[name].append(wrk(port, "/v1/objectives", s, 8, script))
+        busy = sum(Path(os.path.join(folder, f"workers-{name}.log")).read_text().count("database busy")
+                   for name in servers)
+    finally:
+        for server in servers.values():
+            server.stop()
+        hello.stop()
+    return runs, busy
+
+
+def workers_rows(runs, busy):
+    """The table's rows of the worker processes' section, and their goals' verdicts."""
+    ceilings = [(a[0] + b[0]) / 2 for a, b in zip(runs["hello"], runs["hello after get"])]
+    rate = {name: statistics.median(r[0] for r in rs) for name, rs in runs.items()}
+    within = {  # each a median of the rounds' ratios
+        "hello": statistics.median(r[0] / h for r, h in zip(runs["get"], ceilings)),
+        "one worker": statistics.median(r[0] / o[0] for r, o in zip(runs["get"], runs["get 1 worker"])),
+        "one worker hello": statistics.median(o[0] / h for o, h in zip(runs["get 1 worker"], ceilings)),
+        "post": statistics.median(r[0] / o[0] for r, o in zip(runs["post"], runs["post 1 worker"])),
+        "c32": statistics.median(r[0] / o[0] for r, o in zip(runs["get c32"], runs["get c1"])),
+    }
+    failures = {name: sum(r[2] for r in rs) for name, rs in runs.items()}
+    errors = sum(failures[name] for name in ("get", "get 1 worker", "get c1", "get c32", "post", "post 1 worker"))
+    rows = [
+        ("hello ceiling (bare Flask on waitress, one process), beside the GETs",
+         f"{statistics.median(ceilings):,.0f} req/s", "", ""),
+        ("signed GET /v1/objectives/:id (8 conn.), default workers", f"{rate['get']:,.0f} req/s",
+         f"{within['hello']:.2f} x hello", ">= 0.90"),
+        ("  ... the same server with --workers 1", f"{rate['get 1 worker']:,.0f} req/s",
+         f"{within['one worker hello']:.2f} x hello", ""),
+        ("  ... default workers over --workers 1", "", f"{within['one worker']:.2f} x", ">= 1.40"),
+        ("POST /v1/objectives (8 conn.), default workers", f"{rate['post']:,.0f} req/s",
+         f"{within['post']:.2f} x workers 1", ">= 1.10"),
+        ("  ... with --workers 1", f"{rate['post 1 worker']:,.0f} req/s", "", ""),
+        ("  ... non-2xx answers and socket errors (every run above)", f"{errors}",
+         f"{busy} 'database busy' logged", "0"),
+        ("GET /v1/objectives/:id, default workers, 32 connections", f"{rate['get c32']:,.0f} req/s",
+         f"{within['c32']:.2f} x 1 connection", ">= 0.90"),
+        ("  ... 1 connection", f"{rate['get c1']:,.0f} req/s", "", ""),
+    ]
+    goals = [within["hello"] >= 0.9, within["one worker"] >= 1.4, within["post"] >= 1.1, errors + busy == 0,
+             within["c32"] >= 0.9]
+    return rows, goals
+
+
+def workers_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        runs, busy = time_workers(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = workers_rows(runs, busy)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {args.seconds} s, "
+          f"default workers: {worker_count('auto')}, {placement}")
+    for name, rs in runs.items():
+        print(f"  {name:13} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
 
 
 def main():
@@ -1240,6 +1381,7 @@ def main():
     parser.add_argument("--reports-database", help="a database seeded by an earlier run to use (else one is seeded)")
     parser.add_argument("--reports-unbounded", action="store_true",
                         help="build every report in memory, as before issue 25, for comparison")
+    parser.add_argument("--workers-only", action="store_true", help="run the worker processes' section alone")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
     args = parser.parse_args()
@@ -1255,6 +1397,9 @@ def main():
         return
     if args.reports_only:
         reports_only(args, placement)
+        return
+    if args.workers_only:
+        workers_only(args, placement)
         return
     folder = tempfile.mkdtemp(prefix="okr-bench-")
     database = os.path.join(folder, "bench.db")
