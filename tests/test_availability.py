@@ -65,16 +65,38 @@ def start(port, log, *args):
     return process
 
 
+def process_tree(pid):
+    """pid and its descendants (the server's worker processes and its background process)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    tree, stack = [], [pid]
+    while stack:
+        tree.append(stack.pop())
+        stack += children.get(tree[-1], [])
+    return tree
+
+
 def open_connections(pid):
-    """The TCP sockets the server process holds, the listening one included."""
-    folder = f"/proc/{pid}/fd"
+    """The sockets the server's processes hold, the listening one included (once in each)."""
     count = 0
-    for name in os.listdir(folder):
+    for member in process_tree(pid):
+        folder = f"/proc/{member}/fd"
         try:
-            if os.readlink(os.path.join(folder, name)).startswith("socket:"):
-                count += 1
-        except FileNotFoundError:
-            pass
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                if os.readlink(os.path.join(folder, name)).startswith("socket:"):
+                    count += 1
+            except FileNotFoundError:
+                pass
     return count
 
 
