@@ -114,8 +114,8 @@ def listening_lines(sockets):
 # --- a worker ------------------------------------------------------------------------------------------------
 
 
-class Wakeup(wasyncore.file_dispatcher):
-    """The read end of a pipe in the worker's loop: a stop signal writes to it, and the loop ends."""
+class PipeReader(wasyncore.file_dispatcher):
+    """The read end of a pipe in a worker's loop: a byte written to it wakes the loop."""
 
     def __init__(self, descriptor, map):
         wasyncore.file_dispatcher.__init__(self, descriptor, map=map)
@@ -124,11 +124,23 @@ class Wakeup(wasyncore.file_dispatcher):
         return False
 
     def handle_read(self):
+        """Empties the pipe; whether there was anything in it."""
         try:
             os.read(self._fileno, 512)
         except BlockingIOError:
-            return
-        raise wasyncore.ExitNow("stop")  # waitress's loop lets this through
+            return False
+        return True
+
+    def handle_close(self):
+        pass  # never closed but at the end, with the loop's other channels
+
+
+class Wakeup(PipeReader):
+    """A stop signal writes to this pipe, and the loop ends."""
+
+    def handle_read(self):
+        if super().handle_read():
+            raise wasyncore.ExitNow("stop")  # waitress's loop lets this through
 
 
 def idle(channel):
@@ -154,23 +166,8 @@ def drain(server, seconds=DRAIN_SECONDS):
     wasyncore.close_all(server._map)
 
 
-class Nudge(wasyncore.file_dispatcher):
-    """The read end of a worker's own pipe in its loop: another worker writes to it to have it look again."""
-
-    def __init__(self, descriptor, map):
-        wasyncore.file_dispatcher.__init__(self, descriptor, map=map)
-
-    def writable(self):
-        return False
-
-    def handle_read(self):
-        try:
-            os.read(self._fileno, 512)
-        except BlockingIOError:
-            pass
-
-    def handle_close(self):
-        pass  # never closed but at the end, with the loop's other channels
+class Nudge(PipeReader):
+    """A worker's own pipe: another worker writes to it to have it look at the counts again."""
 
 
 class Balance:
