@@ -278,7 +278,7 @@ def aim_negative_case(case, app):
 
 
 # CI runs a fixed, repeatable set of examples; FUZZ_EXAMPLES=2000 FUZZ_RANDOM=1 digs deeper.
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "80"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 RANDOM = os.environ.get("FUZZ_RANDOM") == "1"
 
 
