@@ -1,9 +1,11 @@
+import compileall
 import os
 import sys
 
 import pytest
 
 # Loaded here, so that the clock fixture finds every module that imported utc_now.
+import okr
 import okr.api
 import okr.cli
 import okr.db
@@ -14,6 +16,15 @@ from okr.db import init_db
 from helpers import HttpClient, create_key, make_cycle, make_key_result, make_objective, served_in_thread
 
 CLOCK_START = "2026-01-01T00:00:00Z"
+
+
+def pytest_sessionstart(session):
+    """Byte-compiles the okr package once: the hundreds of `okr` processes the tests start read it compiled.
+
+    Python writes no bytecode where PYTHONDONTWRITEBYTECODE is set (some CI machines and containers), and an
+    editable install leaves none: every process would compile the whole package again, a third of its start.
+    """
+    compileall.compile_dir(os.path.dirname(okr.__file__), quiet=2)
 
 
 @pytest.fixture
