@@ -200,9 +200,16 @@ class LimitedChannel(HTTPChannel):
             self.last_sent = time.time()
         return sent
 
+    # A connection the limits dropped is never polled again. They drop it in maintenance, which waitress
+    # runs while it gathers the connections to poll: polled, its closed number would come back invalid,
+    # and a connection accepted in the same round, which the system gives that number, would take the
+    # event and be closed with its request unread (its client sees a reset).
+    def readable(self):
+        return self.connected and super().readable()
+
     def writable(self):
         # A deferred request is started from handle_write, on the main loop's thread.
-        return self.deferred or super().writable()
+        return self.connected and (self.deferred or super().writable())
 
     def handle_write(self):
         super().handle_write()

@@ -17,8 +17,9 @@ import pytest
 
 from okr import create_app
 from okr.__main__ import parse_options
-from okr.cli.connections import AddressCounts, address_key, limits_of
+from okr.cli.connections import AddressCounts, address_key, limits_of, listeners
 from okr.cli.serve import make_server
+from okr.db import init_db
 
 import helpers
 from attackers import (ATTACKER, GOOD, Server, WellBehavedClient, allow_open_files, closed_within, connect_from,
@@ -202,6 +203,54 @@ def test_eight_clients_pipelining_and_never_reading_are_dropped_and_hold_no_thre
     assert held >= 8
     assert 4 < dropped_after < 9, dropped_after
     client.check()
+
+
+def test_a_connection_accepted_as_another_is_dropped_gets_its_answer(tmp_path):
+    """The limits drop connections in waitress's maintenance, while it gathers the connections to poll. A
+    connection accepted in that round gets the dropped one's number from the system: it must be answered,
+    not take the dropped one's stale event and be closed with its request unread (its client saw a reset)."""
+    app = create_app({"DATABASE": tmp_path / "okr.db", "PORT": 0, "ACCESS_LOG": False, "THREADS": 2})
+    with app.app_context():
+        init_db()
+    server = make_server(app)
+    listener = listeners(server)[0]
+
+    def step():
+        server.asyncore.loop(timeout=0.05, map=server._map, use_poll=True, count=1)
+
+    port = int(server.effective_port)
+    slow = connect_from(port)
+    slow.sendall(b"GET /healthz HTTP/1.1\r\n")  # a head it never finishes
+    deadline = time.monotonic() + 5
+    while not listener.active_channels and time.monotonic() < deadline:
+        step()
+    while time.monotonic() < deadline and next(iter(listener.active_channels.values())).request is None:
+        step()
+    dropped = next(iter(listener.active_channels.values()))
+    dropped.request_started = 0  # its head's deadline long past
+    listener.next_channel_cleanup = 0  # maintenance in the next round
+    good = connect_from(port, GOOD)
+    good.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    try:
+        step()  # drops the slow connection and accepts the good one, under the number it freed
+        assert not dropped.connected
+        good.setblocking(False)
+        answer = b""
+        while time.monotonic() < deadline + 5:
+            step()
+            try:
+                data = good.recv(65536)
+            except BlockingIOError:
+                continue
+            if not data:
+                break
+            answer += data
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+    finally:
+        slow.close()
+        good.close()
+        server.task_dispatcher.shutdown()
+        server.asyncore.close_all(server._map)
 
 
 def test_with_the_cap_off_an_address_may_take_every_thread(tmp_path):
