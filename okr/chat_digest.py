@@ -12,7 +12,7 @@ from contextlib import closing
 
 from . import delivery, mail, weekly
 from .db import connect, utc_now
-from .store import webhooks
+from .store import webhooks, weekly_mail
 
 logger = logging.getLogger("okr")
 
@@ -43,26 +43,13 @@ def recipient_of(hook, team):
     return f"{hook['id']}/{team['id']}"
 
 
-def claim(db, recipient, week):
-    """True when this process claims the chat message for recipient in the week (one write transaction)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        inserted = db.execute("INSERT OR IGNORE INTO weekly_mail (kind, recipient, week, sent_at) VALUES (?, ?, ?, ?)",
-                              (CHAT, recipient, week, utc_now())).rowcount
-        db.execute("COMMIT")
-    finally:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-    return inserted == 1
-
-
 def finish(db, hook, recipient, week, outcome):
     """Logs the attempt in the hook's delivery log; releases the claim of a failed one."""
     db.execute("BEGIN IMMEDIATE")
     try:
         webhooks.log_attempts(db, hook["seq"], [(recipient, "digest", utc_now(), outcome.status, outcome.error)])
         if not outcome.ok:
-            db.execute("DELETE FROM weekly_mail WHERE kind = ? AND recipient = ? AND week = ?", (CHAT, recipient, week))
+            weekly_mail.release(db, CHAT, recipient, week)
         db.execute("COMMIT")
     finally:
         if db.in_transaction:
@@ -82,7 +69,7 @@ def send_round(config, now, week, post=None):
             db.execute("ROLLBACK")
         for hook, digest in work:
             recipient = recipient_of(hook, digest["team"])
-            if not claim(db, recipient, week):
+            if not weekly_mail.claim(db, CHAT, recipient, week):
                 continue
             outcome = post(hook, weekly.digest_slack_message(digest))
             finish(db, hook, recipient, week, outcome)

@@ -23,8 +23,9 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import mail, progress, reports
-from .db import connect, utc_now
+from .db import connect
 from .records import cycle_details_json
+from .store import weekly_mail
 
 logger = logging.getLogger("okr")
 
@@ -363,24 +364,19 @@ def unsent(config, now, week):
 
 
 def claim(db, email, week):
-    """Claims an email of the week in a short write transaction: True when this process is the one to send it."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        inserted = db.execute("INSERT OR IGNORE INTO weekly_mail (kind, recipient, week, sent_at) VALUES (?, ?, ?, ?)",
-                              (email.kind, email.person["id"], week, utc_now())).rowcount
-        db.execute("COMMIT")
-    finally:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-    return inserted == 1
+    """Claims an email of the week: True when this process is the one to send it."""
+    return weekly_mail.claim(db, email.kind, email.person["id"], week)
 
 
 def release(db, email, week):
     """Gives up a claim whose email was not sent, so that a later round sends it."""
     db.execute("BEGIN IMMEDIATE")
-    db.execute("DELETE FROM weekly_mail WHERE kind = ? AND recipient = ? AND week = ?",
-               (email.kind, email.person["id"], week))
-    db.execute("COMMIT")
+    try:
+        weekly_mail.release(db, email.kind, email.person["id"], week)
+        db.execute("COMMIT")
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
 
 
 @dataclass
