@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from http.client import HTTPException
 
 from .. import db, replication
 
@@ -230,8 +231,13 @@ class Replicator:
         """Asks Litestream when the replica last caught up, and saves the status."""
         try:
             synced = replication.last_sync(self.socket_path, self.database)
-        except (OSError, ValueError):
-            synced = None  # not listening yet, or busy: the lag goes on counting from the last answer
+        except (OSError, ValueError, HTTPException):
+            synced = None  # not listening yet, busy, or cut short: the lag goes on counting from the last answer
+        except Exception:
+            # Any other answer this reading did not foresee: this thread must outlive it, or nobody would
+            # restart Litestream nor save its errors for /healthz.
+            logger.exception("cannot read litestream's status")
+            synced = None
         if synced is not None:
             with self.lock:
                 self.status["synced_at"] = max(synced, self.status["synced_at"] or 0)

@@ -2,14 +2,18 @@
 when the server stops, and a replica that keeps failing turns /healthz to 503. A wrong URL, or no Litestream,
 is one `okr:` line before anything is made."""
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
 import okr.__main__ as program
 from okr import replication
+from okr.cli.replication import Replicator
 
 from helpers import run_okr
 from replicas import kill_group, litestream_of, restore, start_replicating, stored_cycle_names, wait_until
@@ -117,11 +121,47 @@ def test_healthz_is_503_once_replication_fails_for_longer_than_the_limit(tmp_pat
 
         # The lag can pass the limit before Litestream logs its first failed sync: wait for both.
         body = wait_until(failing_with_its_error, timeout=20)
-        assert body, health(http)
+        if not body:
+            last = health(http)
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail(f"/healthz {last}; the server's log:\n{process.communicate(timeout=10)[0].decode()[-4000:]}")
         assert body["message"] == "replication is failing"
         assert float(body["details"]["replication_lag_seconds"]) >= 2
     finally:
-        kill_group(process)  # a stop would wait for Litestream's last sync to fail
+        if process.returncode is None:
+            kill_group(process)  # a stop would wait for Litestream's last sync to fail
+
+
+@pytest.mark.parametrize("answer", [
+    b"not HTTP at all\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"databases\"",  # cut short
+    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]",  # JSON, not the object it should be
+], ids=["not-http", "cut-short", "not-an-object"])
+def test_an_unforeseen_answer_of_the_control_socket_never_ends_the_supervision(tmp_path, answer):
+    """The thread that restarts Litestream and saves its errors for /healthz reads its control socket every
+    second: an answer it cannot read is no answer, never the end of the thread."""
+    replicator = Replicator("/bin/false", tmp_path / "okr.db", replication.replica(f"file://{tmp_path / 'replica'}"),
+                            5000)
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    control.bind(replicator.socket_path)
+    control.listen()
+
+    def answer_once():
+        connection, _ = control.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(answer)
+
+    answering = threading.Thread(target=answer_once, daemon=True)
+    answering.start()
+    try:
+        replicator.status["pid"] = 4242  # as if Litestream were running
+        replicator.poll()
+        answering.join(timeout=10)
+        assert replication.read_status(replicator.status_path)["pid"] == 4242  # saved all the same
+    finally:
+        control.close()
+        shutil.rmtree(replicator.folder)
 
 
 def test_a_wrong_replica_url_is_one_line_and_makes_nothing(tmp_path):
