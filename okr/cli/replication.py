@@ -21,6 +21,7 @@ import time
 from http.client import HTTPException
 
 from .. import db, replication
+from .workers import STARTING_CHILDREN
 
 logger = logging.getLogger("okr")
 
@@ -171,9 +172,10 @@ class Replicator:
         # restore_signals=False: SIGPIPE stays ignored, as Python has it. A Go program whose stderr is a
         # pipe nobody reads any more dies at its next log line unless SIGPIPE is ignored: Litestream
         # would end in the middle of its last sync, should the server stop reading its log first.
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True, errors="replace", close_fds=True,
-                                   restore_signals=False, preexec_fn=prepare_child())
+        with STARTING_CHILDREN:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, text=True, errors="replace", close_fds=True,
+                                       restore_signals=False, preexec_fn=prepare_child())
         with self.lock:
             self.process = process
             self.status["pid"] = process.pid

@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 
 from waitress import wasyncore
@@ -109,6 +110,12 @@ def listening_lines(sockets):
         host, port = socket.getnameinfo(listener.getsockname(), socket.NI_NUMERICHOST | socket.NI_NUMERICSERV)
         host = f"[{host}]" if ":" in host else host
         logging.getLogger("waitress").info("listening on http://%s:%s", host, port)
+
+
+# Held around each fork of a worker and each start of a program (Litestream): a worker forked while
+# subprocess.Popen waits for its program's exec would keep Popen's status pipe open, and Popen, in the thread
+# that supervises Litestream, would wait as long as the worker lives.
+STARTING_CHILDREN = threading.Lock()
 
 
 # --- a worker ------------------------------------------------------------------------------------------------
@@ -276,7 +283,8 @@ def start_worker(app, sockets, cpu, make_server, balance=None, number=0, address
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    with STARTING_CHILDREN:
+        pid = os.fork()
     if pid:
         return pid
     status = 1

@@ -13,6 +13,7 @@ import pytest
 
 import okr.__main__ as program
 from okr import replication
+from okr.cli import workers
 from okr.cli.replication import Replicator
 
 from helpers import run_okr
@@ -161,6 +162,34 @@ def test_an_unforeseen_answer_of_the_control_socket_never_ends_the_supervision(t
         assert replication.read_status(replicator.status_path)["pid"] == 4242  # saved all the same
     finally:
         control.close()
+        shutil.rmtree(replicator.folder)
+
+
+def test_litestream_is_started_only_while_no_worker_is_being_forked(tmp_path):
+    """A worker forked while subprocess.Popen waits for Litestream's exec keeps Popen's status pipe open: the
+    supervising thread then waited as long as the worker lived, with Litestream running unwatched (no restart,
+    no error saved for /healthz). Forks and program starts take turns (STARTING_CHILDREN)."""
+    program = tmp_path / "litestream"
+    program.write_text("#!/bin/sh\nexec sleep 30\n")
+    program.chmod(0o755)
+    replicator = Replicator(str(program), tmp_path / "okr.db", replication.replica(f"file://{tmp_path / 'replica'}"),
+                            5000)
+    starting = threading.Thread(target=replicator.launch, daemon=True)
+    try:
+        with workers.STARTING_CHILDREN:  # a worker being forked
+            starting.start()
+            starting.join(timeout=0.5)
+            assert starting.is_alive() and replicator.process is None
+        starting.join(timeout=10)
+        assert replicator.process is not None and replicator.process.poll() is None
+    finally:
+        if replicator.process is not None:
+            replicator.process.kill()
+            replicator.process.wait()
+            for thread in threading.enumerate():
+                if thread.name == "okr-litestream-log":
+                    thread.join(timeout=10)  # its log's end, once the program is gone
+            replicator.process.stderr.close()
         shutil.rmtree(replicator.folder)
 
 

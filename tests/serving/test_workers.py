@@ -18,6 +18,7 @@ import pytest
 from helpers import APP_PY, ENV_WITHOUT_OKR, HttpClient, free_port, run_okr
 from okr import create_app, sync_once
 from okr.cli.serve import whole_lines
+from okr.cli import workers
 from okr.cli.workers import worker_count
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
@@ -424,3 +425,13 @@ def test_flask_is_asked_once_per_function_whether_it_is_async():
 
     assert ensure_sync(view) is view and ensure_sync(view) is view and asked == [view]
     assert create_app().ensure_sync(view) is view
+
+
+def test_a_worker_is_forked_only_while_no_program_is_starting(monkeypatch):
+    """A worker forked while subprocess.Popen waits for Litestream's exec keeps Popen's status pipe open, and
+    Popen would wait as long as the worker lives: forks and program starts take turns (STARTING_CHILDREN)."""
+    held = []
+    monkeypatch.setattr(workers.os, "fork", lambda: held.append(workers.STARTING_CHILDREN.locked()) or 4242)
+    assert workers.start_worker(None, [], None, None) == 4242  # as the supervisor, once forked
+    assert held == [True]
+    assert not workers.STARTING_CHILDREN.locked()
