@@ -24,6 +24,7 @@ from ..db import connect
 from ..deliverer import deliver_webhooks
 from ..store import events
 from ..weekly import weekly_mail_job
+from .workers import STARTING_CHILDREN
 
 logger = logging.getLogger("okr")
 
@@ -131,7 +132,8 @@ def run_beside(app):
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    with STARTING_CHILDREN:  # Litestream may be starting in its thread (see okr/cli/workers.py)
+        pid = os.fork()
     if pid:
         return pid
     status = 0
