@@ -291,3 +291,20 @@ def served_in_thread(application, threads=4):
         yield SimpleNamespace(port=server.effective_port, url=f"http://127.0.0.1:{server.effective_port}", stop=stop)
     finally:
         stop()
+
+
+def process_tree(pid):
+    """pid and its descendants (a server's worker processes, its background process, Litestream), from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    tree, stack = [], [pid]
+    while stack:
+        tree.append(stack.pop())
+        stack += children.get(tree[-1], [])
+    return tree

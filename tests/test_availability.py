@@ -20,7 +20,7 @@ import pytest
 from okr import create_app
 from okr.db import connect, init_db, new_id, utc_now
 
-from helpers import APP_PY, HttpClient, free_port, stop_process
+from helpers import APP_PY, HttpClient, free_port, process_tree, stop_process
 
 
 def seed(path, objectives, key_results_each=0, description=""):
@@ -63,23 +63,6 @@ def start(port, log, *args):
             pytest.fail(f"service did not start: {Path(log).read_text()}")
         time.sleep(0.05)
     return process
-
-
-def process_tree(pid):
-    """pid and its descendants (the server's worker processes and its background process)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    tree, stack = [], [pid]
-    while stack:
-        tree.append(stack.pop())
-        stack += children.get(tree[-1], [])
-    return tree
 
 
 def open_connections(pid):

@@ -140,6 +140,7 @@ from urllib.parse import urlencode
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # the tests' helpers
 
 from okr import create_app  # noqa: E402
 from okr.db import connect, init_db, new_id, transaction, utc_now  # noqa: E402
@@ -148,6 +149,8 @@ from okr.rules.passwords import hash_password  # noqa: E402
 from okr.signing import authorization_header  # noqa: E402
 from okr.cli.workers import worker_count  # noqa: E402
 from okr.store import keys, users, webhooks  # noqa: E402
+
+from helpers import process_tree  # noqa: E402
 
 HELLO_APP = """
 import sys
@@ -1081,20 +1084,10 @@ SMALL_READS_PAUSE = 0.01  # between two small reads: a steady trickle, not a flo
 
 def tree_rss(pid):
     """The resident memory of a process and of all its descendants (worker processes, the background one)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    total, stack = 0, [pid]
-    while stack:
-        current = stack.pop()
-        stack += children.get(current, [])
+    total = 0
+    for member in process_tree(pid):
         try:
-            status = Path(f"/proc/{current}/status").read_text()
+            status = Path(f"/proc/{member}/status").read_text()
         except OSError:
             continue
         match = re.search(r"VmRSS:\s+(\d+) kB", status)
