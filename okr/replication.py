@@ -16,7 +16,7 @@ import sysconfig
 import time
 import urllib.parse
 from datetime import datetime, timezone
-from http.client import HTTPConnection
+from http.client import HTTPConnection, HTTPException
 
 # What the configuration below is written for: Litestream 0.5 changed the configuration's keys and the
 # replica's format (LTX files) from 0.3, and a later major version may change them again.
@@ -235,15 +235,20 @@ def last_sync(socket_path, database, timeout=2):
         connection.request("GET", "/list")
         response = connection.getresponse()
         body = response.read()
+    except HTTPException as error:  # not HTTP, or cut short
+        raise ValueError(f"litestream's control socket answered unreadably: {error!r}") from error
     finally:
         connection.close()
     if response.status != 200:
         raise ValueError(f"litestream's control socket answered {response.status}")
+    listing = json.loads(body)
+    if not isinstance(listing, dict):
+        raise ValueError("litestream's control socket answered JSON that is not its listing")
     wanted = os.path.abspath(database)
-    for entry in json.loads(body).get("databases") or []:
-        if entry.get("path") == wanted:
+    for entry in listing.get("databases") or []:
+        if isinstance(entry, dict) and entry.get("path") == wanted:
             stamp = entry.get("last_sync_at")
-            return None if not stamp else parse_time(stamp)
+            return None if not stamp else parse_time(str(stamp))
     return None
 
 

@@ -18,7 +18,6 @@ import sys
 import tempfile
 import threading
 import time
-from http.client import HTTPException
 
 from .. import db, replication
 from .workers import STARTING_CHILDREN
@@ -233,8 +232,8 @@ class Replicator:
         """Asks Litestream when the replica last caught up, and saves the status."""
         try:
             synced = replication.last_sync(self.socket_path, self.database)
-        except (OSError, ValueError, HTTPException):
-            synced = None  # not listening yet, busy, or cut short: the lag goes on counting from the last answer
+        except (OSError, ValueError):
+            synced = None  # not listening yet, busy, or unreadable: the lag goes on counting from the last answer
         except Exception:
             # Any other answer this reading did not foresee: this thread must outlive it, or nobody would
             # restart Litestream nor save its errors for /healthz.

@@ -146,21 +146,42 @@ def test_an_unforeseen_answer_of_the_control_socket_never_ends_the_supervision(t
     control.bind(replicator.socket_path)
     control.listen()
 
-    def answer_once():
-        connection, _ = control.accept()
-        with connection:
-            connection.recv(65536)
-            connection.sendall(answer)
+    def answer_twice():
+        for _ in range(2):
+            connection, _ = control.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(answer)
 
-    answering = threading.Thread(target=answer_once, daemon=True)
+    answering = threading.Thread(target=answer_twice, daemon=True)
     answering.start()
     try:
+        with pytest.raises(ValueError):  # last_sync's one word for an answer it cannot read
+            replication.last_sync(replicator.socket_path, replicator.database)
         replicator.status["pid"] = 4242  # as if Litestream were running
         replicator.poll()
         answering.join(timeout=10)
         assert replication.read_status(replicator.status_path)["pid"] == 4242  # saved all the same
     finally:
         control.close()
+        shutil.rmtree(replicator.folder)
+
+
+def test_a_failure_nobody_foresaw_in_reading_litestream_is_logged_and_the_supervision_goes_on(tmp_path, monkeypatch,
+                                                                                             caplog):
+    replicator = Replicator("/bin/false", tmp_path / "okr.db", replication.replica(f"file://{tmp_path / 'replica'}"),
+                            5000)
+
+    def broken(*args):
+        raise RuntimeError("a bug in reading the answer")
+
+    monkeypatch.setattr(replication, "last_sync", broken)
+    try:
+        replicator.status["pid"] = 4242
+        replicator.poll()
+        assert replication.read_status(replicator.status_path)["pid"] == 4242
+        assert "cannot read litestream's status" in caplog.text and "a bug in reading the answer" in caplog.text
+    finally:
         shutil.rmtree(replicator.folder)
 
 
