@@ -3,6 +3,7 @@ import os
 import sys
 
 from flask import Flask
+from werkzeug.routing import Rule
 
 def schema_path():
     """schema.sql beside the package in a checkout, or where a plain pip install puts it."""
@@ -44,9 +45,30 @@ def sync_once(ensure_sync):
     return ensure
 
 
+class LazyRule(Rule):
+    """A URL rule whose URL builders are compiled the first time url_for needs them.
+
+    Werkzeug compiles two builders per rule, through ast, as the rule is added: most of what building the app
+    costs (docs/design.md, Building the app), paid by every `okr` command and every test, for builders that a
+    request to the API never uses. Werkzeug without _compile_builder would simply build them all up front.
+    """
+
+    def _compile_builder(self, append_unknown=True):
+        compile_now = super()._compile_builder
+        compiled = []
+
+        def build(rule, *args, **kwargs):
+            if not compiled:  # two threads may both compile; either result is the same function
+                compiled.append(compile_now(append_unknown).__get__(rule, None))
+            return compiled[0](*args, **kwargs)
+
+        return build
+
+
 def create_app(test_config=None):
     """Builds the app: defaults, then OKR_* environment variables, then test_config."""
     app = Flask(__name__, static_folder=None)
+    app.url_rule_class = LazyRule
     app.ensure_sync = sync_once(app.ensure_sync)
     # //v1/cycles is not a redirect to /v1/cycles but an unknown path.
     app.url_map.merge_slashes = False
