@@ -15,6 +15,8 @@ from email.message import EmailMessage
 from email.utils import formataddr, make_msgid, parseaddr
 from urllib.parse import unquote, urlsplit
 
+from .rules.names import one_line
+
 DEFAULT_TIMEOUT = 30
 DEFAULT_PORTS = {"smtp": 587, "smtps": 465}
 NOT_SET_UP = "email is not set up"
@@ -141,7 +143,8 @@ def message(mail_settings, to_name, to_address, subject, body):
     """A plain-text EmailMessage from OKR_MAIL_FROM to one person."""
     email = EmailMessage()
     email["From"] = mail_settings.sender
-    email["To"] = formataddr((to_name, to_address))
+    # A name stored before okr.rules.names' rule may hold a line break, which no header takes.
+    email["To"] = formataddr((one_line(to_name), to_address))
     email["Subject"] = subject
     email["Message-ID"] = make_msgid(domain=parseaddr(mail_settings.sender)[1].rpartition("@")[2] or None)
     email["Auto-Submitted"] = "auto-generated"  # no out-of-office answers back

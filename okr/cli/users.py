@@ -111,7 +111,8 @@ def update_user(email, name, new_email):
     """Change the name or email of the user with EMAIL.
 
     Prints the user as JSON. The new email must be valid, and no other user's
-    under Unicode case folding.
+    under Unicode case folding. A new email voids the user's invitation and
+    password reset links (they went to the old address): invite them again.
     """
     if name is None and new_email is None:
         raise click.ClickException("nothing to change: pass --name, --email or both")
@@ -150,8 +151,9 @@ def set_active(email, active):
 def deactivate_user(email):
     """Mark the user with EMAIL inactive; print it as JSON.
 
-    An inactive user cannot sign in: their dashboard sessions end now and their
-    API keys are refused from the next request. The user stays listed, in okr users
+    An inactive user cannot sign in: their dashboard sessions end now, their
+    invitation and password reset links no longer work (nor after activate),
+    and their API keys are refused from the next request. The user stays listed, in okr users
     list and over the API, with is_active false, and may still be an
     objective's assignee. The last active admin cannot be deactivated.
     """

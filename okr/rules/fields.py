@@ -5,6 +5,8 @@ from decimal import Decimal, InvalidOperation
 
 from marshmallow import ValidationError, fields
 
+from . import names
+
 MAX_FRACTION_DIGITS = 6
 MAX_INTEGER_DIGITS = 15  # absolute values of 10**15 or more are rejected
 # Exactly the characters str.isspace() accepts, as a regex class body usable in
@@ -38,6 +40,17 @@ class Text(fields.String):
             raise ValidationError(f"Longer than maximum length {self.max_length}.")
         if self.not_blank and not NOT_BLANK.search(text):
             raise ValidationError("Must not be empty or only whitespace.")
+        return text
+
+
+class PersonName(Text):
+    """A person's name: Text without control characters (okr.rules.names says why)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        problem = names.problem(text)
+        if problem:
+            raise ValidationError(problem)
         return text
 
 

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 from marshmallow import EXCLUDE, Schema, ValidationError, missing, post_load, pre_load, validate, validates_schema
 
-from .fields import DateText, DecimalString, StrictBool, Text
+from .fields import DateText, DecimalString, PersonName, StrictBool, Text
 
 KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
 NAME_MAX = 500
@@ -192,9 +192,10 @@ cycle_update_schema = CycleUpdateSchema()
 
 
 class UserSchema(BodySchema):
-    """A user, as `okr users add` and `okr users import` take it; the email is kept in NFC."""
+    """A user, as the People page, `okr users add`, `update` and `import` and `okr import` take it: the name holds
+    no control character (okr.rules.names), the email is kept in NFC."""
 
-    name = Text(required=True, max_length=NAME_MAX, not_blank=True)
+    name = PersonName(required=True, max_length=NAME_MAX, not_blank=True)
     email = Text(required=True, max_length=320, validate=validate.Email())
 
     @pre_load

@@ -1,7 +1,8 @@
 """Invitations: a one-time link for a user to choose a password, valid for 7 days.
 
 Only the token's SHA-256 is stored; a user has at most one (a new one replaces the old),
-and it is gone once used or once the user has a password some other way.
+and it is gone once used, once the user has a password some other way, and once their email
+changes or they are deactivated (okr.store.users.void_links).
 """
 import secrets
 from datetime import datetime, timedelta

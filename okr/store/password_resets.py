@@ -1,7 +1,8 @@
 """Password resets: a one-time link, sent by email, for a user to choose a new password; valid for an hour.
 
 Like an invitation, only the token's SHA-256 is stored, a user has at most one (a new one replaces the
-old), and it is gone once used or once the user's password is set some other way (okr.store.users).
+old), and it is gone once used, once the user's password is set some other way, and once their email changes
+or they are deactivated (okr.store.users.void_links).
 """
 import secrets
 from datetime import datetime, timedelta

@@ -2,6 +2,10 @@
 Emails are one under Unicode case folding (okr.emails), which users.email_key's unique index enforces.
 
 The last active admin can be neither demoted nor deactivated: someone must be left to manage people.
+
+A user's open links (an invitation, a password reset) die with what they were sent for: a change of email
+(they went to the old address), a deactivation (a reactivation does not bring them back) and a new password.
+The changes here void them, and so does okr.store.bulk's write of an imported user (voids_links).
 """
 import sqlite3
 from functools import partial
@@ -51,7 +55,8 @@ def find_by_email(db, email):
 
 
 def update(db, user, name, email):
-    """The user (its row) with this name and email; Conflict when the email is another user's."""
+    """The user (its row) with this name and email; Conflict when the email is another user's. A new email voids
+    the user's links."""
     try:
         row = db.execute(
             "UPDATE users SET name = ?, email = ?, email_key = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
@@ -59,6 +64,8 @@ def update(db, user, name, email):
         ).fetchone()
     except sqlite3.IntegrityError:
         raise taken(email) from None
+    if voids_links(user, row):
+        void_links(db, user["id"])
     return updated(db, user, row)
 
 
@@ -71,14 +78,15 @@ def found(db, email):
 
 
 def set_active(db, user, active):
-    """The user (its row) made active or inactive. Deactivating ends the user's sessions (its keys' included);
-    the user's keys are refused from then on. Conflict for the last active admin."""
+    """The user (its row) made active or inactive. Deactivating ends the user's sessions (its keys' included)
+    and voids their links; the user's keys are refused from then on. Conflict for the last active admin."""
     if not active:
         keep_an_admin(db, user)
     row = db.execute("UPDATE users SET is_active = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
                      (int(active), user["seq"])).fetchone()
     if not active:
         web_sessions.end_users(db, user["id"])
+        void_links(db, user["id"])
     return updated(db, user, row)
 
 
@@ -105,9 +113,20 @@ def set_password(db, user, password_hash, keep_token=None):
     user's ends but the one whose token is keep_token (the browser that changed it), and a pending
     invitation or password reset goes: it would set the password again."""
     db.execute("UPDATE users SET password_hash = ? WHERE seq = ?", (password_hash, user["seq"]))
-    db.execute("DELETE FROM invitations WHERE user_id = ?", (user["id"],))
-    db.execute("DELETE FROM password_resets WHERE user_id = ?", (user["id"],))
+    void_links(db, user["id"])
     web_sessions.end_users(db, user["id"], keep_token)
+
+
+def voids_links(before, after):
+    """Whether a change of a user from before to after (rows, or an imported record) voids their links: a new
+    email (any change of its text: the old address may be someone else's now) or a deactivation."""
+    return before["email"] != after["email"] or bool(before["is_active"]) and not after["is_active"]
+
+
+def void_links(db, user_id):
+    """Ends the user's invitation and password reset, if any: neither link opens again."""
+    db.execute("DELETE FROM invitations WHERE user_id = ?", (user_id,))
+    db.execute("DELETE FROM password_resets WHERE user_id = ?", (user_id,))
 
 
 def any_password(db):
