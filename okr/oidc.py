@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
+from .emails import email_domain, email_key
+
 TIMEOUT = 10
 SCOPE = "openid email profile"
 CALLBACK_PATH = "/login/oidc/callback"
@@ -63,7 +65,7 @@ def domain_list(value):
     names = value.split(",") if isinstance(value, str) else value
     domains = []
     for name in names:
-        domain = name.strip().lstrip("@").lower().rstrip(".")
+        domain = email_key(name.strip().lstrip("@")).rstrip(".")  # the email rule, as email_domain
         if not domain:
             continue
         if "@" in domain or any(c.isspace() for c in domain) or "." not in domain:
@@ -306,10 +308,6 @@ def origin(url):
     """scheme://host[:port] of a URL, for a Content-Security-Policy source."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
-
-
-def email_domain(email):
-    return email.rpartition("@")[2].lower().rstrip(".")
 
 
 def verified_email(claims):

@@ -1,5 +1,5 @@
 """Users: added, renamed or given another email, activated and deactivated, given a role and a password.
-Emails are one under Unicode case folding (okr.emails), which users.email_key's unique index enforces.
+Emails are one user under the email rule of okr.emails, which users.email_key's unique index enforces.
 
 The last active admin can be neither demoted nor deactivated: someone must be left to manage people.
 """
@@ -42,10 +42,10 @@ def updated(db, before, row):
 
 
 def find_by_email(db, email):
-    """The user with this email under folding, or None; or, given exactly, one that an upgrade left without
-    an email key."""
-    # Such a user lost a clash of emails that were the same under folding (okr.db says
-    # more); its exact email is the only way to reach it, and update the way to fix it.
+    """The user with this email under the email rule, or None; or, given exactly, one that an upgrade left
+    without an email key."""
+    # Such a user lost a clash of emails that were one under the rule of the day (okr.db
+    # says more); its exact email is the only way to reach it, and update the way to fix it.
     return (db.execute("SELECT * FROM users WHERE email_key IS NULL AND email = ?", (email,)).fetchone()
             or db.execute("SELECT * FROM users WHERE email_key = ?", (email_key(email),)).fetchone())
 
@@ -63,7 +63,7 @@ def update(db, user, name, email):
 
 
 def found(db, email):
-    """The user with this email (under folding); NotFound when there is none."""
+    """The user with this email (under the email rule); NotFound when there is none."""
     row = find_by_email(db, email)
     if row is None:
         raise NotFound("user")
@@ -131,3 +131,4 @@ def set_oidc_subject(db, user, issuer, subject):
     (okr.web.oidc_pages). Private like the password: no event, and the revision stays."""
     return db.execute("UPDATE users SET oidc_issuer = ?, oidc_subject = ? WHERE seq = ? RETURNING *",
                       (issuer, subject, user["seq"])).fetchone()
+

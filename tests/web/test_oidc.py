@@ -220,9 +220,28 @@ def test_a_later_sign_in_matches_the_subject_first(app, client, fake):
 
 
 def test_emails_match_under_the_email_rule(app, client, fake):
-    person(app, "Émile", "Émile@Example.com", "editor")
-    assert sign_in(client, fake, sub="s-emile", email="émile@EXAMPLE.COM", name="E").status_code == 303
+    person(app, "Émile", "\u00c9mile@Example.com", "editor")
+    assert sign_in(client, fake, sub="s-emile", email="E\u0301mile@EXAMPLE.COM", name="E").status_code == 303
     assert signed_in_as(client) == "Émile"
+
+
+@pytest.mark.parametrize("create_users", [None, "viewer"])
+def test_a_verified_email_matches_only_under_the_email_rule_not_full_case_folding(make_app, fake, create_users):
+    # Issue 32: the owner of the mailbox juergen.strasse@ is not juergen.straße@'s owner, nor is émile@ Émile@.
+    app = make_app(OIDC_CREATE_USERS=create_users)
+    jurgen = person(app, "Jürgen", "juergen.straße@example.com", "editor")
+    emile = person(app, "Émile", "Émile@example.com", "editor")
+    for sub, email in (("s-strasse", "juergen.strasse@example.com"), ("s-emile", "émile@example.com")):
+        response = sign_in(app.test_client(), fake, sub=sub, email=email, name="Someone Else")
+        if create_users is None:
+            refused(response, 403, f"There is no account here for {email}. Ask an admin for an invitation.")
+        else:
+            assert response.status_code == 303, text(response)[:1500]
+    assert rows(app, "SELECT oidc_subject FROM users WHERE id IN (?, ?)", jurgen["id"], emile["id"]) == [
+        (None,), (None,)]
+    created = rows(app, "SELECT email, oidc_subject FROM users ORDER BY seq")[2:]
+    assert created == ([] if create_users is None else [("juergen.strasse@example.com", "s-strasse"),
+                                                          ("émile@example.com", "s-emile")])
 
 
 # --- answers refused ----------------------------------------------------------------------------------
