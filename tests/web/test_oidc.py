@@ -10,6 +10,7 @@ import re
 import sqlite3
 import time
 from urllib.parse import parse_qs, urlsplit
+from urllib.request import urlopen
 
 import pytest
 
@@ -339,11 +340,74 @@ def test_an_unverified_email_is_refused(app, client, fake):
     assert rows(app, "SELECT oidc_subject FROM users") == [(None,)]
 
 
-def test_entras_domain_owner_verified_claim_counts_as_a_verified_email(app, client, fake):
+@pytest.mark.parametrize("claims", [
+    {"email_verified": "true"}, {"email_verified": "1"}, {"email_verified": 1}, {"email_verified": "True"},
+    {"email_verified": None, "xms_edov": True},  # Entra's claim from a provider that is not Microsoft
+    {"email_verified": False, "xms_edov": True},
+], ids=["the string true", "the string 1", "the number 1", "the string True", "xms_edov elsewhere",
+        "xms_edov elsewhere with false"])
+def test_only_a_json_true_says_an_email_is_verified(app, client, fake, claims):
+    # Issue 32: whoever can set their own claims at a provider (a custom attribute named email_verified or
+    # xms_edov) must not get an email taken as verified.
     person(app)
-    assert sign_in(client, fake, verified=None, claims={"xms_edov": True}).status_code == 303
-    refused(sign_in(app.test_client(), fake, sub="s-2", verified=None, claims={"xms_edov": False}), 403,
-            "has not verified")
+    refused(sign_in(client, fake, claims=claims), 403, "has not verified the email address maya@example.com")
+    moved = {"moved": ("email", *(name for name, value in claims.items() if value is not None))}
+    refused(sign_in(app.test_client(), fake, claims=claims, user_info=moved), 403, "has not verified")
+    assert rows(app, "SELECT oidc_subject FROM users") == [(None,)]
+    assert signed_in_as(client) is None
+
+
+TENANT = "8f2c6a51-3b7e-4d0a-9c1f-2e5d7a9b4c60"
+MICROSOFT_ISSUERS = [f"https://login.microsoftonline.com/{TENANT}/v2.0", f"https://sts.windows.net/{TENANT}"]
+LOOKALIKE_ISSUERS = [f"https://login.microsoftonline.com.example.net/{TENANT}/v2.0",
+                     f"https://id.example.net/login.microsoftonline.com/{TENANT}/v2.0",
+                     f"https://id.example.net/sts.windows.net/{TENANT}",
+                     f"http://login.microsoftonline.com/{TENANT}/v2.0",
+                     f"https://login.microsoftonline.com:8443/{TENANT}/v2.0",
+                     f"https://login.microsoftonline.com@id.example.net/{TENANT}/v2.0"]
+
+
+def as_issuer(make_app, fake, monkeypatch, issuer):
+    """An app whose provider is the fake one, but whose issuer (the setting, the discovery document's and the
+    ID token's iss) is issuer: Microsoft's address, which the tests cannot reach."""
+    app = make_app(OIDC_ISSUER=issuer)
+    with urlopen(fake.issuer + "/.well-known/openid-configuration", timeout=10) as answer:
+        document = {**json.load(answer), "issuer": issuer.rstrip("/")}
+    monkeypatch.setattr(app.extensions["okr.oidc"], "metadata", lambda: document)
+    return app
+
+
+def sign_in_anywhere(client, fake, **claims):
+    """sign_in for a provider whose authorization endpoint is on another origin than its issuer: the page's
+    link, followed."""
+    response = client.post("/login/oidc", data={"csrf_token": csrf(client), "next": "/"})
+    assert response.status_code == 200, response.get_data(as_text=True)[:2000]
+    link = re.search(r'<a href="([^"]+)" id="continue-to-provider">', response.get_data(as_text=True)).group(1)
+    query, _ = fake.grant(link.replace("&amp;", "&"), **claims)
+    return callback(client, query)
+
+
+@pytest.mark.parametrize("issuer", MICROSOFT_ISSUERS)
+def test_entras_domain_owner_verified_claim_counts_as_a_verified_email_from_microsoft(make_app, fake, monkeypatch,
+                                                                                     issuer):
+    app = as_issuer(make_app, fake, monkeypatch, issuer)
+    person(app)
+    client = app.test_client()
+    assert sign_in_anywhere(client, fake, verified=None, claims={"iss": issuer, "xms_edov": True}).status_code == 303
+    assert signed_in_as(client) == "Maya Admin"
+    for claim in (False, "true", "1", 1):  # a JSON true only, there too
+        refused(sign_in_anywhere(app.test_client(), fake, sub="s-2", verified=None,
+                                 claims={"iss": issuer, "xms_edov": claim}), 403, "has not verified")
+
+
+@pytest.mark.parametrize("issuer", LOOKALIKE_ISSUERS)
+def test_xms_edov_from_an_issuer_that_only_looks_like_microsofts_is_no_verified_email(make_app, fake, monkeypatch,
+                                                                                      issuer):
+    app = as_issuer(make_app, fake, monkeypatch, issuer)
+    person(app)
+    refused(sign_in_anywhere(app.test_client(), fake, verified=None, claims={"iss": issuer, "xms_edov": True}),
+            403, "has not verified the email address maya@example.com")
+    assert rows(app, "SELECT oidc_subject FROM users") == [(None,)]
 
 
 def test_an_unknown_email_is_told_to_ask_for_an_invitation(app, client, fake):
