@@ -128,7 +128,16 @@ def find_by_oidc_subject(db, issuer, subject):
 
 def set_oidc_subject(db, user, issuer, subject):
     """Remembers who the user (its row) is at the identity provider, found by email at a first sign-in there
-    (okr.web.oidc_pages). Private like the password: no event, and the revision stays."""
-    return db.execute("UPDATE users SET oidc_issuer = ?, oidc_subject = ? WHERE seq = ? RETURNING *",
-                      (issuer, subject, user["seq"])).fetchone()
+    (okr.web.oidc_pages); None when the user is linked already, whose link is never overwritten: a verified
+    email says who owns a mailbox, not who owns the account. Private like the password: no event, and the
+    revision stays."""
+    return db.execute("UPDATE users SET oidc_issuer = ?, oidc_subject = ? WHERE seq = ? AND oidc_subject IS NULL"
+                      " RETURNING *", (issuer, subject, user["seq"])).fetchone()
 
+
+def record_refused_sign_in(db, user, issuer, subject):
+    """Records the event user.sign_in_refused: someone the identity provider (issuer) knows as subject
+    has the email of the user (its row), who is linked to another subject. data is the user as the API shows
+    it, with the sign-in refused; the subject the user is linked to stays private."""
+    events.record(db, "user", "sign_in_refused", user["id"],
+                  {**user_role_json(user), "sign_in": {"issuer": issuer, "subject": subject}})

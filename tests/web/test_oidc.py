@@ -245,6 +245,62 @@ def test_a_verified_email_matches_only_under_the_email_rule_not_full_case_foldin
                                                           ("émile@example.com", "s-emile")])
 
 
+# --- an account linked to another subject -------------------------------------------------------------
+
+
+LINKED = "This account is linked to another sign-in; ask an admin."
+
+
+def test_a_verified_email_never_takes_over_an_account_linked_to_another_subject(app, client, fake, caplog):
+    # Issue 32: another account at the provider with Maya's verified email (an alias, a recycled mailbox, a
+    # second account its admins made) is refused, and Maya's link to her own subject stays.
+    maya = person(app)
+    assert sign_in(client, fake).status_code == 303
+    before = rows(app, "SELECT * FROM users")
+    intruder = app.test_client()
+    with caplog.at_level(logging.WARNING, logger="okr"):
+        response = sign_in(intruder, fake, sub="sub-mallory", name="Mallory")
+    refused(response, 403, LINKED)
+    assert "maya" not in text(response).lower() and "sub-maya" not in response.get_data(as_text=True)
+    assert signed_in_as(intruder) is None
+    assert rows(app, "SELECT * FROM users") == before
+    assert rows(app, "SELECT oidc_issuer, oidc_subject FROM users") == [(fake.issuer, "sub-maya")]
+    assert "sub-mallory" in caplog.text
+    # The refusal is an event, kept although the answer is an error.
+    [(resource_id, actor, data)] = rows(app, "SELECT resource_id, actor, data FROM events "
+                                             "WHERE type = 'user.sign_in_refused'")
+    assert resource_id == maya["id"]
+    assert json.loads(actor) == {"type": "system", "id": None, "name": "single sign-on"}
+    data = json.loads(data)
+    assert (data["id"], data["email"], data["role"]) == (maya["id"], "maya@example.com", "admin")
+    assert data["sign_in"] == {"issuer": fake.issuer, "subject": "sub-mallory"}
+    assert "sub-maya" not in json.dumps(data)
+    # Maya still signs in, and an admin reads the refusal in the activity feed.
+    client.post("/logout", data={"csrf_token": csrf(client)})
+    assert sign_in(client, fake).status_code == 303 and signed_in_as(client) == "Maya Admin"
+    assert ("A first sign-in with the identity provider was refused for Maya Admin, whose account is linked to "
+            "another sign-in") in text(client.get("/activity", headers=HTML))
+
+
+def test_an_account_linked_at_another_issuer_is_not_taken_by_email_either(app, client, fake):
+    maya = person(app)
+    with app.app_context(), transaction() as db:
+        users.set_oidc_subject(db, users.get(db, maya["id"]), "https://old-sso.example.com", "s-old")
+    before = rows(app, "SELECT * FROM users")
+    refused(sign_in(client, fake), 403, LINKED)
+    assert rows(app, "SELECT * FROM users") == before
+    assert len(rows(app, "SELECT * FROM events WHERE type = 'user.sign_in_refused'")) == 1
+
+
+def test_the_store_never_overwrites_a_link(app):
+    maya = person(app)
+    with app.app_context(), transaction() as db:
+        linked = users.set_oidc_subject(db, users.get(db, maya["id"]), "https://sso.example.com", "s-1")
+        assert (linked["oidc_issuer"], linked["oidc_subject"]) == ("https://sso.example.com", "s-1")
+        assert users.set_oidc_subject(db, linked, "https://sso.example.com", "s-2") is None
+    assert rows(app, "SELECT oidc_subject FROM users") == [("s-1",)]
+
+
 # --- answers refused ----------------------------------------------------------------------------------
 
 
