@@ -17,12 +17,14 @@
 -- counts a row's updates: the API's ETags include it, so that even two updates
 -- in one second give two ETags.
 
--- Two emails are one user when their email_key is: the email in NFC, case
--- folded the full Unicode way, by okr.schemas.email_key (SQLite cannot fold
--- beyond ASCII). email's own NOCASE constraint is version 0's rule, kept
--- because SQLite cannot drop it without rebuilding the table; it never refuses
--- what email_key allows. email_key is NULL only for a user whose email clashed
--- with an earlier one's when version 1 was introduced (see okr/db.py).
+-- Two emails are one user when their email_key is: the email in NFC with the
+-- letters A to Z lowercased and nothing else, by okr.emails.email_key (version
+-- 10; versions 1 to 9 folded case the full Unicode way). email's own NOCASE
+-- constraint is version 0's rule, kept because SQLite cannot drop it without
+-- rebuilding the table; for emails stored in NFC, as every interface stores
+-- them, it never refuses what email_key allows. email_key is NULL only for a
+-- user whose email clashed with another's when an upgrade keyed them (see
+-- okr/db.py).
 CREATE TABLE IF NOT EXISTS users (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     id         TEXT NOT NULL UNIQUE,

@@ -277,6 +277,8 @@ def what(event, names):
         return [verb, on]
     if kind == "key" and action == "created":
         return ["created the API key ", quoted(data.get("name"))]
+    if kind == "user" and action == "sign_in_refused":
+        return ["was refused for ", data.get("name") or "someone", ", whose account is linked to another sign-in"]
     it = subject(event, names)
     if action == "created":
         if kind == "key_result":

@@ -14,7 +14,7 @@ from time import monotonic
 
 from flask import current_app, g, request
 
-from .emails import email_key
+from .emails import RULE_WORDS, email_key
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # SQLite's default: a commit that brings the WAL to this many pages copies it into the database.
@@ -377,7 +377,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def table_columns(db, table):
@@ -386,29 +386,10 @@ def table_columns(db, table):
 
 
 def add_email_keys_and_read_only_keys(db):
-    """Version 1: users.email_key, filled from every email, and api_keys.read_only, 0 for every key.
-
-    Version 0 compared emails under NOCASE, which folds ASCII only, so two users
-    may have emails that fold to one key. Both rows are kept; the later one's
-    email_key stays NULL, so that schema.sql can build the unique index, and a
-    warning names the emails. Such a user is not found by `okr users activate`
-    or `deactivate` until an operator gives it another email.
-    """
+    """Version 1: the users.email_key column, and api_keys.read_only, 0 for every key. The keys themselves
+    are version 10's, under the rule of today (okr.emails)."""
     if "email_key" not in table_columns(db, "users"):
         db.execute("ALTER TABLE users ADD COLUMN email_key TEXT")
-    holders = {}
-    for seq, email in db.execute("SELECT seq, email FROM users WHERE email_key IS NULL ORDER BY seq").fetchall():
-        key = email_key(email)
-        if key in holders:
-            logger.warning(
-                "email clash on upgrade: users %r and %r have emails that are the same under Unicode case "
-                "folding; both are kept, but %r has no email key and cannot be found by email until its "
-                "email is changed",
-                holders[key], email, email,
-            )
-            continue
-        holders[key] = email
-        db.execute("UPDATE users SET email_key = ? WHERE seq = ?", (key, seq))
     # A database older than API keys gets the table, column included, from schema.sql.
     if table_columns(db, "api_keys") and "read_only" not in table_columns(db, "api_keys"):
         db.execute("ALTER TABLE api_keys ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0 CHECK (read_only IN (0, 1))")
@@ -486,13 +467,39 @@ def add_oidc_subjects(db):
             db.execute(f"ALTER TABLE users ADD COLUMN {column} TEXT")
 
 
+def key_emails_anew(db):
+    """Version 10, before schema.sql: every user's email_key under the email rule of okr.emails (NFC, then
+    the letters A to Z lowercased), which was NFC and full Unicode case folding from version 1 to 9 (and
+    SQLite's NOCASE before: a version 0 database gets its first keys here).
+
+    The rule tells apart emails the old one took as one, never the reverse, so two users who both had a
+    key never clash. A user left without a key (an earlier clash: find_by_email reaches it by its exact
+    email only) gets one unless another user's email has the same key: those who had a key, who are the
+    ones found by email today, are keyed first, then the rest by seq. Both users of a clash are kept; the
+    later one stays without a key, and a warning names both emails.
+    """
+    rows = db.execute("SELECT seq, email FROM users ORDER BY email_key IS NULL, seq").fetchall()
+    db.execute("UPDATE users SET email_key = NULL")  # keys may move between rows: none is held meanwhile
+    holders = {}
+    for seq, email in rows:
+        key = email_key(email)
+        if key in holders:
+            logger.warning(
+                "email clash on upgrade: users %r and %r have emails that are one under the email rule (%s); "
+                "both are kept, but %r has no email key and cannot be found by email until its email is "
+                "changed", holders[key], email, RULE_WORDS, email)
+            continue
+        holders[key] = email
+        db.execute("UPDATE users SET email_key = ? WHERE seq = ?", (key, seq))
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
 # Versions 3 and 5 added the web_secrets and web_sessions tables, which schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
-              9: add_oidc_subjects}
+              9: add_oidc_subjects, 10: key_emails_anew}
 FILLS = {2: record_first_checkins}
 
 

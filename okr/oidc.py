@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
+from .emails import email_domain, email_key
+
 TIMEOUT = 10
 SCOPE = "openid email profile"
 CALLBACK_PATH = "/login/oidc/callback"
@@ -25,6 +27,9 @@ LEEWAY_SECONDS = 120
 # Only signatures with the provider's public keys: never "none", nor HS256 (a key this server would share).
 SIGNING_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 CREATABLE_ROLES = ("viewer", "editor")
+# Microsoft Entra's issuers (https://login.microsoftonline.com/{tenant}/v2.0, and the v1 tokens'
+# https://sts.windows.net/{tenant}/): the only ones whose xms_edov claim says a verified email.
+MICROSOFT_ISSUER_HOSTS = frozenset({"login.microsoftonline.com", "sts.windows.net"})
 
 
 class ProviderDown(Exception):
@@ -63,7 +68,7 @@ def domain_list(value):
     names = value.split(",") if isinstance(value, str) else value
     domains = []
     for name in names:
-        domain = name.strip().lstrip("@").lower().rstrip(".")
+        domain = email_key(name.strip().lstrip("@")).rstrip(".")  # the email rule, as email_domain
         if not domain:
             continue
         if "@" in domain or any(c.isspace() for c in domain) or "." not in domain:
@@ -308,18 +313,26 @@ def origin(url):
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
-def email_domain(email):
-    return email.rpartition("@")[2].lower().rstrip(".")
+def from_microsoft(issuer):
+    """Whether an issuer is Microsoft Entra's: its parsed host, never a substring of the URL (which
+    https://login.microsoftonline.com.example.net/ or https://example.net/login.microsoftonline.com/ hold)."""
+    parts = urlsplit(issuer) if isinstance(issuer, str) else None
+    return (parts is not None and parts.scheme == "https" and parts.hostname in MICROSOFT_ISSUER_HOSTS
+            and parts.netloc.lower() == parts.hostname)  # no port, no user name
 
 
 def verified_email(claims):
-    """The ID token's email if the provider says it verified it, else None. Microsoft Entra sends no
-    email_verified but, when asked, xms_edov: the email's domain is one its owner verified in the tenant."""
+    """The ID token's email if the provider says it verified it, else None. Only a JSON true says so, never
+    the strings "true" or "1": a provider that lets people set their own claims may send those. Microsoft
+    Entra sends no email_verified but, when asked, xms_edov (the email's domain is one its owner verified in
+    the tenant), which is taken from a Microsoft issuer only: from another, it is just a name anyone's
+    provider may use."""
     email = claims.get("email")
     if not isinstance(email, str) or not email.strip():
         return None
-    said = [claims.get("email_verified"), claims.get("xms_edov")]
-    return email.strip() if any(value is True or value in ("true", "1", 1) for value in said) else None
+    verified = claims.get("email_verified") is True or (
+        claims.get("xms_edov") is True and from_microsoft(claims.get("iss")))
+    return email.strip() if verified else None
 
 
 def display_name(claims, email):

@@ -28,7 +28,7 @@ What a run does:
   that the source lacks is kept: nothing is deleted.
 - A row fails, with its id and the reason, when the API's schemas refuse it
   (okr.transfer.rows.checked_record), when the database refuses it (an email that
-  is another user's under Unicode case folding), when a row it refers to failed
+  is another user's under the email rule of okr.emails), when a row it refers to failed
   or exists neither in the source nor here, or when its alignment is a loop.
   A parent objective the source does not list is taken when it exists here.
 - A key result gets a check-in from its value, as the API records one: on
@@ -51,7 +51,7 @@ from datetime import datetime, timezone
 
 from .client import ApiError
 from .db import connect, migrate, new_id
-from .emails import email_key
+from .emails import RULE_WORDS, email_key
 from .rules.ids import UUID_PATTERN
 from .scratch import remove_leftovers, scratch_folder
 from .store import bulk
@@ -430,7 +430,7 @@ class Importer:
                                      (email_key(row["email"]), row["id"])).fetchone()
             if holder:
                 raise Refusal(f"email {row['email']} is user {holder[0]}'s here: emails are one user "
-                              "regardless of case (Unicode case folding)")
+                              f"{RULE_WORDS}")
         if stored is None:
             bulk.write_row(self.db, name, values)
             if name == "key_results":

@@ -43,8 +43,9 @@ def test_a_database_newer_than_the_code_is_refused_and_left_untouched(tmp_path):
 SCHEMA_V0 = helpers.SCHEMA_V0
 APP_PY = str(helpers.APP_PY)
 NOW = "2026-01-01T00:00:00Z"
-# seq order; the 3rd and 5th fold to the same key as the 1st and 4th, which NOCASE allowed.
-V0_EMAILS = ["Émile@x.org", "ada@example.com", "émile@X.ORG", "straße@x.org", "STRASSE@x.org"]
+# seq order; the 3rd is the 1st under the email rule (NFC, A to Z in either case), which NOCASE allowed; the
+# 5th is the 4th under full Unicode case folding only (versions 1 to 9), so no longer.
+V0_EMAILS = ["\u00c9mile@x.org", "ada@example.com", "E\u0301mile@X.ORG", "straße@x.org", "STRASSE@x.org"]
 V0_COLUMNS = {
     "users": "id, name, email, is_active, created_at",
     "teams": "id, name, created_at",
@@ -114,14 +115,14 @@ def test_a_version_0_database_keeps_every_row_and_gets_email_keys_and_read_only_
     assert_served(app)
     with closing(sqlite3.connect(path)) as db:
         keys = db.execute("SELECT email, email_key FROM users ORDER BY seq").fetchall()
-        assert keys == [("Émile@x.org", "émile@x.org"), ("ada@example.com", "ada@example.com"),
-                        ("émile@X.ORG", None), ("straße@x.org", "strasse@x.org"), ("STRASSE@x.org", None)]
+        assert keys == [("\u00c9mile@x.org", "\u00c9mile@x.org"), ("ada@example.com", "ada@example.com"),
+                        ("E\u0301mile@X.ORG", None), ("straße@x.org", "straße@x.org"),
+                        ("STRASSE@x.org", "strasse@x.org")]
         assert db.execute("SELECT read_only FROM api_keys ORDER BY seq").fetchall() == [(0,), (0,)]
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert db.execute("PRAGMA foreign_key_check").fetchall() == []
-    [emile, strasse] = clash_warnings(caplog.records)
-    assert "Émile@x.org" in emile and "émile@X.ORG" in emile
-    assert "straße@x.org" in strasse and "STRASSE@x.org" in strasse
+    [emile] = clash_warnings(caplog.records)
+    assert "\u00c9mile@x.org" in emile and "E\u0301mile@X.ORG" in emile
 
     caplog.clear()
     with app.app_context():
@@ -164,7 +165,7 @@ def test_a_version_0_database_without_the_api_keys_table_is_migrated(tmp_path):
         init_db()
     with closing(sqlite3.connect(path)) as db:
         assert [r[1] for r in db.execute("PRAGMA table_info(api_keys)")][-2:] == ["read_only", "user_id"]
-        assert db.execute("SELECT count(*) FROM users WHERE email_key IS NOT NULL").fetchone()[0] == 3
+        assert db.execute("SELECT count(*) FROM users WHERE email_key IS NOT NULL").fetchone()[0] == 4
 
 
 def test_the_clash_report_shows_on_stderr_of_a_command(tmp_path):
@@ -175,8 +176,8 @@ def test_the_clash_report_shows_on_stderr_of_a_command(tmp_path):
                             env={**env, "PYTHONIOENCODING": "utf-8"}, capture_output=True,
                             encoding="utf-8", timeout=60)
     assert result.returncode == 0, result.stderr
-    assert "Émile@x.org" in result.stderr and "émile@X.ORG" in result.stderr
-    assert "STRASSE@x.org" in result.stderr
+    assert "\u00c9mile@x.org" in result.stderr and "E\u0301mile@X.ORG" in result.stderr
+    assert "STRASSE@x.org" not in result.stderr
     assert user_version(path) == SCHEMA_VERSION
 
 
@@ -642,3 +643,69 @@ def test_a_version_8_database_keeps_its_users_who_are_linked_to_no_provider_yet(
     with migrated.app_context():
         init_db()
     assert dump(path) == once
+
+
+# --- version 9 to 10: the email rule is NFC and A to Z in either case, no longer full case folding ---------
+
+# schema.sql of the last release of schema version 9 (git show 2ffee15:schema.sql)
+SCHEMA_V9 = helpers.REPO / "tests" / "fixtures" / "schema_v9.sql"
+# id, email, and email_key as version 9 stored it (NFC, then full Unicode case folding; NULL for a user an
+# earlier upgrade left without a key). Seq order.
+V9_USERS = [
+    ("u1", "E\u0301mile@x.org", None),  # decomposed: a clash with u2 once, whose email was then another's
+    ("u2", "\u00c9mile@x.org", "\u00e9mile@x.org"),
+    ("u3", "juergen.straße@example.com", "juergen.strasse@example.com"),
+    ("u4", "Ada@Example.com", "ada@example.com"),
+    ("u5", "straße@x.org", "strasse@x.org"),
+    ("u6", "STRASSE@x.org", None),  # lost to u5 at version 1: one under full case folding, two users now
+]
+
+
+def test_the_v9_fixture_is_the_schema_of_the_release_before_the_ascii_email_rule():
+    text = SCHEMA_V9.read_text(encoding="utf-8")
+    assert "oidc_subject" in text and "folded the full Unicode way" in text
+
+
+def make_v9_database(path):
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_V9.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 9")
+        db.executemany("INSERT INTO users (id, name, email, email_key, created_at) VALUES (?, ?, ?, ?, ?)",
+                       [(id_, f"User {id_}", email, key, NOW) for id_, email, key in V9_USERS])
+        db.execute("UPDATE users SET oidc_issuer = 'https://sso.example.com', oidc_subject = 's3' WHERE id = 'u3'")
+        db.commit()
+
+
+def test_a_version_9_database_gets_every_email_key_under_the_new_rule(app, tmp_path, caplog):
+    path = tmp_path / "v9.db"
+    make_v9_database(path)
+    migrated = create_app({"TESTING": True, "DATABASE": path})
+    with migrated.app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION
+    assert structure(path) == structure(app.config["DATABASE"])
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT id, email, email_key, oidc_subject FROM users ORDER BY seq").fetchall() == [
+            ("u1", "E\u0301mile@x.org", None, None),  # still a clash: u2, who was found by email, keeps the key
+            ("u2", "\u00c9mile@x.org", "\u00c9mile@x.org", None),
+            ("u3", "juergen.straße@example.com", "juergen.straße@example.com", "s3"),
+            ("u4", "Ada@Example.com", "ada@example.com", None),
+            ("u5", "straße@x.org", "straße@x.org", None),
+            ("u6", "STRASSE@x.org", "strasse@x.org", None)]  # found by email at last
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    [clash] = clash_warnings(caplog.records)
+    assert "E\u0301mile@x.org" in clash and "\u00c9mile@x.org" in clash
+    # The commands follow the new keys: juergen.strasse@ is nobody's now, and may be someone new.
+    runner = migrated.test_cli_runner()
+    result = runner.invoke(args=["users", "deactivate", "juergen.strasse@example.com"])
+    assert result.exit_code == 1 and "no user with email juergen.strasse@example.com" in result.output
+    assert runner.invoke(args=["users", "add", "--name", "J", "--email", "juergen.strasse@example.com"]).exit_code == 0
+    assert runner.invoke(args=["users", "deactivate", "strasse@X.ORG"]).exit_code == 0
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT is_active FROM users WHERE id = 'u6'").fetchone() == (0,)
+    # Migrating again changes nothing, and says nothing.
+    caplog.clear()
+    once = dump(path)
+    with migrated.app_context():
+        init_db()
+    assert dump(path) == once and clash_warnings(caplog.records) == []

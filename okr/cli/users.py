@@ -43,7 +43,7 @@ def validated_user(name, email, partial=False):
 
 @users_cli.command("add")
 @click.option("--name", required=True, help="Full name.")
-@click.option("--email", required=True, help="Email address; unique under Unicode case folding.")
+@click.option("--email", required=True, help="Email address; unique regardless of the case of A to Z.")
 @click.option("--role", type=ROLE_CHOICE, default="editor", show_default=True,
               help="admin (also manages people), editor (changes OKRs) or viewer (only reads).")
 @reports_errors
@@ -105,14 +105,15 @@ def columns(text):
 @users_cli.command("update")
 @click.argument("email")
 @click.option("--name", help="New full name.")
-@click.option("--email", "new_email", help="New email address; unique under Unicode case folding.")
+@click.option("--email", "new_email", help="New email address; unique regardless of the case of A to Z.")
 @reports_errors
 def update_user(email, name, new_email):
     """Change the name or email of the user with EMAIL.
 
     Prints the user as JSON. The new email must be valid, and no other user's
-    under Unicode case folding. A new email voids the user's invitation and
-    password reset links (they went to the old address): invite them again.
+    (in NFC, regardless of the case of the letters A to Z). A new email voids the
+    user's invitation and password reset links (they went to the old address):
+    invite them again.
     """
     if name is None and new_email is None:
         raise click.ClickException("nothing to change: pass --name, --email or both")

@@ -1,5 +1,5 @@
 """Users: added, renamed or given another email, activated and deactivated, given a role and a password.
-Emails are one under Unicode case folding (okr.emails), which users.email_key's unique index enforces.
+Emails are one user under the email rule of okr.emails, which users.email_key's unique index enforces.
 
 The last active admin can be neither demoted nor deactivated: someone must be left to manage people.
 
@@ -46,10 +46,10 @@ def updated(db, before, row):
 
 
 def find_by_email(db, email):
-    """The user with this email under folding, or None; or, given exactly, one that an upgrade left without
-    an email key."""
-    # Such a user lost a clash of emails that were the same under folding (okr.db says
-    # more); its exact email is the only way to reach it, and update the way to fix it.
+    """The user with this email under the email rule, or None; or, given exactly, one that an upgrade left
+    without an email key."""
+    # Such a user lost a clash of emails that were one under the rule of the day (okr.db
+    # says more); its exact email is the only way to reach it, and update the way to fix it.
     return (db.execute("SELECT * FROM users WHERE email_key IS NULL AND email = ?", (email,)).fetchone()
             or db.execute("SELECT * FROM users WHERE email_key = ?", (email_key(email),)).fetchone())
 
@@ -70,7 +70,7 @@ def update(db, user, name, email):
 
 
 def found(db, email):
-    """The user with this email (under folding); NotFound when there is none."""
+    """The user with this email (under the email rule); NotFound when there is none."""
     row = find_by_email(db, email)
     if row is None:
         raise NotFound("user")
@@ -147,6 +147,16 @@ def find_by_oidc_subject(db, issuer, subject):
 
 def set_oidc_subject(db, user, issuer, subject):
     """Remembers who the user (its row) is at the identity provider, found by email at a first sign-in there
-    (okr.web.oidc_pages). Private like the password: no event, and the revision stays."""
-    return db.execute("UPDATE users SET oidc_issuer = ?, oidc_subject = ? WHERE seq = ? RETURNING *",
-                      (issuer, subject, user["seq"])).fetchone()
+    (okr.web.oidc_pages); None when the user is linked already, whose link is never overwritten: a verified
+    email says who owns a mailbox, not who owns the account. Private like the password: no event, and the
+    revision stays."""
+    return db.execute("UPDATE users SET oidc_issuer = ?, oidc_subject = ? WHERE seq = ? AND oidc_subject IS NULL"
+                      " RETURNING *", (issuer, subject, user["seq"])).fetchone()
+
+
+def record_refused_sign_in(db, user, issuer, subject):
+    """Records the event user.sign_in_refused: someone the identity provider (issuer) knows as subject
+    has the email of the user (its row), who is linked to another subject. data is the user as the API shows
+    it, with the sign-in refused; the subject the user is linked to stays private."""
+    events.record(db, "user", "sign_in_refused", user["id"],
+                  {**user_role_json(user), "sign_in": {"issuer": issuer, "subject": subject}})

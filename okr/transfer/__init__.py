@@ -120,7 +120,7 @@ with other fields, data not an object, changes neither null nor an object of
 [before, after] pairs, its other ids not text of up to 200 characters or
 null), a role that
 is not admin, editor or viewer, a team member listed twice, two users whose
-emails are one under Unicode case folding, a reference to a row that is
+emails are one under the email rule (okr.emails), a reference to a row that is
 neither in the file nor (with --merge) in the database (a team member's team
 and user, an API key's user among them), an alignment loop, and a merge that
 would leave a database that has an active admin without one.

@@ -3,7 +3,7 @@ import json
 import sqlite3
 import uuid
 
-from ..emails import email_key
+from ..emails import RULE_WORDS, email_key
 from ..rules.ids import UUID_RE
 from ..rules.strict_json import reject_constant, reject_duplicate_keys
 from ..store import bulk
@@ -84,8 +84,8 @@ class Check:
     def check_users(self, where, index, row, key):
         folded = email_key(row["email"])
         if folded in self.emails:
-            raise Refusal(f"{where}: email {row['email']} is the same as users[{self.emails[folded]}]'s under "
-                          "Unicode case folding")
+            raise Refusal(f"{where}: email {row['email']} is the same as users[{self.emails[folded]}]'s "
+                          f"({RULE_WORDS})")
         self.emails[folded] = index
         if self.merge:
             holder = self.db.execute("SELECT id FROM users WHERE email_key = ?", (folded,)).fetchone()

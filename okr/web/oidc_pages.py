@@ -5,7 +5,8 @@ one (okr.web.sign_in).
 
 The start is a POST with the CSRF token, not a link: another site cannot start a sign-in in this browser.
 The person is matched by the (issuer, subject) remembered at their first sign-in, else by the ID token's email
-when the provider verified it (the email rule of okr.emails), which remembers the subject. With
+when the provider verified it (the email rule of okr.emails), which remembers the subject; but never to a user
+linked to another subject already: a verified email shows who owns a mailbox, not an account. With
 OKR_PASSWORD_SIGN_IN=0 the password form is neither shown nor taken, nor are the pages that choose a password.
 """
 import hmac
@@ -15,7 +16,7 @@ from flask import current_app, g, redirect, render_template, request, session
 from marshmallow import ValidationError
 
 from .. import oidc
-from ..db import READ_METHODS, begin_write, get_connection, get_db, release_writers
+from ..db import READ_METHODS, begin_write, commit_now, get_connection, get_db, release_writers
 from ..errors import Conflict
 from ..rules.schemas import user_schema
 from ..store import events, users
@@ -28,8 +29,11 @@ from .views import bp, local_path
 PENDING_SECONDS = 600
 # The account under which sign_in throttles the failures of provider sign-ins from an address.
 THROTTLE_ACCOUNT = "identity provider"
-# Who the activity feed says added a person at their first sign-in (okr.activity.actor_name words it).
+# Who the activity feed says added a person at their first sign-in, or was refused as another's linked
+# account (okr.activity.actor_name words it).
 CREATED_BY = events.system("single sign-on")
+# Says neither whose account it is nor which sign-in it is linked to.
+LINKED_ELSEWHERE = "This account is linked to another sign-in; ask an admin."
 # The pages that choose a password or sign in with one, refused when password sign-in is off.
 PASSWORD_ENDPOINTS = frozenset({"web.show_invitation", "web.ask_password_reset", "web.reset_password",
                                 "web.change_password"})
@@ -167,13 +171,27 @@ def matched_user(settings, claims):
         user = users.find_by_email(db, email)
         if user is None:
             user = created_user(db, settings, claims, email)
+        elif user["oidc_subject"] is not None:
+            refused_as_linked(db, user, issuer, subject)
         elif user["is_active"]:
-            user = users.set_oidc_subject(db, user, issuer, subject)
+            # None only if linked since it was read, which the write transaction rules out.
+            user = users.set_oidc_subject(db, user, issuer, subject) or refused_as_linked(db, user, issuer, subject)
     else:
         check_domain(settings, user["email"])
     if not user["is_active"]:
         raise sign_in.SignInRefused(sign_in.DEACTIVATED)
     return user
+
+
+def refused_as_linked(db, user, issuer, subject):
+    """SignInRefused for someone whose verified email is that of a user linked to another subject: nothing
+    about the user changes, and the event user.sign_in_refused is kept although the answer is an error."""
+    with events.acting_as(CREATED_BY):
+        users.record_refused_sign_in(db, user, issuer, subject)
+    commit_now(db)
+    current_app.logger.warning("sign-in with the identity provider refused: %s %s has the email of user %s, who "
+                               "is linked to another subject", issuer, subject, user["id"])
+    raise sign_in.SignInRefused(LINKED_ELSEWHERE)
 
 
 def check_domain(settings, email):

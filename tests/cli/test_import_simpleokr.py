@@ -333,13 +333,13 @@ def test_bad_rows_are_reported_with_their_id_and_reason_and_the_others_import(ap
     consistent(app)
 
 
-def test_an_email_that_is_another_users_here_under_case_folding_fails_that_user(app, runner, source):
+def test_an_email_that_is_another_users_here_under_the_email_rule_fails_that_user(app, runner, source):
     make_user(app.test_cli_runner(), "Someone else", "ADA@EXAMPLE.COM")
     named = fill(source)
     done = report(run(runner, source, "--json"), status=1)
     [failure] = [f for f in done["failed"] if f["resource"] == "users"]
     assert failure["id"] == named["ada"]["id"] and "ada@example.com" in failure["reason"]
-    assert "case folding" in failure["reason"]
+    assert "ignoring the case of the letters A to Z" in failure["reason"]
 
 
 # --- a source that stops ---------------------------------------------------------------------------

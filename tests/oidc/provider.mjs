@@ -9,9 +9,11 @@ const config = JSON.parse(configText);
 const issuer = `http://127.0.0.1:${port}`;
 
 // The people the provider knows, by login name: one verified email, one not, one the OKR service does not
-// know, and one it knows but has deactivated.
+// know, one it knows but has deactivated, and another account with Maya's email, verified (an alias, a
+// recycled mailbox), which must not take over Maya's account here.
 const ACCOUNTS = {
   maya: { email: "maya@example.com", email_verified: true, name: "Maya Admin" },
+  mallory: { email: "maya@example.com", email_verified: true, name: "Mallory Other" },
   una: { email: "una@example.com", email_verified: false, name: "Una Verified" },
   nia: { email: "nia@example.com", email_verified: true, name: "Nia Newcomer" },
   ina: { email: "ina@example.com", email_verified: true, name: "Ina Active" },

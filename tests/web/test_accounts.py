@@ -69,12 +69,26 @@ def test_the_login_page_asks_for_email_and_password_and_keeps_the_key_form(app, 
 
 def test_a_person_signs_in_and_every_page_says_who(app, client, cycle):
     person(app, name="Maya Admin")
-    response = sign_in(client, "MAYA@example.com")  # emails are one under case folding
+    response = sign_in(client, "MAYA@example.com")  # the email rule: A to Z in either case
     assert response.status_code == 303 and response.headers["Location"] == "/"
     for path in ("/", f"/cycles/{cycle['id']}", "/account", "/people"):
         page = client.get(path, headers=HTML)
         assert page.status_code == 200, path
         assert "Signed in as Maya Admin admin" in text(page), path
+
+
+@pytest.mark.parametrize("typed", ["jürgen.strasse@example.com", "J\u00dcRGEN.STRAßE@example.com",
+                                   "jürgen.STRA\u1e9eE@example.com"])
+def test_a_password_sign_in_takes_the_email_under_the_email_rule_only(app, client, typed):
+    # Issue 32: emails are one in NFC with the letters A to Z in either case, not under full case folding
+    # (ß and ẞ are ss there, and Ü is ü): another address's owner must not reach this account with its password.
+    person(app, "Maya Admin")
+    person(app, "Jürgen Straße", "jürgen.straße@example.com", "editor")
+    refused = sign_in(client, typed)
+    assert refused.status_code == 401 and "Unknown email, or wrong password." in text(refused)
+    assert not is_signed_in(client)
+    assert sign_in(client, "J\u00fcRGEN.STRA\u00dfE@EXAMPLE.com").status_code == 303
+    assert is_signed_in(client)
 
 
 def test_a_wrong_email_and_a_wrong_password_get_the_same_answer_and_one_hash_check_each(app, client, monkeypatch):

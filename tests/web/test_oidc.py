@@ -10,6 +10,7 @@ import re
 import sqlite3
 import time
 from urllib.parse import parse_qs, urlsplit
+from urllib.request import urlopen
 
 import pytest
 
@@ -220,9 +221,84 @@ def test_a_later_sign_in_matches_the_subject_first(app, client, fake):
 
 
 def test_emails_match_under_the_email_rule(app, client, fake):
-    person(app, "Émile", "Émile@Example.com", "editor")
-    assert sign_in(client, fake, sub="s-emile", email="émile@EXAMPLE.COM", name="E").status_code == 303
+    person(app, "Émile", "\u00c9mile@Example.com", "editor")
+    assert sign_in(client, fake, sub="s-emile", email="E\u0301mile@EXAMPLE.COM", name="E").status_code == 303
     assert signed_in_as(client) == "Émile"
+
+
+@pytest.mark.parametrize("create_users", [None, "viewer"])
+def test_a_verified_email_matches_only_under_the_email_rule_not_full_case_folding(make_app, fake, create_users):
+    # Issue 32: the owner of the mailbox juergen.strasse@ is not juergen.straße@'s owner, nor is émile@ Émile@.
+    app = make_app(OIDC_CREATE_USERS=create_users)
+    jurgen = person(app, "Jürgen", "juergen.straße@example.com", "editor")
+    emile = person(app, "Émile", "Émile@example.com", "editor")
+    for sub, email in (("s-strasse", "juergen.strasse@example.com"), ("s-emile", "émile@example.com")):
+        response = sign_in(app.test_client(), fake, sub=sub, email=email, name="Someone Else")
+        if create_users is None:
+            refused(response, 403, f"There is no account here for {email}. Ask an admin for an invitation.")
+        else:
+            assert response.status_code == 303, text(response)[:1500]
+    assert rows(app, "SELECT oidc_subject FROM users WHERE id IN (?, ?)", jurgen["id"], emile["id"]) == [
+        (None,), (None,)]
+    created = rows(app, "SELECT email, oidc_subject FROM users ORDER BY seq")[2:]
+    assert created == ([] if create_users is None else [("juergen.strasse@example.com", "s-strasse"),
+                                                          ("émile@example.com", "s-emile")])
+
+
+# --- an account linked to another subject -------------------------------------------------------------
+
+
+LINKED = "This account is linked to another sign-in; ask an admin."
+
+
+def test_a_verified_email_never_takes_over_an_account_linked_to_another_subject(app, client, fake, caplog):
+    # Issue 32: another account at the provider with Maya's verified email (an alias, a recycled mailbox, a
+    # second account its admins made) is refused, and Maya's link to her own subject stays.
+    maya = person(app)
+    assert sign_in(client, fake).status_code == 303
+    before = rows(app, "SELECT * FROM users")
+    intruder = app.test_client()
+    with caplog.at_level(logging.WARNING, logger="okr"):
+        response = sign_in(intruder, fake, sub="sub-mallory", name="Mallory")
+    refused(response, 403, LINKED)
+    assert "maya" not in text(response).lower() and "sub-maya" not in response.get_data(as_text=True)
+    assert signed_in_as(intruder) is None
+    assert rows(app, "SELECT * FROM users") == before
+    assert rows(app, "SELECT oidc_issuer, oidc_subject FROM users") == [(fake.issuer, "sub-maya")]
+    assert "sub-mallory" in caplog.text
+    # The refusal is an event, kept although the answer is an error.
+    [(resource_id, actor, data)] = rows(app, "SELECT resource_id, actor, data FROM events "
+                                             "WHERE type = 'user.sign_in_refused'")
+    assert resource_id == maya["id"]
+    assert json.loads(actor) == {"type": "system", "id": None, "name": "single sign-on"}
+    data = json.loads(data)
+    assert (data["id"], data["email"], data["role"]) == (maya["id"], "maya@example.com", "admin")
+    assert data["sign_in"] == {"issuer": fake.issuer, "subject": "sub-mallory"}
+    assert "sub-maya" not in json.dumps(data)
+    # Maya still signs in, and an admin reads the refusal in the activity feed.
+    client.post("/logout", data={"csrf_token": csrf(client)})
+    assert sign_in(client, fake).status_code == 303 and signed_in_as(client) == "Maya Admin"
+    assert ("A first sign-in with the identity provider was refused for Maya Admin, whose account is linked to "
+            "another sign-in") in text(client.get("/activity", headers=HTML))
+
+
+def test_an_account_linked_at_another_issuer_is_not_taken_by_email_either(app, client, fake):
+    maya = person(app)
+    with app.app_context(), transaction() as db:
+        users.set_oidc_subject(db, users.get(db, maya["id"]), "https://old-sso.example.com", "s-old")
+    before = rows(app, "SELECT * FROM users")
+    refused(sign_in(client, fake), 403, LINKED)
+    assert rows(app, "SELECT * FROM users") == before
+    assert len(rows(app, "SELECT * FROM events WHERE type = 'user.sign_in_refused'")) == 1
+
+
+def test_the_store_never_overwrites_a_link(app):
+    maya = person(app)
+    with app.app_context(), transaction() as db:
+        linked = users.set_oidc_subject(db, users.get(db, maya["id"]), "https://sso.example.com", "s-1")
+        assert (linked["oidc_issuer"], linked["oidc_subject"]) == ("https://sso.example.com", "s-1")
+        assert users.set_oidc_subject(db, linked, "https://sso.example.com", "s-2") is None
+    assert rows(app, "SELECT oidc_subject FROM users") == [("s-1",)]
 
 
 # --- answers refused ----------------------------------------------------------------------------------
@@ -320,11 +396,74 @@ def test_an_unverified_email_is_refused(app, client, fake):
     assert rows(app, "SELECT oidc_subject FROM users") == [(None,)]
 
 
-def test_entras_domain_owner_verified_claim_counts_as_a_verified_email(app, client, fake):
+@pytest.mark.parametrize("claims", [
+    {"email_verified": "true"}, {"email_verified": "1"}, {"email_verified": 1}, {"email_verified": "True"},
+    {"email_verified": None, "xms_edov": True},  # Entra's claim from a provider that is not Microsoft
+    {"email_verified": False, "xms_edov": True},
+], ids=["the string true", "the string 1", "the number 1", "the string True", "xms_edov elsewhere",
+        "xms_edov elsewhere with false"])
+def test_only_a_json_true_says_an_email_is_verified(app, client, fake, claims):
+    # Issue 32: whoever can set their own claims at a provider (a custom attribute named email_verified or
+    # xms_edov) must not get an email taken as verified.
     person(app)
-    assert sign_in(client, fake, verified=None, claims={"xms_edov": True}).status_code == 303
-    refused(sign_in(app.test_client(), fake, sub="s-2", verified=None, claims={"xms_edov": False}), 403,
-            "has not verified")
+    refused(sign_in(client, fake, claims=claims), 403, "has not verified the email address maya@example.com")
+    moved = {"moved": ("email", *(name for name, value in claims.items() if value is not None))}
+    refused(sign_in(app.test_client(), fake, claims=claims, user_info=moved), 403, "has not verified")
+    assert rows(app, "SELECT oidc_subject FROM users") == [(None,)]
+    assert signed_in_as(client) is None
+
+
+TENANT = "8f2c6a51-3b7e-4d0a-9c1f-2e5d7a9b4c60"
+MICROSOFT_ISSUERS = [f"https://login.microsoftonline.com/{TENANT}/v2.0", f"https://sts.windows.net/{TENANT}"]
+LOOKALIKE_ISSUERS = [f"https://login.microsoftonline.com.example.net/{TENANT}/v2.0",
+                     f"https://id.example.net/login.microsoftonline.com/{TENANT}/v2.0",
+                     f"https://id.example.net/sts.windows.net/{TENANT}",
+                     f"http://login.microsoftonline.com/{TENANT}/v2.0",
+                     f"https://login.microsoftonline.com:8443/{TENANT}/v2.0",
+                     f"https://login.microsoftonline.com@id.example.net/{TENANT}/v2.0"]
+
+
+def as_issuer(make_app, fake, monkeypatch, issuer):
+    """An app whose provider is the fake one, but whose issuer (the setting, the discovery document's and the
+    ID token's iss) is issuer: Microsoft's address, which the tests cannot reach."""
+    app = make_app(OIDC_ISSUER=issuer)
+    with urlopen(fake.issuer + "/.well-known/openid-configuration", timeout=10) as answer:
+        document = {**json.load(answer), "issuer": issuer.rstrip("/")}
+    monkeypatch.setattr(app.extensions["okr.oidc"], "metadata", lambda: document)
+    return app
+
+
+def sign_in_anywhere(client, fake, **claims):
+    """sign_in for a provider whose authorization endpoint is on another origin than its issuer: the page's
+    link, followed."""
+    response = client.post("/login/oidc", data={"csrf_token": csrf(client), "next": "/"})
+    assert response.status_code == 200, response.get_data(as_text=True)[:2000]
+    link = re.search(r'<a href="([^"]+)" id="continue-to-provider">', response.get_data(as_text=True)).group(1)
+    query, _ = fake.grant(link.replace("&amp;", "&"), **claims)
+    return callback(client, query)
+
+
+@pytest.mark.parametrize("issuer", MICROSOFT_ISSUERS)
+def test_entras_domain_owner_verified_claim_counts_as_a_verified_email_from_microsoft(make_app, fake, monkeypatch,
+                                                                                     issuer):
+    app = as_issuer(make_app, fake, monkeypatch, issuer)
+    person(app)
+    client = app.test_client()
+    assert sign_in_anywhere(client, fake, verified=None, claims={"iss": issuer, "xms_edov": True}).status_code == 303
+    assert signed_in_as(client) == "Maya Admin"
+    for claim in (False, "true", "1", 1):  # a JSON true only, there too
+        refused(sign_in_anywhere(app.test_client(), fake, sub="s-2", verified=None,
+                                 claims={"iss": issuer, "xms_edov": claim}), 403, "has not verified")
+
+
+@pytest.mark.parametrize("issuer", LOOKALIKE_ISSUERS)
+def test_xms_edov_from_an_issuer_that_only_looks_like_microsofts_is_no_verified_email(make_app, fake, monkeypatch,
+                                                                                      issuer):
+    app = as_issuer(make_app, fake, monkeypatch, issuer)
+    person(app)
+    refused(sign_in_anywhere(app.test_client(), fake, verified=None, claims={"iss": issuer, "xms_edov": True}),
+            403, "has not verified the email address maya@example.com")
+    assert rows(app, "SELECT oidc_subject FROM users") == [(None,)]
 
 
 def test_an_unknown_email_is_told_to_ask_for_an_invitation(app, client, fake):

@@ -3,7 +3,8 @@ in tests/oidc/package-lock.json, installed there with `npm ci` when missing) run
 its own login and consent pages, and Chromium goes through the whole flow: the button, the provider's pages, the
 callback, the signed-in page, the sign-out there too; then a tampered state, a replayed code, a wrong nonce (a
 provider-side hook), an unverified email, an unknown email with and without OKR_OIDC_CREATE_USERS, an inactive
-user, and a provider that is down (password sign-in still works).
+user, another account with a linked user's verified email (issue 32), and a provider that is down (password
+sign-in still works).
 
 One provider for the module, and one OKR server per configuration. Skipped without Node, npm or Chromium, failed
 instead under CI.
@@ -177,16 +178,31 @@ def chromium(world):
             browser.close()
 
 
-@pytest.fixture
-def page(chromium):
+@contextmanager
+def new_browser(chromium):
     """A new browser (no cookies: signed in nowhere) that reaches loopback only (the provider's pages link a
-    web font)."""
+    web font): its page."""
     context = chromium.new_context(viewport={"width": 1280, "height": 800})
     context.set_default_timeout(WAIT_MS)
     context.set_default_navigation_timeout(WAIT_MS)
     context.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
-    yield context.new_page()
-    context.close()
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(chromium):
+    with new_browser(chromium) as opened:
+        yield opened
+
+
+@pytest.fixture
+def other_page(chromium):
+    """A second browser, someone else's: it shares no cookie with page's, here or at the provider."""
+    with new_browser(chromium) as opened:
+        yield opened
 
 
 def press_the_button(page, server):
@@ -325,6 +341,30 @@ def test_with_create_users_an_unknown_email_becomes_a_viewer(world, page):
 def test_an_inactive_user_is_refused(world, page):
     text = sign_in(page, world, world["main"], "ina")
     assert "This account is deactivated" in text
+
+
+@pytest.mark.slow
+def test_another_account_with_a_linked_users_verified_email_takes_nothing_over(world, page, other_page):
+    main, provider = world["main"], world["provider"]
+    sign_in(page, world, main, "maya")  # Maya's subject at the provider is remembered, if it was not yet
+    page.wait_for_url(main.url + "/")
+    with main.app.app_context(), transaction(write=False) as db:
+        maya = dict(users.find_by_email(db, "maya@example.com"))
+    assert (maya["oidc_issuer"], maya["oidc_subject"]) == (provider.url, "maya")
+    # Mallory, another account at the provider whose email is Maya's and marked verified, in another browser.
+    text = sign_in(other_page, world, main, "mallory")
+    assert "This account is linked to another sign-in; ask an admin." in text
+    assert "Maya" not in other_page.locator("body").inner_text()
+    other_page.goto(main.url + "/")
+    assert other_page.url.startswith(main.url + "/login")
+    with main.app.app_context(), transaction(write=False) as db:
+        assert dict(users.find_by_email(db, "maya@example.com")) == maya
+        refusals = [json.loads(row["data"])["sign_in"] for row in db.execute(
+            "SELECT data FROM events WHERE type = 'user.sign_in_refused' AND resource_id = ?", (maya["id"],))]
+    assert refusals == [{"issuer": provider.url, "subject": "mallory"}]
+    # Maya, in her own browser, is still herself.
+    page.goto(main.url + "/")
+    assert "Signed in as Maya Admin" in page.locator("body").inner_text()
 
 
 def test_a_provider_that_is_down_is_said_so_and_passwords_still_work(world, page):
