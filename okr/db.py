@@ -15,6 +15,7 @@ from time import monotonic
 from flask import current_app, g, request
 
 from .emails import RULE_WORDS, email_key
+from .rules import names
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # SQLite's default: a commit that brings the WAL to this many pages copies it into the database.
@@ -493,6 +494,14 @@ def key_emails_anew(db):
         db.execute("UPDATE users SET email_key = ? WHERE seq = ?", (key, seq))
 
 
+def put_names_on_one_line(db):
+    """Version 10: names refuse control characters, so a name an earlier release took with one (a line break,
+    a tab) gets a space in each run of them; else okr restore and okr import would refuse its backups."""
+    for seq, name in db.execute("SELECT seq, name FROM users").fetchall():
+        if names.problem(name):
+            db.execute("UPDATE users SET name = ? WHERE seq = ?", (names.one_line(name) or "?", seq))
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
@@ -500,7 +509,7 @@ def key_emails_anew(db):
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
               9: add_oidc_subjects, 10: key_emails_anew}
-FILLS = {2: record_first_checkins}
+FILLS = {2: record_first_checkins, 10: put_names_on_one_line}
 
 
 class SchemaTooNew(RuntimeError):

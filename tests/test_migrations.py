@@ -709,3 +709,37 @@ def test_a_version_9_database_gets_every_email_key_under_the_new_rule(app, tmp_p
     with migrated.app_context():
         init_db()
     assert dump(path) == once and clash_warnings(caplog.records) == []
+
+
+def test_a_version_9_database_gets_its_names_on_one_line(tmp_path):
+    """Names refuse control characters from version 10 on; one stored before gets a space for each run."""
+    path = tmp_path / "v9.db"
+    make_v9_database(path)
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE users SET name = 'Maya\r\n Lee\t' WHERE id = 'u1'")
+        db.execute("UPDATE users SET name = '\x1b' WHERE id = 'u2'")
+        db.commit()
+    migrated = create_app({"TESTING": True, "DATABASE": path})
+    with migrated.app_context():
+        init_db()
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT id, name FROM users WHERE id IN ('u1', 'u2', 'u3') ORDER BY seq").fetchall() == [
+            ("u1", "Maya  Lee"), ("u2", "?"), ("u3", "User u3")]
+
+
+def test_a_backup_of_version_9_with_a_name_on_two_lines_restores(tmp_path, clean_env):
+    path, live = tmp_path / "v9.db", tmp_path / "live.db"
+    user_id = "0b7e1c1e-2f1a-4c55-9a43-1f6a3c2d9e10"
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_V9.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 9")
+        db.execute("INSERT INTO users (id, name, email, email_key, created_at) VALUES (?, ?, ?, ?, ?)",
+                   (user_id, "Maya\nLee", "maya@example.com", "maya@example.com", NOW))
+        db.commit()
+    app = create_app({"TESTING": True, "DATABASE": live})
+    with app.app_context():
+        init_db()
+    result = app.test_cli_runner().invoke(args=["restore", str(path), "--force"])
+    assert result.exit_code == 0, result.output
+    with closing(sqlite3.connect(live)) as db:
+        assert db.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone() == ("Maya Lee",)
