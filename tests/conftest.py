@@ -1,6 +1,9 @@
 import compileall
+import contextlib
 import os
 import shutil
+import socket
+import subprocess
 import sys
 
 import pytest
@@ -26,6 +29,42 @@ def pytest_sessionstart(session):
     editable install leaves none: every process would compile the whole package again, a third of its start.
     """
     compileall.compile_dir(os.path.dirname(okr.__file__), quiet=2)
+
+
+class StartsAServer(Exception):
+    """A test of the in-process tier started a server, a process or a fork."""
+
+
+@contextlib.contextmanager
+def in_process_only(item):
+    """Refuses, inside a test not marked slow, to listen on a socket, start a process or fork: the in-process
+    tier (pytest -m "not slow") must hold no server, not even one in a thread, and no child."""
+    def refuse(what):
+        def refused(*args, **kwargs):
+            raise StartsAServer(f"{item.nodeid} {what}: mark it @pytest.mark.slow")
+        return refused
+
+    patches = ((socket.socket, "listen", "listens on a socket"),
+               (subprocess.Popen, "_execute_child", "starts a process"),
+               (os, "fork", "forks"), (os, "posix_spawn", "starts a process"))
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, what in patches:
+        setattr(owner, name, refuse(what))
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Holds every test not marked slow to the in-process tier, from its fixtures' set-up to their teardown."""
+    if item.get_closest_marker("slow"):
+        yield
+    else:
+        with in_process_only(item):
+            yield
 
 
 @pytest.fixture(scope="session")
