@@ -97,9 +97,17 @@ class Unresolved(Refused):
 
 def is_public(address):
     """Whether an IP address is one a hook may reach without --allow-private: none of loopback, private,
-    link-local, multicast, reserved, unspecified, shared (100.64/10) or documentation ranges."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    link-local, multicast, reserved, unspecified, shared (100.64/10) or documentation ranges.
+
+    An IPv6 address that carries an IPv4 one is judged as the address it carries: a mapped one (::ffff:a.b.c.d)
+    and a 6to4 one (2002:AABB:CCDD::/48, which a 6to4 relay or tunnel delivers to a.b.c.d). A Teredo address (2001::/32) is never public: its client address is hidden behind
+    NAT and a relay, and nothing here can tell where the packets go."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.teredo is not None:
+            return False
+        carried = address.ipv4_mapped or address.sixtofour
+        if carried is not None:
+            address = carried
     return address.is_global and not (address.is_multicast or address.is_loopback or address.is_link_local
                                       or address.is_private or address.is_reserved or address.is_unspecified)
 
