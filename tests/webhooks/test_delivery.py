@@ -216,6 +216,70 @@ def test_no_answer_within_the_timeout_is_a_failure(app, client, runner, receiver
     assert status is None and "timed out" in error
 
 
+# A receiver that answers a byte every 1.5 s: its head (status line and headers), or its body.
+TRICKLED = {
+    "head": (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Slow: ", b"abcdefghij\r\n\r\n"),
+    "body": (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", b"abcdefghij"),
+}
+QUICK = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
+
+
+def timed_post(url, timeout, pool=None):
+    """post() of {} to url within timeout seconds: (Outcome, seconds it took)."""
+    started = time.monotonic()
+    outcome = delivery.post(url, b"{}", {"Content-Type": "application/json"}, True, timeout=timeout, pool=pool)
+    return outcome, time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_a_receiver_trickling_its_answer_holds_the_sender_no_longer_than_the_timeout(
+        app, client, runner, trickling, deliverer, monkeypatch):
+    """The timeout covers the whole delivery, connect to last byte: a socket's timeout is per read, and a byte
+    every 1.5 s kept a delivery open for a minute."""
+    monkeypatch.setattr(delivery, "TIMEOUT_SECONDS", 2)
+    trickler = trickling(*TRICKLED["head"])
+    hook = add_hook(runner, trickler.url, "--allow-private")
+    make_cycle(client)
+    started = time.monotonic()
+    assert deliverer.deliver_due(hook["seq"]) is not None
+    assert time.monotonic() - started < 3.5
+    assert not trickler.sent.is_set()
+    [(status, error)] = rows(app, "SELECT status, error FROM webhook_deliveries")
+    assert status is None and error == "timed out after 2 s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", TRICKLED)
+def test_a_trickled_answer_is_cut_off_at_the_deadline(trickling, part):
+    trickler = trickling(*TRICKLED[part])
+    outcome, took = timed_post(trickler.url, timeout=2)
+    assert (outcome.status, outcome.error) == (None, "timed out after 2 s")
+    assert took < 3.5 and not trickler.sent.is_set()
+
+
+@pytest.mark.slow
+def test_a_trickled_answer_over_tls_is_cut_off_at_the_deadline(trickling, certificate):
+    trickler = trickling(*TRICKLED["body"], tls=certificate)
+    assert trickler.url.startswith("https://")
+    outcome, took = timed_post(trickler.url, timeout=2)
+    assert (outcome.status, outcome.error) == (None, "timed out after 2 s")
+    assert took < 3.5 and not trickler.sent.is_set()
+
+
+@pytest.mark.slow
+def test_a_kept_alive_connection_gets_a_fresh_deadline_for_each_delivery_and_no_more(trickling):
+    trickler = trickling(*TRICKLED["head"], before=[QUICK])
+    pool = {}
+    try:
+        outcome, _ = timed_post(trickler.url, timeout=2, pool=pool)
+        assert outcome.status == 204 and len(pool) == 1  # kept for the next delivery
+        outcome, took = timed_post(trickler.url, timeout=2, pool=pool)
+        assert (outcome.status, outcome.error) == (None, "timed out after 2 s")
+        assert took < 3.5 and not trickler.sent.is_set()
+    finally:
+        delivery.close_pool(pool)
+
+
 def test_a_dead_receiver_is_a_failure(app, client, runner, deliverer):
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
