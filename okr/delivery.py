@@ -101,8 +101,9 @@ def is_public(address):
     link-local, multicast, reserved, unspecified, shared (100.64/10) or documentation ranges.
 
     An IPv6 address that carries an IPv4 one is judged as the address it carries: a mapped one (::ffff:a.b.c.d)
-    and a 6to4 one (2002:AABB:CCDD::/48, which a 6to4 relay or tunnel delivers to a.b.c.d). A Teredo address (2001::/32) is never public: its client address is hidden behind
-    NAT and a relay, and nothing here can tell where the packets go."""
+    and a 6to4 one (2002:AABB:CCDD::/48, which a 6to4 relay or tunnel delivers to a.b.c.d). A Teredo address
+    (2001::/32) is never public: its client is hidden behind NAT and a relay, and nothing here can tell where
+    the packets go."""
     if isinstance(address, ipaddress.IPv6Address):
         if address.teredo is not None:
             return False
