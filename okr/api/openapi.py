@@ -467,7 +467,9 @@ DESCRIPTIONS = {
         "Each create, update and delete of a cycle, team, membership, objective, key result, check-in, comment, "
         "user or API key, whatever made it (the API, the dashboard, a command, an import), written in the "
         "change's own transaction. Viewers may read it. Events older than the server's retention period "
-        "(400 days unless set otherwise) are pruned.",
+        "(400 days unless set otherwise) are pruned. A page may end early, before page_size events: once the "
+        "events in it weigh about 1 MB (their stored JSON; always at least one event), with next_page_token "
+        "for the rest, which is null only when no more events match.",
     ("/v1/me", "get"):
         "The user (as GET /v1/users/{user_id} gives it), role and API key the request is signed with. A service "
         "key (one made without a user) has user and role null. While auth is off (open mode: no API key was ever "
