@@ -5,7 +5,8 @@ Flask-free, so that the background process (okr.deliverer), the commands and the
 A request goes to an address checked after DNS resolution, and to that very address (the URL's name
 travels in the Host header and in TLS's SNI and certificate check), so that a name cannot resolve to a
 public address for the check and to a private one for the connection. Redirects are never followed: a
-3xx is a failure like any other non-2xx.
+3xx is a failure like any other non-2xx. One deadline covers a delivery, connect to last byte (Deadline): a
+socket's own timeout is per read, which a receiver sending a byte now and then never reaches.
 """
 import base64
 import hashlib
@@ -97,9 +98,18 @@ class Unresolved(Refused):
 
 def is_public(address):
     """Whether an IP address is one a hook may reach without --allow-private: none of loopback, private,
-    link-local, multicast, reserved, unspecified, shared (100.64/10) or documentation ranges."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    link-local, multicast, reserved, unspecified, shared (100.64/10) or documentation ranges.
+
+    An IPv6 address that carries an IPv4 one is judged as the address it carries: a mapped one (::ffff:a.b.c.d)
+    and a 6to4 one (2002:AABB:CCDD::/48, which a 6to4 relay or tunnel delivers to a.b.c.d). A Teredo address
+    (2001::/32) is never public: its client is hidden behind NAT and a relay, and nothing here can tell where
+    the packets go."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.teredo is not None:
+            return False
+        carried = address.ipv4_mapped or address.sixtofour
+        if carried is not None:
+            address = carried
     return address.is_global and not (address.is_multicast or address.is_loopback or address.is_link_local
                                       or address.is_private or address.is_reserved or address.is_unspecified)
 
@@ -141,16 +151,101 @@ def default_port(scheme):
     return 443 if scheme == "https" else 80
 
 
-class PinnedHTTPSConnection(http.client.HTTPSConnection):
+def tls_context():
+    """The TLS context a receiver's certificate is checked with: the system's trusted authorities."""
+    return ssl.create_default_context()
+
+
+class Deadline:
+    """The moment a delivery must be over by, connect to last byte."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def left(self):
+        """Seconds left; TimeoutError (a socket.timeout) once there are none."""
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the delivery's deadline passed")
+        return left
+
+
+class WithinDeadline:
+    """A socket whose every blocking call waits at most for what is left of its deadline. A socket's timeout is
+    per call: a receiver sending a byte now and then would otherwise hold a delivery open as long as it likes."""
+
+    deadline = None  # a Deadline, set before the first call
+
+    def connect(self, *args):
+        self.settimeout(self.deadline.left())
+        return super().connect(*args)
+
+    def do_handshake(self, *args):
+        self.settimeout(self.deadline.left())
+        return super().do_handshake(*args)
+
+    def send(self, *args):
+        self.settimeout(self.deadline.left())
+        return super().send(*args)
+
+    def sendall(self, *args):
+        self.settimeout(self.deadline.left())  # the timeout of sendall is for the whole of it
+        return super().sendall(*args)
+
+    def recv(self, *args):
+        self.settimeout(self.deadline.left())
+        return super().recv(*args)
+
+    def recv_into(self, *args):  # what http.client's reads come to
+        self.settimeout(self.deadline.left())
+        return super().recv_into(*args)
+
+
+class DeadlineSocket(WithinDeadline, socket.socket):
+    pass
+
+
+class DeadlineSSLSocket(WithinDeadline, ssl.SSLSocket):
+    pass
+
+
+class PinnedHTTPConnection(http.client.HTTPConnection):
+    """HTTP to a given IP address (an ipaddress address), its every wait within one Deadline."""
+
+    def __init__(self, address, port, deadline):
+        super().__init__(str(address), port, timeout=deadline.seconds)
+        self.address, self.deadline = address, deadline
+
+    def connect(self):
+        family = socket.AF_INET6 if self.address.version == 6 else socket.AF_INET
+        self.sock = DeadlineSocket(family, socket.SOCK_STREAM)
+        self.sock.deadline = self.deadline
+        self.sock.connect((str(self.address), self.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def keep_until(self, deadline):
+        """The next request on this kept-alive connection waits within deadline."""
+        self.deadline = self.sock.deadline = deadline
+
+
+class PinnedHTTPSConnection(PinnedHTTPConnection):
     """HTTPS to a given IP address, with SNI and the certificate checked for the URL's name."""
 
-    def __init__(self, address, port, server_name, timeout):
-        super().__init__(address, port, timeout=timeout, context=ssl.create_default_context())
+    default_port = 443
+
+    def __init__(self, address, port, server_name, deadline):
+        super().__init__(address, port, deadline)
         self.server_name = server_name
 
     def connect(self):
-        http.client.HTTPConnection.connect(self)
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.server_name)
+        super().connect()
+        context = tls_context()
+        context.sslsocket_class = DeadlineSSLSocket
+        # The handshake once the deadline is set; the connection closes the socket should it fail.
+        self.sock = context.wrap_socket(self.sock, server_hostname=self.server_name, do_handshake_on_connect=False)
+        self.sock.deadline = self.deadline
+        self.sock.do_handshake()
 
 
 @dataclass
@@ -183,8 +278,8 @@ def parse_retry_after(value, now):
 
 
 def post(url, body, headers, allow_private, timeout=None, now=time.time, pool=None):
-    """POSTs body (bytes) to url with headers, once, within timeout seconds (TIMEOUT_SECONDS); the Outcome.
-    Never raises for the receiver's doing.
+    """POSTs body (bytes) to url with headers, once, within timeout seconds (TIMEOUT_SECONDS) from the
+    connection's start to the answer's last byte read; the Outcome. Never raises for the receiver's doing.
 
     pool: a dict in which a caller that sends many (a deliverer's worker) keeps a connection alive between
     requests; it is used again only while the name still resolves to the address it was made to, checked."""
@@ -197,14 +292,14 @@ def post(url, body, headers, allow_private, timeout=None, now=time.time, pool=No
         return Outcome(None, f"refused: {refusal}")
     request = ("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body,
                {"Host": parts.netloc.rsplit("@", 1)[-1], **headers})
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     key = (parts.scheme, parts.hostname, port)
     kept = pool.pop(key, None) if pool is not None else None
     if kept is not None:
         address, connection = kept
         if address in addresses:
             try:
-                connection.sock.settimeout(timeout)
+                connection.keep_until(deadline)
                 return exchange(connection, request, now, pool, key, address)
             except ConnectionError:  # the receiver closed the idle connection: a new one
                 pass
@@ -213,13 +308,12 @@ def post(url, body, headers, allow_private, timeout=None, now=time.time, pool=No
         connection.close()
     error = None
     for address in addresses:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if deadline.end <= time.monotonic():
             break
         if parts.scheme == "https":
-            connection = PinnedHTTPSConnection(str(address), port, parts.hostname, remaining)
+            connection = PinnedHTTPSConnection(address, port, parts.hostname, deadline)
         else:
-            connection = http.client.HTTPConnection(str(address), port, timeout=remaining)
+            connection = PinnedHTTPConnection(address, port, deadline)
         try:
             connection.connect()
         except OSError as failure:  # the next address may answer
@@ -227,11 +321,10 @@ def post(url, body, headers, allow_private, timeout=None, now=time.time, pool=No
             error = f"cannot connect to {address}: {describe(failure, timeout)}"
             continue
         try:
-            connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
             return exchange(connection, request, now, pool, key, address)
         except (OSError, http.client.HTTPException) as failure:
             return Outcome(None, describe(failure, timeout))
-    return Outcome(None, error or f"timed out after {timeout} s")
+    return Outcome(None, error or f"timed out after {timeout:g} s")
 
 
 # A body longer than this is not read to its end, and its connection not kept.

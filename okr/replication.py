@@ -2,8 +2,9 @@
 the replication's health (how far behind the replica is, and the last error).
 
 Flask-free: `okr serve --replicate` runs Litestream beside the server (okr/cli/replication.py), `okr restore
---from-replica` runs `litestream restore` (okr/cli/database.py), and /healthz reads the status file that the
-process running Litestream keeps up to date (okr/api/health.py). docs/operations.md tells the operator's side.
+--from-replica` runs `litestream restore` (okr/cli/database.py), and /healthz (okr/api/health.py) and `okr
+replication status` read the status file that the process running Litestream keeps up to date.
+docs/operations.md tells the operator's side.
 """
 import json
 import os
@@ -265,6 +266,18 @@ def parse_time(stamp):
 # --- the status file --------------------------------------------------------------------------------------
 
 
+def status_path(database):
+    """Where the server replicating database keeps replication's status: DATABASE.replication.json beside it (the
+    owner's only), which /healthz and `okr replication status` read. Beside the database rather than in the
+    server's temporary folder, which a service manager may keep private to the service (PrivateTmp)."""
+    return os.path.realpath(database) + ".replication.json"
+
+
+def stamp(seconds):
+    """Epoch seconds as RFC 3339 UTC, to the second."""
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def write_status(path, status):
     """Replaces the status file at once: a reader sees the old or the new, never half."""
     partial = f"{path}.{os.getpid()}.tmp"
@@ -283,22 +296,33 @@ def read_status(path):
         return None
 
 
+def lag(status, now):
+    """How long ago the replica last caught up with the database (seconds), counted from replication's start
+    before it first did, and going on counting while Litestream is down."""
+    caught_up = status.get("synced_at") or status.get("since") or now
+    return max(0.0, now - caught_up)
+
+
+def failing(status, now, max_lag):
+    """Whether replication is failing: Litestream reported an error (or died) since the replica last caught up,
+    or the lag passed max_lag."""
+    error_at, synced_at = status.get("error_at"), status.get("synced_at")
+    erring = bool(status.get("error")) and (synced_at is None or (error_at or 0) >= synced_at)
+    return erring or lag(status, now) > max_lag
+
+
 def health(status, max_lag, now=None):
     """(healthy, details) of replication, details as /healthz shows them (strings, as the contract's details).
 
-    The lag is how long ago the replica last caught up with the database (Litestream syncs every second,
-    so about a second when all is well), counted from replication's start before it first did, and going
-    on counting while Litestream is down. Replication is failing when the lag passes max_lag seconds.
+    /healthz needs no credentials, so it says a fixed word and the lag, never Litestream's error, which names
+    server paths, and buckets and endpoints with S3: that goes to the server's log and `okr replication status`.
+    details["replication"] is "ok", "failing" (an error since the replica last caught up, or the lag past
+    max_lag) or "not started"; healthy is false once the lag passes max_lag seconds (Litestream syncs every
+    second, so the lag is about a second when all is well), or before replication has started.
     """
     now = time.time() if now is None else now
     if status is None:
-        return False, {"replication_lag_seconds": "unknown",
-                       "replication_last_error": "replication has not started"}
-    caught_up = status.get("synced_at") or status.get("since") or now
-    lag = max(0.0, now - caught_up)
-    error = status.get("error")
-    if error:
-        at = status.get("error_at")
-        when = datetime.fromtimestamp(now if at is None else at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        error = f"{when} {error}"
-    return lag <= max_lag, {"replication_lag_seconds": f"{lag:.1f}", "replication_last_error": error or "none"}
+        return False, {"replication": "not started", "replication_lag_seconds": "unknown"}
+    behind = lag(status, now)
+    return behind <= max_lag, {"replication": "failing" if failing(status, now, max_lag) else "ok",
+                               "replication_lag_seconds": f"{behind:.1f}"}

@@ -308,3 +308,43 @@ def process_tree(pid):
         tree.append(stack.pop())
         stack += children.get(tree[-1], [])
     return tree
+
+
+def children_of(pid):
+    """The pids of a process's children (Linux)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(child) for child in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def listening_inode(port):
+    """The inode of the socket listening on port on loopback (IPv4), from /proc/net/tcp."""
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
+                return fields[9]
+    return None
+
+
+def holds_socket(pid, inode):
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return False
+    for name in names:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{name}") == f"socket:[{inode}]":
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def worker_pids(server_pid, port):
+    """The worker processes of the server (okr serve) started as server_pid: its children that hold the socket
+    listening on port (the background process does not)."""
+    inode = listening_inode(port)
+    return sorted(pid for pid in children_of(server_pid) if inode and holds_socket(pid, inode))

@@ -195,6 +195,48 @@ def test_viewers_read_the_feed(client, runner, world):
     assert client.get("/v1/events").status_code == 401  # auth is on now
 
 
+# --- a page's size -------------------------------------------------------------------------------------------
+
+
+def pages(client, path):
+    """Every page of path, following next_page_token: [(the body's bytes, its events, its token)]."""
+    found, token = [], None
+    while True:
+        response = client.get(path + (f"&page_token={token}" if token else ""))
+        assert response.status_code == 200
+        page = response.get_json()
+        found.append((len(response.data), page["events"], page["next_page_token"]))
+        token = page["next_page_token"]
+        if token is None:
+            return found
+
+
+def test_a_page_of_large_events_ends_past_about_a_megabyte_with_a_token_for_the_rest(client):
+    """Events carry whole resources and their changes: a thousand of them made a page of tens of MB, which a
+    worker held several times over for each request."""
+    objective = make_objective(client, make_cycle(client)["id"], description="x" * 10_000)
+    for index in range(45):  # each event about 30 KB: the description, and its change before and after
+        text = (f"{index:04d} " * 2_000)[:10_000]
+        assert client.patch(f"/v1/objectives/{objective['id']}", json={"description": text}).status_code == 200
+    big = pages(client, "/v1/events?type=objective.updated&page_size=1000")
+    assert len(big) > 1
+    for size, listed, token in big[:-1]:
+        assert 2**20 <= size <= 2**20 + 64 * 1024 and 1 < len(listed) < 45 and token
+    small = pages(client, "/v1/events?type=objective.updated&page_size=10")
+    assert [len(listed) for _, listed, _ in small] == [10, 10, 10, 10, 5]  # under the bound: page_size rules
+    everything = [event for _, listed, _ in big for event in listed]
+    assert everything == [event for _, listed, _ in small for event in listed] and len(everything) == 45
+
+
+def test_an_event_heavier_than_the_bound_still_comes_one_a_page(client, world, monkeypatch):
+    monkeypatch.setattr(events, "PAGE_BYTES", 1)
+    found = pages(client, "/v1/events?page_size=1000")
+    assert [len(listed) for _, listed, _ in found] == [1] * 6 and found[-1][2] is None
+    assert [listed[0]["type"] for _, listed, _ in found] == [
+        "cycle.created", "team.created", "objective.created", "key_result.created", "checkin.created",
+        "comment.created"]
+
+
 def old_event(app, days):
     """Makes an event dated days ago; its seq."""
     moment = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -245,8 +245,22 @@ class Error(Schema):
     details = fields.Dict(keys=fields.String(), values=fields.String())
 
 
+class HealthDetails(Schema):
+    replication = fields.String(required=True, metadata={
+        "enum": ["ok", "failing"],
+        "description": "failing: Litestream reported an error since the replica last caught up, or the lag passed "
+                       "--replicate-max-lag. Its error is not shown here: it is in the server's log and `okr "
+                       "replication status`."})
+    replication_lag_seconds = fields.String(required=True, metadata={
+        "example": "0.6", "description": "Seconds since the replica last caught up with the database."})
+
+
 class Health(Schema):
-    status = fields.String(required=True, metadata={"enum": ["ok"]})
+    status = fields.String(required=True, metadata={
+        "enum": ["ok", "degraded"],
+        "description": "degraded: replication is failing, but the replica has not yet been behind for longer than "
+                       "--replicate-max-lag (then the answer is 503)."})
+    details = fields.Nested(HealthDetails, metadata={"description": "With --replicate only."})
 
 
 class IndexLinks(Schema):
@@ -453,7 +467,9 @@ DESCRIPTIONS = {
         "Each create, update and delete of a cycle, team, membership, objective, key result, check-in, comment, "
         "user or API key, whatever made it (the API, the dashboard, a command, an import), written in the "
         "change's own transaction. Viewers may read it. Events older than the server's retention period "
-        "(400 days unless set otherwise) are pruned.",
+        "(400 days unless set otherwise) are pruned. A page may end early, before page_size events: once the "
+        "events in it weigh about 1 MB (their stored JSON; always at least one event), with next_page_token "
+        "for the rest, which is null only when no more events match.",
     ("/v1/me", "get"):
         "The user (as GET /v1/users/{user_id} gives it), role and API key the request is signed with. A service "
         "key (one made without a user) has user and role null. While auth is off (open mode: no API key was ever "
@@ -496,7 +512,10 @@ REPORT_PATHS = ("/v1/cycles/{cycle_id}/report", "/v1/cycles/{cycle_id}/report.cs
 # Where a code means something else than ERRORS says, and carries no header.
 PATH_ERRORS = {
     ("/v1/events", 404): "after names no event the service keeps: none had that id, or it was pruned",
-    ("/healthz", 503): "The database file is missing or does not answer a query; details.database says why",
+    ("/healthz", 503): "The database file is missing or does not answer a query, and details.database says why; "
+                       "or, with --replicate, the replica has been behind for longer than --replicate-max-lag or "
+                       "replication has not started: details.replication (failing, not started) and "
+                       "details.replication_lag_seconds",
     ("/v1/keyresults/{key_result_id}/checkins", 403):
         "Signed with a read-only API key or a viewer's key; or a user's key naming another author_id; or a write "
         "from a page of another origin (Origin)",

@@ -83,14 +83,19 @@ def page_size():
     raise ValidationError({"page_size": f"Must be an integer from 1 to {limit}."})
 
 
+def page_token_arg():
+    """The row seq the page_token query argument stands for; 0 when there is none."""
+    token = query_arg("page_token")
+    return decode_token(token) if token else 0
+
+
 def paginate(name, sql, params, to_json):
     """Runs sql, which ends with "seq > ? ORDER BY seq LIMIT ?", and builds a page.
 
     Fetches one row more than the page holds, so next_page_token is null
     exactly when no further rows exist.
     """
-    token = query_arg("page_token")
-    after = decode_token(token) if token else 0
+    after = page_token_arg()
     size = page_size()
     rows = get_db().execute(sql, (*params, after, size + 1)).fetchall()
     has_more = len(rows) > size

@@ -1,14 +1,14 @@
-"""The admin commands, by topic: serve, users, keys, the database file (init-db, backup, restore), export and
-import, import from a Simple OKR API, webhooks, and demo."""
+"""The admin commands, by topic: serve, users, keys, the database file (init-db, backup, restore), replication's
+status, export and import, import from a Simple OKR API, webhooks, and demo."""
 import functools
 
 from ..store import events
-from . import database, demo, keys, reminders, simpleokr, transfer, users, webhooks
+from . import database, demo, keys, reminders, replication, simpleokr, transfer, users, webhooks
 
 # In the order `okr --help` lists them, after serve.
 COMMANDS = (database.init_db_command, users.users_cli, keys.keys_cli, keys.auth_header, webhooks.webhooks_cli,
-            reminders.reminders_cli, database.backup, database.restore, transfer.export_command,
-            transfer.import_command, simpleokr.import_simpleokr_command, demo.demo)
+            reminders.reminders_cli, database.backup, database.restore, replication.replication_cli,
+            transfer.export_command, transfer.import_command, simpleokr.import_simpleokr_command, demo.demo)
 # Each command's own help names the options only it takes.
 GLOBAL_OPTIONS_EPILOG = "Global options such as --database work here too: see okr --help."
 

@@ -3,12 +3,14 @@
 
 A thread of the serving process starts `litestream replicate` with a configuration in a private temporary
 folder, relays the warnings and errors it logs into the server's log, and once a second asks its control
-socket when the replica last caught up; it writes that, and the last error, to a status file in the same
-folder, which /healthz reads in whichever process answers it (okr/replication.py says how it is judged).
+socket when the replica last caught up; it writes that, and the last error, to a status file beside the
+database (the owner's only), which /healthz reads in whichever process answers it (a fixed word and the lag:
+okr/replication.py says how it is judged), and `okr replication status` shows in full to whoever may read it.
 """
 import atexit
 import ctypes
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -19,7 +21,12 @@ import tempfile
 import threading
 import time
 
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
 from .. import db, replication
+from .common import as_configured, echo_json, reports_errors
 from .workers import STARTING_CHILDREN
 
 logger = logging.getLogger("okr")
@@ -70,7 +77,7 @@ def start_replication(app):
                  "--replicate, or stop that server first")
     # Litestream checkpoints the database alone from now on: docs/operations.md says why.
     db.leave_checkpoints_to_litestream()
-    replicator = Replicator(binary, app.config["DATABASE"], replica, app.config["BUSY_TIMEOUT_MS"])
+    replicator = Replicator(binary, app.config["DATABASE"], replica, app.config["BUSY_TIMEOUT_MS"], max_lag=max_lag)
     app.config["REPLICATION_STATUS"] = replicator.status_path
     app.config["REPLICATE_MAX_LAG"] = max_lag
     replicator.start()
@@ -128,17 +135,19 @@ class Replicator:
     """Runs and watches one `litestream replicate` for the life of the server."""
 
     def __init__(self, binary, database, replica, busy_timeout_ms, first_backoff=FIRST_BACKOFF,
-                 last_backoff=LAST_BACKOFF, poll_seconds=POLL_SECONDS):
+                 last_backoff=LAST_BACKOFF, poll_seconds=POLL_SECONDS, max_lag=replication.DEFAULT_MAX_LAG):
         self.binary, self.database = binary, os.path.abspath(database)
         self.first_backoff, self.last_backoff, self.poll_seconds = first_backoff, last_backoff, poll_seconds
         self.folder = tempfile.mkdtemp(prefix="okr-litestream-")  # private: mkdtemp makes it 0700
         self.config_path = os.path.join(self.folder, "litestream.yml")
         self.socket_path = os.path.join(self.folder, "control.sock")
-        self.status_path = os.path.join(self.folder, "status.json")
+        self.status_path = replication.status_path(self.database)
         replication.write_private(self.config_path, replication.config_text(
             self.database, replica, self.socket_path, busy_timeout_ms))
         self.status = {"since": time.time(), "synced_at": None, "error": None, "error_at": None, "pid": None,
-                       "restarts": 0}
+                       "restarts": 0, "stopped_at": None, "max_lag": max_lag,
+                       "replica": replication.shown(replica["url"]),
+                       "endpoint": replication.shown(replica["endpoint"]) if replica.get("endpoint") else None}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.signalled = threading.Event()  # Litestream got a signal (Ctrl-C, systemd stopping the unit)
@@ -149,7 +158,7 @@ class Replicator:
 
     def save(self):
         with self.lock:
-            status = dict(self.status)
+            status = dict(self.status, written_at=time.time())
         try:
             replication.write_status(self.status_path, status)
         except OSError:
@@ -264,6 +273,9 @@ class Replicator:
                 process.wait()
         if self.thread is not None:
             self.thread.join(timeout=5)
+        with self.lock:
+            self.status["pid"], self.status["stopped_at"] = None, time.time()
+        self.save()  # kept: `okr replication status` says how replication ended
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -274,3 +286,83 @@ def describe_exit(status):
         except ValueError:
             return f"was killed by signal {-status}"
     return f"exited with status {status}"
+
+
+# --- okr replication status ---------------------------------------------------------------------------------
+
+replication_cli = AppGroup("replication", help="Replication with Litestream: status.")
+
+
+def replicated_now(database):
+    """Whether a server replicates database now: it holds DATABASE.replication.lock (hold_replication_lock).
+    Opened for reading only, and never created: this command writes nothing."""
+    try:
+        descriptor = os.open(os.path.realpath(database) + ".replication.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # lets go of the lock, if this took it
+    return False
+
+
+def terminal_text(text):
+    """Text from elsewhere (Litestream's error, which may quote a remote store's answer) safe for a terminal."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(text))
+
+
+@replication_cli.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@reports_errors
+def replication_status(as_json):
+    """Show replication's state: the replica, the lag, and Litestream's last error in full.
+
+    What the server running with --replicate last wrote beside the database
+    (DATABASE.replication.json, readable by its owner only). /healthz, which
+    needs no key, says only ok or failing and the lag; the error's detail is
+    here and in the server's log.
+    """
+    database = current_app.config["DATABASE"]
+    try:
+        with open(replication.status_path(database), encoding="utf-8") as f:
+            status = json.load(f)
+    except FileNotFoundError:
+        raise click.ClickException(f"no server has replicated {as_configured(database)}: serve it with "
+                                   "okr serve --replicate URL") from None
+    except ValueError:
+        raise click.ClickException(f"{replication.status_path(database)} is not a status okr wrote") from None
+    now, running = time.time(), replicated_now(database)
+    max_lag = status.get("max_lag") or replication.DEFAULT_MAX_LAG
+    healthy, details = replication.health(status, max_lag, now)
+    state = details["replication"] if running else "stopped"
+    if as_json:
+        echo_json({**status, "database": os.path.abspath(database), "replicating": running, "state": state,
+                   "healthy": running and healthy,
+                   "lag_seconds": round(replication.lag(status, now), 1) if running else None})
+        return
+    lines = [("database", os.path.abspath(database)), ("replica", status.get("replica") or "unknown")]
+    if status.get("endpoint"):
+        lines.append(("endpoint", status["endpoint"]))
+    if running:
+        litestream = (f"litestream pid {status['pid']}" if status.get("pid") else "litestream not running, "
+                      "starting it again")
+        lines.append(("replicating", f"yes ({litestream}; started again {status.get('restarts', 0)} times)"))
+        verdict = details["replication"]
+        if not healthy:
+            verdict += f", /healthz answers 503 (the lag is past {max_lag} s)"
+        lines.append(("state", verdict))
+        lines.append(("lag", f"{details['replication_lag_seconds']} s"))
+    else:
+        ended = status.get("stopped_at") or status.get("written_at")
+        lines.append(("replicating", "no: no server replicates this database now"
+                      + (f"; the last status is of {replication.stamp(ended)}" if ended else "")))
+    synced = status.get("synced_at")
+    lines.append(("last sync", replication.stamp(synced) if synced else "never"))
+    error = status.get("error")
+    lines.append(("last error", f"{replication.stamp(status.get('error_at') or 0)} {terminal_text(error)}"
+                  if error else "none"))
+    for name, value in lines:
+        click.echo(f"{name + ':':13} {value}")

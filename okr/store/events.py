@@ -84,6 +84,54 @@ def event_json(row):
     return event
 
 
+# A page of GET /v1/events ends once the events in it hold this many bytes of stored JSON: events carry whole
+# resources and their changes (tens of KB each), and a thousand of them made one answer tens of MB, held several
+# times over in the worker (rows, dicts, the JSON) at once for each request.
+PAGE_BYTES = 1 << 20
+
+# What an event's stored JSON weighs, in bytes (CAST AS BLOB reads the UTF-8 as stored, copying nothing).
+STORED_BYTES = ("length(CAST(data AS BLOB)) + coalesce(length(CAST(changes AS BLOB)), 0) "
+                "+ length(CAST(actor AS BLOB)) AS stored_bytes")
+
+
+def seq_of(db, event_id):
+    """The seq of the event with this id, or None when none is kept (never was, or pruned)."""
+    row = db.execute("SELECT seq FROM events WHERE id = ?", (event_id,)).fetchone()
+    return None if row is None else row["seq"]
+
+
+def page(db, after, size, kind=None, resource_id=None, cycle_id=None, max_bytes=None):
+    """A page of the activity feed: (events as event_json shows them, the seq of the last one when more follow,
+    else None). At most size events after seq `after`, oldest first, of types beginning with kind, of one
+    resource, of one cycle; the page ends early, after the event that brings it past max_bytes (PAGE_BYTES)
+    of stored JSON, so that it is never empty but for a feed with nothing more."""
+    max_bytes = PAGE_BYTES if max_bytes is None else max_bytes
+    conditions, params = ["seq > ?"], [after]
+    if kind is not None:
+        conditions.append("substr(type, 1, ?) = ?")
+        params += [len(kind), kind]
+    if resource_id is not None:
+        conditions.append("resource_id = ?")
+        params.append(resource_id)
+    if cycle_id is not None:
+        conditions.append("cycle_id = ?")
+        params.append(cycle_id)
+    # One row more than the page holds, read one at a time: a next page exactly when a further row exists.
+    cursor = db.execute(f"SELECT *, {STORED_BYTES} FROM events WHERE {' AND '.join(conditions)} ORDER BY seq "
+                        "LIMIT ?", (*params, size + 1))
+    try:
+        listed, weight, last = [], 0, None
+        for row in cursor:
+            if len(listed) == size or weight >= max_bytes:
+                return listed, last
+            listed.append(event_json(row))
+            weight += row["stored_bytes"]
+            last = row["seq"]
+        return listed, None
+    finally:
+        cursor.close()
+
+
 DEFAULT_RETENTION_DAYS = 400
 
 

@@ -3,8 +3,9 @@
     python tests/perf/bench.py [--rounds 5] [--seconds 5] [--objectives 100000]
                                [--report-objectives 1000] [--report-repetitions 5]
                                [--sign-ins 20] [--pin] [--webhooks-only | --replicate-only]
+                               [--events-only [--large-events 4000]]
 
-Needs wrk (apt-get install wrk). Seeds a fresh database in a temporary
+Needs wrk (apt-get install wrk), but for --events-only. Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
 ("hello", 4 waitress threads) as separate processes, and prints a table.
 Throughput and latency goals are ratios to figures taken in the same round,
@@ -111,6 +112,17 @@ the default service spreads over every CPU, and wrk pinned to one would share it
 that cannot move. Memory and threads elsewhere are counted over the server's processes: the
 largest process's memory, all their threads.
 
+The activity feed's memory (issue 32; --events-only runs this section alone): a server as users start
+it (default workers), on a database of --large-events events of about 30 KB each (objective updates whose
+10,000-character descriptions changed: the event holds the description, and its change before and after),
+written through okr.store.events. In each round a fresh server gets small requests to warm up; then
+16 clients at once each ask for a page of 1,000 events (page_size=1000, each from its own start) and read
+it whole; then the same 16 clients each read 1,000 events however many pages that takes (following
+next_page_token). Each worker's resident memory (VmRSS of the processes holding the listening socket) is
+sampled every 50 ms: before the first burst, its peak in each, and 3 s after each one's last answer. The
+goals: each worker back within 100 MB of its memory before the first burst, after each. A page's size in
+bytes and events is printed beside it.
+
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
 and the hello ceiling is pinned to the first CPU. --pin also pins the service
@@ -148,9 +160,9 @@ from okr.emails import email_key  # noqa: E402
 from okr.rules.passwords import hash_password  # noqa: E402
 from okr.signing import authorization_header  # noqa: E402
 from okr.cli.workers import worker_count  # noqa: E402
-from okr.store import keys, users, webhooks  # noqa: E402
+from okr.store import events, keys, users, webhooks  # noqa: E402
 
-from helpers import process_tree  # noqa: E402
+from helpers import process_tree, worker_pids  # noqa: E402
 
 HELLO_APP = """
 import sys
@@ -1368,6 +1380,205 @@ def workers_only(args, placement):
         print(f"  {name:13} rounds: " + ", ".join(f"{r[0]:,.0f} req/s p50 {r[1]:.2f} ms" for r in rs))
 
 
+# --- the activity feed's memory (issue 32) --------------------------------------------------------------------
+
+EVENT_CLIENTS = 16  # pages asked for at once
+EVENT_PAGE = 1_000  # the largest page_size
+AFTER_SECONDS = 3  # how long after the burst a worker's memory is read again
+WORDS = ("quarterly", "revenue", "onboarding", "latency", "customers", "retention", "pipeline", "hiring",
+         "roadmap", "migration", "the", "and", "of", "to", "with", "by", "support", "launch", "churn", "margin")
+
+
+def description(rng, length=10_000):
+    """Text of length characters, words drawn from WORDS, as a long description is."""
+    words, size = [], 0
+    while size < length:
+        words.append(rng.choice(WORDS))
+        size += len(words[-1]) + 1
+    return " ".join(words)[:length]
+
+
+def seed_large_events(database, count, seed=13):
+    """count objective.updated events of about 30 KB each, recorded by okr.store.events as an update of an
+    objective's 10,000-character description records them."""
+    app = create_app({"DATABASE": database})
+    with app.app_context():
+        init_db()
+    rng = random.Random(seed)
+    cycle, now = new_id(), utc_now()
+    texts = [description(rng) for _ in range(50)]
+    with app.app_context(), transaction() as db:
+        for index in range(count):
+            objective = {"id": new_id(), "name": f"objective {index}", "created_at": now, "modified_at": now,
+                         "team_id": None, "assignee_id": None, "description": texts[index % 50],
+                         "is_personal": False, "is_company": False, "parent_objective_id": None, "cycle_id": cycle}
+            events.record(db, "objective", "updated", objective["id"],
+                          {**objective, "description": texts[(index + 1) % 50]}, before=objective, cycle_id=cycle)
+    with closing_db(database) as db:
+        return [row[0] for row in db.execute("SELECT seq FROM events ORDER BY seq")]
+
+
+def worker_rss(server_pid, port):
+    """{pid: resident bytes} of each worker process of the server."""
+    sizes = {}
+    for pid in worker_pids(server_pid, port):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        match = re.search(r"VmRSS:\s+(\d+) kB", status)
+        if match:
+            sizes[pid] = int(match.group(1)) * 1024
+    return sizes
+
+
+class WorkerSampler:
+    """The peak resident memory of each worker of a server, sampled every 50 ms while it runs."""
+
+    def __init__(self, server_pid, port):
+        self.server_pid, self.port, self.peaks, self.running = server_pid, port, {}, True
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+
+    def sample(self):
+        while self.running:
+            for pid, size in worker_rss(self.server_pid, self.port).items():
+                self.peaks[pid] = max(self.peaks.get(pid, 0), size)
+            time.sleep(0.05)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        return self.peaks
+
+
+def fetch_events_page(port, path, results, wanted=1):
+    """GETs a page of events and reads it whole; appends (bytes, events in it, whether a token came). With
+    wanted, follows next_page_token over one keep-alive connection until that many events came (appending
+    each page)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        got, token = 0, None
+        while True:
+            connection.request("GET", path + (f"&page_token={token}" if token else ""))
+            response = connection.getresponse()
+            body = response.read()
+            if response.status != 200:
+                raise RuntimeError(f"GET {path} answered {response.status}: {body[:200]!r}")
+            page = json.loads(body)
+            results.append((len(body), len(page["events"]), page["next_page_token"] is not None))
+            got, token = got + len(page["events"]), page["next_page_token"]
+            if got >= wanted or token is None:
+                return
+            path = path.split("&page_token=")[0]
+    finally:
+        connection.close()
+
+
+def burst(server_pid, port, paths, wanted=1):
+    """EVENT_CLIENTS clients at once, each reading paths[i] (and its next pages until wanted events came):
+    ({worker pid: peak bytes}, {worker pid: bytes AFTER_SECONDS later}, the pages, seconds)."""
+    sampler = WorkerSampler(server_pid, port)
+    pages = []
+    started = time.perf_counter()
+    clients = [threading.Thread(target=fetch_events_page, args=(port, path, pages, wanted)) for path in paths]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+    elapsed = time.perf_counter() - started
+    peaks = sampler.stop()
+    time.sleep(AFTER_SECONDS)
+    return peaks, worker_rss(server_pid, port), pages, elapsed
+
+
+def time_event_pages(folder, args):
+    """One round per --rounds: EVENT_CLIENTS pages of EVENT_PAGE large events at once against a fresh server as
+    users start it. Returns per round: each worker's memory before, at peak and after, and the pages' sizes."""
+    database = os.path.join(folder, "events.db")
+    print(f"seeding {args.large_events:,} events of about 30 KB ...", flush=True)
+    seqs = seed_large_events(database, args.large_events)
+    step = max(1, (len(seqs) - EVENT_PAGE) // EVENT_CLIENTS)
+    starts = [0] + [seqs[min(index * step, len(seqs) - 1) - 1] for index in range(1, EVENT_CLIENTS)]
+    paths = [f"/v1/events?page_size={EVENT_PAGE}" + (f"&page_token={token(start)}" if start else "")
+             for start in starts]
+    results = []
+    for round_number in range(1, args.rounds + 1):
+        print(f"activity feed round {round_number}/{args.rounds} ...", flush=True)
+        port = free_port()
+        with running_on(PLACEMENT["okr"]), open(os.path.join(folder, "events.log"), "ab") as log:
+            server = subprocess.Popen(okr_command(database, port, args.threads), stdout=log, stderr=log)
+        try:
+            wait_until_up(port, "/healthz", time.perf_counter())
+            for _ in range(40):  # every worker warmed up: its imports, its connection, a small page
+                get(port, "/v1/events?page_size=5")
+            time.sleep(1)
+            before = worker_rss(server.pid, port)
+            peaks, after, pages, elapsed = burst(server.pid, port, paths)
+            # The same clients each reading EVENT_PAGE events however many pages that takes.
+            walk_peaks, walk_after, walked, walk_elapsed = burst(server.pid, port, paths, EVENT_PAGE)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        if len(pages) != EVENT_CLIENTS or sum(page[1] for page in walked) < EVENT_CLIENTS * EVENT_PAGE:
+            raise RuntimeError("some pages failed, or came short")
+        workers = sorted(before)
+        results.append({"workers": [(before[pid], peaks.get(pid, before[pid]), after.get(pid, 0))
+                                    for pid in workers],
+                        "walk": [(before[pid], walk_peaks.get(pid, before[pid]), walk_after.get(pid, 0))
+                                 for pid in workers],
+                        "pages": pages, "elapsed": elapsed, "walked": len(walked), "walk elapsed": walk_elapsed})
+    return results
+
+
+def event_page_rows(results):
+    """The table's rows of the activity feed's section, and their goals' verdicts."""
+    mb = 2**20
+    workers = [worker for r in results for worker in r["workers"]]
+    walks = [worker for r in results for worker in r["walk"]]
+    grown = max(after - before for before, _, after in workers)
+    walk_grown = max(after - before for before, _, after in walks)
+    pages = [page for r in results for page in r["pages"]]
+    rows = [
+        ("worker resident memory before the burst (largest)", f"{max(w[0] for w in workers) / mb:,.0f} MB", "", ""),
+        (f"  ... peak, {EVENT_CLIENTS} pages of page_size={EVENT_PAGE} large events at once",
+         f"{max(w[1] for w in workers) / mb:,.0f} MB", "", ""),
+        (f"  ... {AFTER_SECONDS} s after the burst, over before (the worst worker)", f"{grown / mb:+,.0f} MB", "",
+         "< 100 MB"),
+        ("  ... a page's body (largest)", f"{max(p[0] for p in pages) / mb:,.2f} MB",
+         f"{max(p[1] for p in pages)} events", ""),
+        ("  ... all pages received", f"{statistics.median(r['elapsed'] for r in results):.1f} s", "", ""),
+        (f"peak, the {EVENT_CLIENTS} clients each reading {EVENT_PAGE:,} events page by page",
+         f"{max(w[1] for w in walks) / mb:,.0f} MB", f"{statistics.median(r['walked'] for r in results):.0f} pages",
+         ""),
+        (f"  ... {AFTER_SECONDS} s after, over before the first burst (the worst worker)",
+         f"{walk_grown / mb:+,.0f} MB", f"{statistics.median(r['walk elapsed'] for r in results):.1f} s", "< 100 MB"),
+    ]
+    return rows, [grown < 100 * mb, walk_grown < 100 * mb]
+
+
+def events_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        results = time_event_pages(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = event_page_rows(results)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; {args.rounds} rounds, default workers: "
+          f"{worker_count('auto')}, {placement}")
+    for number, r in enumerate(results, 1):
+        print(f"  round {number}: " + "; ".join(
+            f"worker {index}: {before / 2**20:,.0f} MB before, {peak / 2**20:,.0f} peak, {after / 2**20:,.0f} after"
+            for index, (before, peak, after) in enumerate(r["workers"], 1))
+            + f"; pages {min(p[0] for p in r['pages']) / 2**20:,.2f}-{max(p[0] for p in r['pages']) / 2**20:,.2f} MB"
+            f" ({min(p[1] for p in r['pages'])}-{max(p[1] for p in r['pages'])} events) in {r['elapsed']:.1f} s")
+        print("           page by page: " + "; ".join(
+            f"worker {index}: {peak / 2**20:,.0f} MB peak, {after / 2**20:,.0f} after"
+            for index, (_, peak, after) in enumerate(r["walk"], 1)) + f"; {r['walked']} pages in "
+            f"{r['walk elapsed']:.1f} s")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -1390,13 +1601,19 @@ def main():
     parser.add_argument("--reports-unbounded", action="store_true",
                         help="build every report in memory, as before issue 25, for comparison")
     parser.add_argument("--workers-only", action="store_true", help="run the worker processes' section alone")
+    parser.add_argument("--events-only", action="store_true", help="run the activity feed's memory section alone")
+    parser.add_argument("--large-events", type=int, default=4_000,
+                        help="events of about 30 KB each in the activity feed's section")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
     args = parser.parse_args()
+    placement = place_processes(args.pin)
+    if args.events_only:  # the one section that needs no wrk
+        events_only(args, placement)
+        return
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
 
-    placement = place_processes(args.pin)
     if args.webhooks_only:
         webhooks_only(args, placement)
         return

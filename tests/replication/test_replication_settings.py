@@ -131,21 +131,27 @@ def test_go_times_parse_to_the_nanosecond_and_zone():
 def test_the_lag_counts_from_the_replica_last_catching_up():
     status = {"since": 100.0, "synced_at": 190.0, "error": None, "error_at": None}
     assert replication.health(status, 60, now=190.4) == (
-        True, {"replication_lag_seconds": "0.4", "replication_last_error": "none"})
-    assert replication.health(status, 60, now=251.0)[0] is False
+        True, {"replication": "ok", "replication_lag_seconds": "0.4"})
+    assert replication.health(status, 60, now=251.0) == (
+        False, {"replication": "failing", "replication_lag_seconds": "61.0"})
 
 
-def test_before_the_first_sync_the_lag_counts_from_the_start_and_the_last_error_shows_with_its_time():
+def test_before_the_first_sync_the_lag_counts_from_the_start_and_an_error_makes_it_failing():
     status = {"since": 100.0, "synced_at": None, "error": "litestream exited with status 1", "error_at": 0.0}
-    healthy, details = replication.health(status, 60, now=130.0)
-    assert healthy and details == {"replication_lag_seconds": "30.0",
-                                   "replication_last_error": "1970-01-01T00:00:00Z litestream exited with status 1"}
+    assert replication.health(status, 60, now=130.0) == (
+        True, {"replication": "failing", "replication_lag_seconds": "30.0"})
     assert replication.health(status, 60, now=161.0)[0] is False
 
 
+def test_an_error_is_failing_until_the_replica_catches_up_again():
+    status = {"since": 100.0, "synced_at": 150.0, "error": "sync error: disk full", "error_at": 151.0}
+    assert replication.health(status, 60, now=152.0)[1]["replication"] == "failing"
+    status["synced_at"] = 153.0
+    assert replication.health(status, 60, now=153.5)[1]["replication"] == "ok"
+
+
 def test_no_status_at_all_is_unhealthy():
-    healthy, details = replication.health(None, 60)
-    assert not healthy and details["replication_last_error"] == "replication has not started"
+    assert replication.health(None, 60) == (False, {"replication": "not started", "replication_lag_seconds": "unknown"})
 
 
 # --- checkpoints ----------------------------------------------------------------------------------------------

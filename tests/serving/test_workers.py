@@ -15,46 +15,14 @@ from contextlib import closing
 
 import pytest
 
-from helpers import APP_PY, ENV_WITHOUT_OKR, HttpClient, free_port, run_okr
+from helpers import (APP_PY, ENV_WITHOUT_OKR, HttpClient, children_of, free_port, holds_socket, listening_inode,
+                     run_okr)
 from okr import create_app, sync_once
 from okr.cli.serve import whole_lines
 from okr.cli import workers
 from okr.cli.workers import worker_count
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
-
-
-def children_of(pid):
-    """The pids of a process's children (Linux)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(child) for child in f.read().split()]
-    except FileNotFoundError:
-        return []
-
-
-def listening_inode(port):
-    """The inode of the socket listening on port on loopback (IPv4), from /proc/net/tcp."""
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
-                return fields[9]
-    return None
-
-
-def holds_socket(pid, inode):
-    try:
-        names = os.listdir(f"/proc/{pid}/fd")
-    except FileNotFoundError:
-        return False
-    for name in names:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{name}") == f"socket:[{inode}]":
-                return True
-        except OSError:
-            pass
-    return False
 
 
 def eventually(check, timeout=10, step=0.05):

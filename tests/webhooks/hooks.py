@@ -1,5 +1,6 @@
 """The webhook tests' receiver, fake clock and helpers (their fixtures are in conftest.py)."""
 import json
+import re
 import socket
 import sqlite3
 import threading
@@ -63,6 +64,65 @@ class Receiver:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def read_request(connection):
+    """Reads one request (its head, then its Content-Length of body) from a socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += connection.recv(65536) or b"\r\n\r\n"
+    head, body = data.split(b"\r\n\r\n", 1)
+    stated = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    length = int(stated.group(1)) if stated else 0
+    while len(body) < length:
+        body += connection.recv(65536) or b"\0" * length
+
+
+class Trickler:
+    """A receiver on loopback, in a thread, that reads a request, sends `fast` at once, then `slow` one byte
+    every `every` seconds: a receiver that keeps a delivery open for as long as it likes if each read may wait
+    anew. tls: a server-side SSLContext, to answer over TLS; before: whole answers to the requests before that
+    one, on the same connection. `sent` says when it sent its last byte."""
+
+    def __init__(self, fast, slow, every=1.5, tls=None, before=()):
+        self.fast, self.slow, self.every, self.tls, self.before = fast, slow, every, tls, list(before)
+        self.stopping, self.sent = threading.Event(), threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+
+    def serve(self):
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:  # closed before anyone came
+            return
+        try:
+            connection.settimeout(30)
+            if self.tls:
+                connection = self.tls.wrap_socket(connection, server_side=True)
+            for answer in [*self.before, self.fast]:
+                read_request(connection)
+                connection.sendall(answer)
+            for byte in self.slow:
+                if self.stopping.wait(self.every):
+                    return
+                connection.sendall(bytes([byte]))
+            self.sent.set()
+            self.stopping.wait(30)  # the connection stays open: the answer's end is its length
+        except OSError:  # the delivery gave up and closed its end
+            pass
+        finally:
+            connection.close()
+
+    def close(self):
+        self.stopping.set()
+        self.listener.close()
+        self.thread.join(timeout=10)
 
 
 class FakeClock:

@@ -1,5 +1,6 @@
 """Outbound webhooks (issue 24): what a delivery looks like, its order, its retries on a fake clock, the
 hook disabled and enabled again, and the addresses a hook may not reach."""
+import ipaddress
 import json
 import socket
 import sqlite3
@@ -215,6 +216,70 @@ def test_no_answer_within_the_timeout_is_a_failure(app, client, runner, receiver
     assert status is None and "timed out" in error
 
 
+# A receiver that answers a byte every 1.5 s: its head (status line and headers), or its body.
+TRICKLED = {
+    "head": (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Slow: ", b"abcdefghij\r\n\r\n"),
+    "body": (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", b"abcdefghij"),
+}
+QUICK = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
+
+
+def timed_post(url, timeout, pool=None):
+    """post() of {} to url within timeout seconds: (Outcome, seconds it took)."""
+    started = time.monotonic()
+    outcome = delivery.post(url, b"{}", {"Content-Type": "application/json"}, True, timeout=timeout, pool=pool)
+    return outcome, time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_a_receiver_trickling_its_answer_holds_the_sender_no_longer_than_the_timeout(
+        app, client, runner, trickling, deliverer, monkeypatch):
+    """The timeout covers the whole delivery, connect to last byte: a socket's timeout is per read, and a byte
+    every 1.5 s kept a delivery open for a minute."""
+    monkeypatch.setattr(delivery, "TIMEOUT_SECONDS", 2)
+    trickler = trickling(*TRICKLED["head"])
+    hook = add_hook(runner, trickler.url, "--allow-private")
+    make_cycle(client)
+    started = time.monotonic()
+    assert deliverer.deliver_due(hook["seq"]) is not None
+    assert time.monotonic() - started < 3.5
+    assert not trickler.sent.is_set()
+    [(status, error)] = rows(app, "SELECT status, error FROM webhook_deliveries")
+    assert status is None and error == "timed out after 2 s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", TRICKLED)
+def test_a_trickled_answer_is_cut_off_at_the_deadline(trickling, part):
+    trickler = trickling(*TRICKLED[part])
+    outcome, took = timed_post(trickler.url, timeout=2)
+    assert (outcome.status, outcome.error) == (None, "timed out after 2 s")
+    assert took < 3.5 and not trickler.sent.is_set()
+
+
+@pytest.mark.slow
+def test_a_trickled_answer_over_tls_is_cut_off_at_the_deadline(trickling, certificate):
+    trickler = trickling(*TRICKLED["body"], tls=certificate)
+    assert trickler.url.startswith("https://")
+    outcome, took = timed_post(trickler.url, timeout=2)
+    assert (outcome.status, outcome.error) == (None, "timed out after 2 s")
+    assert took < 3.5 and not trickler.sent.is_set()
+
+
+@pytest.mark.slow
+def test_a_kept_alive_connection_gets_a_fresh_deadline_for_each_delivery_and_no_more(trickling):
+    trickler = trickling(*TRICKLED["head"], before=[QUICK])
+    pool = {}
+    try:
+        outcome, _ = timed_post(trickler.url, timeout=2, pool=pool)
+        assert outcome.status == 204 and len(pool) == 1  # kept for the next delivery
+        outcome, took = timed_post(trickler.url, timeout=2, pool=pool)
+        assert (outcome.status, outcome.error) == (None, "timed out after 2 s")
+        assert took < 3.5 and not trickler.sent.is_set()
+    finally:
+        delivery.close_pool(pool)
+
+
 def test_a_dead_receiver_is_a_failure(app, client, runner, deliverer):
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
@@ -233,6 +298,8 @@ def test_a_dead_receiver_is_a_failure(app, client, runner, deliverer):
     "http://127.0.0.1:8080/", "http://localhost/", "http://10.1.2.3/", "http://192.168.0.10/",
     "http://169.254.169.254/latest/meta-data", "http://[::1]/", "http://224.0.0.1/", "http://0.0.0.0/",
     "http://[::ffff:127.0.0.1]/", "http://100.64.0.1/", "https://[fe80::1]/",
+    "http://[2002:7f00:1::]/", "http://[2002:a9fe:a9fe::]/latest/meta-data",  # 6to4 of 127.0.0.1, 169.254.169.254
+    "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",  # Teredo
 ])
 def test_a_private_url_is_refused_without_allow_private(app, runner, url):
     result = runner.invoke(args=["webhooks", "add", url])
@@ -259,12 +326,26 @@ def test_a_name_that_resolves_inside_is_refused_at_add_and_at_delivery(app, clie
 
 
 def test_is_public():
-    import ipaddress
     assert delivery.is_public(ipaddress.ip_address("93.184.215.14"))
     assert delivery.is_public(ipaddress.ip_address("2606:2800:21f:cb07:6820:80da:af6b:8b2c"))
     for private in ("127.0.0.2", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.1.1", "239.1.1.1",
                     "255.255.255.255", "::", "fc00::1", "ff02::1", "::ffff:10.0.0.1"):
         assert not delivery.is_public(ipaddress.ip_address(private)), private
+
+
+@pytest.mark.parametrize("address, public", [
+    ("2002:7f00:1::", False),  # 6to4 of 127.0.0.1
+    ("2002:a9fe:a9fe::1", False),  # of 169.254.169.254, the cloud's metadata service
+    ("2002:a00:1::", False),  # of 10.0.0.1
+    ("2002:c0a8:101:1::1", False),  # of 192.168.1.1
+    ("2002:6464:1::", False),  # of 100.100.0.1 (shared)
+    ("2002:5db8:d70e::1", True),  # of 93.184.215.14, a public address
+    ("2001::1", False),  # Teredo, refused as ever
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),
+    ("::ffff:93.184.215.14", True),  # mapped, as ever
+])
+def test_an_ipv6_address_carrying_an_ipv4_one_is_judged_as_the_one_it_carries(address, public):
+    assert delivery.is_public(ipaddress.ip_address(address)) is public
 
 
 # --- the deliverer's threads ----------------------------------------------------------------------------------

@@ -2,10 +2,12 @@
 test ping, enable, remove (confirmed); CSRF on every form."""
 import re
 import sqlite3
+import time
 
 import pytest
 from standardwebhooks.webhooks import Webhook
 
+from okr import delivery
 from okr.db import transaction
 from okr.rules import passwords
 from okr.store import users
@@ -111,3 +113,16 @@ def test_enable_and_remove(app, admin, runner, receiver):
     assert post(admin, f"/webhooks/{hook_id}/delete").status_code == 303
     assert hooks(app) == []
     assert admin.get(f"/webhooks/{hook_id}", headers=HTML).status_code == 404
+
+
+@pytest.mark.slow
+def test_the_test_button_holds_the_server_thread_no_longer_than_the_timeout(app, admin, trickling, monkeypatch):
+    """A receiver that answers a byte every 1.5 s is given up on at the delivery's deadline (15 s; 2 here)."""
+    monkeypatch.setattr(delivery, "TIMEOUT_SECONDS", 2)
+    trickler = trickling(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Slow: ", b"abcdefghij\r\n\r\n")
+    post(admin, "/webhooks", url=trickler.url, events="*", format="events", allow_private="on")
+    [(hook_id, _, _)] = hooks(app)
+    started = time.monotonic()
+    tested = post(admin, f"/webhooks/{hook_id}/test")
+    assert time.monotonic() - started < 3.5
+    assert "Ping failed: timed out after 2 s" in text(tested)
