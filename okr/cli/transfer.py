@@ -76,9 +76,10 @@ def import_command(path, merge, include_keys):
 
     Without --merge the database must be empty (no users, teams, cycles,
     objectives, key results or check-ins; okr init-db makes one), and every row
-    keeps its id, times and order. The file's events are added before those of
-    the import's own writes, and an event already stored is left as it is. With --merge, rows are matched by id: new
-    ones are added, changed ones updated, and nothing is deleted. The whole
+    keeps its id, times and order. With --merge, rows are matched by
+    id: new ones are added, changed ones updated, and nothing is deleted. The
+    file's events come in as they are (an event already stored is left as it
+    is), and the import records one event of its own, data.imported. The whole
     file is checked first, and written in one transaction: any problem is
     named, and nothing is written.
 
@@ -99,13 +100,13 @@ def import_command(path, merge, include_keys):
         except transfer.Refusal as refusal:
             raise click.ClickException(f"cannot import {path}: nothing imported: {refusal}") from None
     report = {"imported": os.path.abspath(path)}
-    skipped = counts.pop("api_keys") if not include_keys else None
+    left_out = counts.pop("api_keys") if not include_keys else None
     if merge:
         report.update(merged=True, **{name: outcome for name, outcome in counts.items()
                                       if name != "api_keys" or any(outcome.values())})
     else:
         report.update({name: outcome["added"] for name, outcome in counts.items()
                        if name != "api_keys" or outcome["added"]})
-    if skipped and skipped["skipped"]:
-        report["api_keys_left_out"] = skipped["skipped"]
+    if left_out and left_out["left_out"]:
+        report["api_keys_left_out"] = left_out["left_out"]
     echo_json(report)

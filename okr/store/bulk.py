@@ -4,6 +4,9 @@ okr import and okr import-simpleokr write through here, inside the caller's
 transaction, rows already checked (okr.transfer.rows). Each write is one
 prepared statement: a row is one tuple of values in FIELDS order, so that an
 import of half a million rows builds nothing per row but its parameters.
+okr import-simpleokr records each row's event as it writes it; okr import
+does not (record=False): its file brings the rows' history, and the import
+records one event of its own (okr.transfer.importer).
 
 Only the fields listed are ever written: what else a row holds (a user's
 password_hash) stays as it is. An OPTIONAL field may be NOT_GIVEN (a file of
@@ -160,17 +163,18 @@ def record_written(db, name, seq, before):
                   **{field: row[column] for field, column in place.items()})
 
 
-def write_row(db, name, values, new=False):
+def write_row(db, name, values, new=False, record=True):
     """Adds the row of table name (values in FIELDS[name] order), or updates the stored one with its id
-    when anything but created_at differs (a team member: adds it unless stored), with its event; the row's
-    seq when written, None when it was left as it was. new: the caller knows no row with its id is stored
-    (an import into an empty database), which saves reading it first."""
-    before = None if new else stored_row(db, name, values)
+    when anything but created_at differs (a team member: adds it unless stored), with its event unless
+    record is false; the row's seq when written, None when it was left as it was. new: the caller knows no
+    row with its id is stored (an import into an empty database), which saves reading it first."""
+    before = None if new or not record else stored_row(db, name, values)
     parameters, omitted = write_parameters(name, values)
     answer = db.execute(write_statement(name, omitted), parameters).fetchone()
     if answer is None:
         return None
-    record_written(db, name, answer[0], before)
+    if record:
+        record_written(db, name, answer[0], before)
     return answer[0]
 
 
@@ -179,15 +183,15 @@ CHECKIN_ROW = """SELECT c.*, k.id AS key_result_id, k.cycle_id,
     FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq WHERE c.seq = ?"""
 
 
-def add_checkin(db, checkin, skip_recorded=False):
-    """Adds a check-in (a dict of FIELDS["checkins"]) to the key result it names, with its event; with
-    skip_recorded, not when one with its id is already recorded there. Its seq, or None when it was not
-    added."""
+def add_checkin(db, checkin, skip_recorded=False, record=True):
+    """Adds a check-in (a dict of FIELDS["checkins"]) to the key result it names, with its event unless
+    record is false; with skip_recorded, not when one with its id is already recorded there. Its seq, or
+    None when it was not added."""
     parameters = (checkin["id"], checkin["value"], checkin["confidence"], checkin["comment"], checkin["author_id"],
                   checkin["created_at"], checkin["key_result_id"])
     answer = db.execute(ADD_CHECKINS[skip_recorded], parameters + ((checkin["id"],) if skip_recorded else ())).fetchone()
-    if answer is None:
-        return None
+    if answer is None or not record:
+        return None if answer is None else answer[0]
     row = db.execute(CHECKIN_ROW, (answer[0],)).fetchone()
     events.record(db, "checkin", "created", row["id"], checkin_json(row), parent_id=row["key_result_id"],
                   cycle_id=row["cycle_id"], team_id=row["team_id"])

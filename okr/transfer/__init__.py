@@ -80,19 +80,23 @@ are not references: they name rows that may since have been deleted. An API
 key's events name it by its credential (never its secret), with or without
 --include-keys, as the feed does.
 
-The events come first, before the data they are the history of, so that an
-import, which writes in file order, adds them before the events of its own
-writes: the feed (in the database's seq order) then shows the file's history,
-then the import. (With --merge, the events the database already holds come
-before both.) An event is never edited: one already stored, by id, is left as
-it is ("unchanged"). Importing an event records none of its own and puts it in
-no webhook's outbox: it is history, not a change made now. The rows an import
-writes do record their events (an added row's "created", an updated one's
-"updated", by the system actor "okr import"), and those go to the webhooks as
-any change's do. Hence exporting again after an import into an empty database
-gives the same bytes from "users" on, and the file's events followed by the
-import's own. An imported event older than the server's retention period is
-pruned at the server's next start, as any other.
+The events come first, before the data they are the history of. An import
+adds them as they are, in file order, and writes the rows without events of
+their own: the file's events already say how each row came to be, and a second
+"created" per row would say it twice (and grow the file at every round trip).
+An event is never edited: one already stored, by id, is left as it is
+("unchanged"). Importing an event puts it in no webhook's outbox: it is
+history, not a change made now. Once everything is written the import records
+one event of its own, last: type data.imported, by the system actor "okr
+import", resource_type "data", resource_id the file's SHA-256, data {"file":
+its name (not its path), "sha256", "merge": true or false, "counts": {section:
+{"added", "updated", "unchanged"}}, with "api_keys": {"left_out": n} without
+--include-keys}. That one goes to the webhooks as any change's does. So the
+feed (in the database's seq order) shows the file's history, then the import
+(with --merge, the events the database already holds come before both), and
+exporting again after an import into an empty database gives the same file
+but for that one event, last in "events". An imported event older than the
+server's retention period is pruned at the server's next start, as any other.
 
 Not in the file, ever: users' password hashes, invitations, the dashboard's
 sessions and the record of failed sign-ins. A user an import adds has no
@@ -133,7 +137,7 @@ in the order above. Into an empty
 database (no users, teams, cycles, objectives, key results or check-ins; API
 keys and events do not count: okr init-db and okr keys create make them) rows
 keep their ids, timestamps and revisions and are stored in file order, so
-that exporting again gives the same bytes but for the import's own events. With
+that exporting again gives the same bytes but for the import's own event. With
 --merge, rows are matched by id (API keys by credential): a new one is added
 after the existing ones, a changed one is updated (its created_at kept, its
 revision moved past both), an identical one left alone; a check-in already
