@@ -31,7 +31,8 @@ from . import events
 FIELDS = {
     "events": ("id", "type", "created_at", "actor", "person_id", "resource_type", "resource_id", "parent_id",
                "cycle_id", "team_id", "data", "changes"),
-    "users": ("id", "name", "email", "role", "is_active", "created_at", "revision"),
+    "users": ("id", "name", "email", "role", "is_active", "created_at", "revision", "weekly_email", "oidc_issuer",
+              "oidc_subject"),
     "teams": ("id", "name", "created_at", "revision"),
     "team_members": ("team_id", "user_id", "joined_at"),
     "cycles": ("id", "name", "created_at", "revision", "starts_on", "ends_on"),
@@ -40,13 +41,17 @@ FIELDS = {
     "key_results": ("id", "objective_id", "name", "type", "confidence", "current_value", "target_value_min",
                     "target_value_max", "created_at", "modified_at", "revision", "owner_id"),
     "checkins": ("id", "key_result_id", "value", "confidence", "comment", "author_id", "created_at"),
+    "comments": ("id", "objective_id", "key_result_id", "author_id", "body", "created_at", "modified_at", "revision"),
     "api_keys": ("credential", "secret", "name", "read_only", "created_at", "revoked_at", "user_id"),
 }
 # Fields a row may come without: a new row then gets the column's default (schema.sql: a user's role
-# editor, an API key's user_id null, a service key, a cycle's dates and a key result's owner null), and a
-# stored row keeps its own.
-OPTIONAL = {"users": ("role",), "api_keys": ("user_id",), "cycles": ("starts_on", "ends_on"),
-            "key_results": ("owner_id",)}
+# editor, weekly emails on and no identity-provider link, an API key's user_id null, a service key, a cycle's
+# dates and a key result's owner null), and a stored row keeps its own.
+OPTIONAL = {"users": ("role", "weekly_email", "oidc_issuer", "oidc_subject"), "api_keys": ("user_id",),
+            "cycles": ("starts_on", "ends_on"), "key_results": ("owner_id",)}
+# A user's private settings, which no API field shows (okr.store.users): a change of them alone leaves the
+# revision, hence the ETag, as it is.
+PRIVATE = {"users": ("weekly_email", "oidc_issuer", "oidc_subject")}
 
 
 class NotGiven:
@@ -59,18 +64,24 @@ class NotGiven:
 NOT_GIVEN = NotGiven()
 
 
-def upsert(table, conflict, fields, kept=("created_at",), revised=True, values=None, updates=None):
+def upsert(table, conflict, fields, kept=("created_at",), revised=True, values=None, updates=None, private=()):
     """INSERT of a row, or UPDATE of the row with its conflict key when anything but `kept` differs.
 
     values: {field: SQL} for a field whose VALUES entry is an expression of its parameter, not the
-    parameter itself; updates: {field: SQL} for a field whose new value is not simply excluded's.
+    parameter itself; updates: {field: SQL} for a field whose new value is not simply excluded's;
+    private: fields whose change alone leaves the revision as it is.
     """
     values, updates = values or {}, updates or {}
     changing = [field for field in fields if field not in (conflict, "revision", *kept)]
     new = {field: updates.get(field, f"excluded.{field}") for field in changing}
     sets = [f"{field} = {new[field]}" for field in changing]
     if revised:
-        sets.append("revision = max(revision + 1, excluded.revision)")
+        revision = "max(revision + 1, excluded.revision)"
+        public = [field for field in changing if field not in private]
+        if len(public) < len(changing):
+            revision = (f"CASE WHEN {' OR '.join(f'{field} IS NOT {new[field]}' for field in public)} "
+                        f"THEN {revision} ELSE revision END")
+        sets.append(f"revision = {revision}")
     differs = " OR ".join(f"{field} IS NOT {new[field]}" for field in changing)
     return (f"INSERT INTO {table} ({', '.join(fields)}) VALUES ({', '.join(values.get(f, '?') for f in fields)}) "
             f"ON CONFLICT ({conflict}) DO UPDATE SET {', '.join(sets)} WHERE {differs} RETURNING seq")
@@ -99,6 +110,12 @@ def write_statement(name, omitted=()):
         # A revoked key stays revoked, whatever the file says.
         return upsert(name, "credential", fields, revised=False,
                       updates={"revoked_at": "coalesce(revoked_at, excluded.revoked_at)"})
+    if name == "users":
+        # A stored identity-provider link stays, whatever the file says: it signs its person in, and a file
+        # that replaced it would choose who that is. One is taken only for a user who has none.
+        return upsert(name, "id", fields, private=PRIVATE[name], updates={
+            "oidc_issuer": "CASE WHEN oidc_subject IS NULL THEN excluded.oidc_issuer ELSE oidc_issuer END",
+            "oidc_subject": "coalesce(oidc_subject, excluded.oidc_subject)"})
     return upsert(name, "id", fields)
 
 

@@ -7,7 +7,7 @@ import uuid
 from ..emails import email_key
 from ..rules.ids import UUID_RE
 from ..rules.strict_json import reject_constant, reject_duplicate_keys
-from ..store import bulk, events
+from ..store import bulk, events, users
 from .export import SELECT, section_rows
 from .reader import file_digest, records
 from .rows import DATA_SECTIONS, FIELDS, NOT_GIVEN, PLURAL, SECTIONS, SINGULAR, Refusal, checked
@@ -46,6 +46,7 @@ class Check:
         # and events' ids alone, the bulk
         self.ids = {name: set() if name in ("key_results", "events") else {} for name in SECTIONS}
         self.emails = {}  # email_key -> index in users
+        self.links = {}  # (oidc_issuer, oidc_subject) -> index in users
         self.parents = {}  # objective id -> its parent's id, or None
         self.forward = []  # (index, parent id) of parents not seen yet when checked
 
@@ -93,6 +94,23 @@ class Check:
             if holder and holder[0] != row["id"] and compact(holder[0]) not in self.ids["users"]:
                 raise Refusal(f"{where}: email {row['email']} belongs to another user in the database "
                               f"({holder[0]})")
+        self.check_link(where, index, row)
+
+    def check_link(self, where, index, row):
+        """Refuses an identity-provider link that two users would have. A merge never replaces a stored user's
+        link (okr.store.bulk), so one that another user in the database holds is refused, whatever the file
+        says of that user."""
+        link = (row["oidc_issuer"], row["oidc_subject"])
+        if link[1] in (None, NOT_GIVEN):
+            return
+        if link in self.links:
+            raise Refusal(f"{where}: the identity provider's oidc_subject {link[1]} is users[{self.links[link]}]'s "
+                          f"too (at {link[0]})")
+        self.links[link] = index
+        holder = self.merge and users.find_by_oidc_subject(self.db, *link)
+        if holder and holder["id"] != row["id"]:
+            raise Refusal(f"{where}: the identity provider's oidc_subject {link[1]} belongs to another user in the "
+                          f"database ({holder['id']})")
 
     def check_teams(self, where, index, row, key):
         pass
@@ -124,6 +142,11 @@ class Check:
             raise self.missing(where, "key_result_id", row["key_result_id"], "key_results")
         if row["author_id"] is not None and not self.exists("users", row["author_id"]):
             raise self.missing(where, "author_id", row["author_id"], "users")
+
+    def check_comments(self, where, index, row, key):
+        for field, name in (("objective_id", "objectives"), ("key_result_id", "key_results"), ("author_id", "users")):
+            if row[field] is not None and not self.exists(name, row[field]):
+                raise self.missing(where, field, row[field], name)
 
     def check_api_keys(self, where, index, row, key):
         if row["user_id"] not in (None, NOT_GIVEN) and not self.exists("users", row["user_id"]):

@@ -9,7 +9,8 @@ import pytest
 
 from okr import activity, create_app
 from okr.cli.demo_company import create_demo
-from okr.db import connect, new_id
+from okr.db import connect, new_id, transaction
+from okr.store import comments, users
 from okr.transfer import Refusal
 from okr.transfer.importer import check_stored
 from test_transfer import (data_part, export, exported, file_events, invoke, new_app, ok, post, previous_release,
@@ -161,10 +162,28 @@ def test_the_feed_says_what_an_import_brought_in_one_line(app, seeded, tmp_path)
 
 @pytest.fixture(scope="module")
 def busy(tmp_path_factory):
-    """The demo company: 12 people, 60 key results, 651 check-ins and every event of their making."""
+    """The demo company (12 people, 60 key results, 651 check-ins and every event of their making), with comments
+    on every objective and key result, some edited, some deleted; three people off the weekly email, two linked
+    to an identity provider."""
     path = tmp_path_factory.mktemp("busy") / "busy.db"
     create_demo(create_app, str(path), 7, datetime(2026, 3, 18, tzinfo=timezone.utc))
-    return with_commands(create_app({"TESTING": True, "DATABASE": path}))
+    app = with_commands(create_app({"TESTING": True, "DATABASE": path}))
+    with app.app_context(), transaction() as db:
+        people = [row["id"] for row in db.execute("SELECT id FROM users ORDER BY seq")]
+        parents = [("objective", row["id"]) for row in db.execute("SELECT id FROM objectives ORDER BY seq")]
+        parents += [("key_result", row["id"]) for row in db.execute("SELECT id FROM key_results ORDER BY seq")] * 2
+        made = [comments.create(db, kind, parent, f"comment {number} «{kind}»", people[number % len(people)])
+                for number, (kind, parent) in enumerate(parents)]
+        for number, comment in enumerate(made):
+            if number % 5 == 0:
+                comments.update(db, comments.get(db, comment["id"]), comment["body"] + ", edited")
+            elif number % 7 == 0:
+                comments.delete(db, comments.get(db, comment["id"]))
+        for person in people[3:6]:
+            users.set_weekly_email(db, users.get(db, person), False)
+        for number, person in enumerate(people[:2]):
+            users.set_oidc_subject(db, users.get(db, person), "https://id.example.com", f"subject-{number}")
+    return app
 
 
 def test_export_import_export_of_a_busy_database_is_the_same_file_but_for_the_imports_one_event(busy, tmp_path):
@@ -177,7 +196,7 @@ def test_export_import_export_of_a_busy_database_is_the_same_file_but_for_the_im
     ok(invoke(target, "import", first))
     export(target, second)
     a, b = (json.loads(path.read_text(encoding="utf-8")) for path in (first, second))
-    assert len(a["checkins"]) == 651 and len(a["events"]) > 1300
+    assert len(a["comments"]) == 124 and len(a["checkins"]) == 651 and len(a["events"]) > 1500
     assert b["events"][:-1] == a["events"]
     assert b["events"][-1]["type"] == "data.imported"
     assert {name: part for name, part in b.items() if name != "events"} == {
@@ -307,7 +326,7 @@ def test_events_after_the_data_are_refused(app, seeded, tmp_path):
     moved["events"] = data["events"]
     target = new_app(tmp_path / "target.db")
     line = refused_unchanged(target, "import", write_json(tmp_path / "late.json", moved))
-    assert 'the section "events" comes after "checkins"; the sections go in the order events, users, ' in line
+    assert 'the section "events" comes after "comments"; the sections go in the order events, users, ' in line
 
 
 # --- merge and webhooks ------------------------------------------------------------------------------
