@@ -279,6 +279,8 @@ def what(event, names):
         return ["created the API key ", quoted(data.get("name"))]
     if kind == "user" and action == "sign_in_refused":
         return ["was refused for ", data.get("name") or "someone", ", whose account is linked to another sign-in"]
+    if kind == "data" and action == "imported":
+        return [imported(data)]
     it = subject(event, names)
     if action == "created":
         if kind == "key_result":
@@ -295,6 +297,32 @@ def what(event, names):
     if action == "updated":
         return updated(event, kind, words, it, names)
     return [f"{action.replace('_', ' ')} {words} ", it]
+
+
+# The sections of an okr-export file as a data.imported event counts them: (one, many).
+SECTION_WORDS = {"events": ("event", "events"), "users": ("person", "people"), "teams": ("team", "teams"),
+                 "team_members": ("team member", "team members"), "cycles": ("cycle", "cycles"),
+                 "objectives": ("objective", "objectives"), "key_results": ("key result", "key results"),
+                 "checkins": ("check-in", "check-ins"), "comments": ("comment", "comments"),
+                 "api_keys": ("API key", "API keys")}
+
+
+def imported(data):
+    """What an import brought: "imported “all.json”: added 3 people, 2 teams; updated 1 cycle". The event may
+    come from a file itself, so anything it lacks is passed over."""
+    counts = data.get("counts") if isinstance(data.get("counts"), dict) else {}
+    said = []
+    for outcome in ("added", "updated"):
+        parts = []
+        for name, outcomes in counts.items():
+            number = outcomes.get(outcome) if isinstance(outcomes, dict) else None
+            if type(number) is int and number > 0:
+                one, many = SECTION_WORDS.get(name, (name.replace("_", " "),) * 2)
+                parts.append(f"{number} {one if number == 1 else many}")
+        if parts:
+            said.append(f"{outcome} {', '.join(parts)}")
+    return (f"{'merged' if data.get('merge') is True else 'imported'} {quoted(str(data.get('file') or 'a file'))}: "
+            + ("; ".join(said) or "nothing new"))
 
 
 def updated(event, kind, words, it, names):

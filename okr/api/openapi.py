@@ -162,7 +162,8 @@ class Event(Schema):
     type = fields.String(required=True, metadata={
         "example": "objective.updated",
         "description": "<resource>.created, .updated or .deleted (cycle, team, objective, key_result, checkin, "
-                       "comment, user, key), or team.member_added and team.member_removed."})
+                       "comment, user, key), team.member_added and team.member_removed, or data.imported "
+                       "(okr import)."})
     created_at = timestamp_field()
     actor = fields.Nested(EventActor, required=True)
     resource = fields.Nested(EventResource, required=True)

@@ -31,14 +31,16 @@ def write_new_file(path, write, **open_options):
 @with_appcontext
 @reports_errors
 def export_command(path, include_keys, file_format, cycle_id):
-    """Write every user, team, cycle, objective, key result and check-in to PATH, with the activity feed.
+    """Write every user, team, cycle, objective, key result, check-in and comment to PATH, with the activity feed.
 
-    The JSON file (format okr-export, version 2) is what okr import reads: every
+    The JSON file (format okr-export, version 3) is what okr import reads: every
     field of every row, in creation order, after the events the server has not
-    pruned; API keys only with --include-keys (they are secrets). Passwords are never written. With --format csv --cycle ID, PATH gets that cycle's key
-    results instead, one row each with its objective, progress and status, for
-    spreadsheets. The copy is one consistent snapshot, safe while serving.
-    PATH must be new, in a folder that exists.
+    pruned; API keys only with --include-keys (they are secrets). Passwords,
+    sessions, invitations, password resets and webhooks are never written. With
+    --format csv --cycle ID, PATH gets that cycle's key results instead, one
+    row each with its objective, progress and status, for spreadsheets. The
+    copy is one consistent snapshot, safe while serving. PATH must be new, in a
+    folder that exists.
     """
     if file_format == "csv" and not cycle_id:
         raise click.ClickException("--format csv needs --cycle ID: a CSV file holds one cycle's key results")
@@ -75,10 +77,11 @@ def import_command(path, merge, include_keys):
     """Load a file that okr export wrote into the database.
 
     Without --merge the database must be empty (no users, teams, cycles,
-    objectives, key results or check-ins; okr init-db makes one), and every row
-    keeps its id, times and order. The file's events are added before those of
-    the import's own writes, and an event already stored is left as it is. With --merge, rows are matched by id: new
-    ones are added, changed ones updated, and nothing is deleted. The whole
+    objectives, key results, check-ins or comments; okr init-db makes one), and
+    every row keeps its id, times and order. With --merge, rows are matched by
+    id: new ones are added, changed ones updated, and nothing is deleted. The
+    file's events come in as they are (an event already stored is left as it
+    is), and the import records one event of its own, data.imported. The whole
     file is checked first, and written in one transaction: any problem is
     named, and nothing is written.
 
@@ -99,13 +102,14 @@ def import_command(path, merge, include_keys):
         except transfer.Refusal as refusal:
             raise click.ClickException(f"cannot import {path}: nothing imported: {refusal}") from None
     report = {"imported": os.path.abspath(path)}
-    skipped = counts.pop("api_keys") if not include_keys else None
+    left_out = counts.pop("api_keys") if not include_keys else None
     if merge:
         report.update(merged=True, **{name: outcome for name, outcome in counts.items()
                                       if name != "api_keys" or any(outcome.values())})
     else:
         report.update({name: outcome["added"] for name, outcome in counts.items()
                        if name != "api_keys" or outcome["added"]})
-    if skipped and skipped["skipped"]:
-        report["api_keys_left_out"] = skipped["skipped"]
+    if left_out and left_out["left_out"]:
+        report["api_keys_left_out"] = left_out["left_out"]
+    report["never_in_the_file"] = sorted({what for what, _ in transfer.LEFT_OUT.values()})
     echo_json(report)

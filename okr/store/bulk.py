@@ -4,6 +4,9 @@ okr import and okr import-simpleokr write through here, inside the caller's
 transaction, rows already checked (okr.transfer.rows). Each write is one
 prepared statement: a row is one tuple of values in FIELDS order, so that an
 import of half a million rows builds nothing per row but its parameters.
+okr import-simpleokr records each row's event as it writes it; okr import
+does not (record=False): its file brings the rows' history, and the import
+records one event of its own (okr.transfer.importer).
 
 Only the fields listed are ever written: what else a row holds (a user's
 password_hash) stays as it is. An OPTIONAL field may be NOT_GIVEN (a file of
@@ -28,7 +31,8 @@ from . import events, users
 FIELDS = {
     "events": ("id", "type", "created_at", "actor", "person_id", "resource_type", "resource_id", "parent_id",
                "cycle_id", "team_id", "data", "changes"),
-    "users": ("id", "name", "email", "role", "is_active", "created_at", "revision"),
+    "users": ("id", "name", "email", "role", "is_active", "created_at", "revision", "weekly_email", "oidc_issuer",
+              "oidc_subject"),
     "teams": ("id", "name", "created_at", "revision"),
     "team_members": ("team_id", "user_id", "joined_at"),
     "cycles": ("id", "name", "created_at", "revision", "starts_on", "ends_on"),
@@ -37,13 +41,17 @@ FIELDS = {
     "key_results": ("id", "objective_id", "name", "type", "confidence", "current_value", "target_value_min",
                     "target_value_max", "created_at", "modified_at", "revision", "owner_id"),
     "checkins": ("id", "key_result_id", "value", "confidence", "comment", "author_id", "created_at"),
+    "comments": ("id", "objective_id", "key_result_id", "author_id", "body", "created_at", "modified_at", "revision"),
     "api_keys": ("credential", "secret", "name", "read_only", "created_at", "revoked_at", "user_id"),
 }
 # Fields a row may come without: a new row then gets the column's default (schema.sql: a user's role
-# editor, an API key's user_id null, a service key, a cycle's dates and a key result's owner null), and a
-# stored row keeps its own.
-OPTIONAL = {"users": ("role",), "api_keys": ("user_id",), "cycles": ("starts_on", "ends_on"),
-            "key_results": ("owner_id",)}
+# editor, weekly emails on and no identity-provider link, an API key's user_id null, a service key, a cycle's
+# dates and a key result's owner null), and a stored row keeps its own.
+OPTIONAL = {"users": ("role", "weekly_email", "oidc_issuer", "oidc_subject"), "api_keys": ("user_id",),
+            "cycles": ("starts_on", "ends_on"), "key_results": ("owner_id",)}
+# A user's private settings, which no API field shows (okr.store.users): a change of them alone leaves the
+# revision, hence the ETag, as it is.
+PRIVATE = {"users": ("weekly_email", "oidc_issuer", "oidc_subject")}
 
 
 class NotGiven:
@@ -56,18 +64,24 @@ class NotGiven:
 NOT_GIVEN = NotGiven()
 
 
-def upsert(table, conflict, fields, kept=("created_at",), revised=True, values=None, updates=None):
+def upsert(table, conflict, fields, kept=("created_at",), revised=True, values=None, updates=None, private=()):
     """INSERT of a row, or UPDATE of the row with its conflict key when anything but `kept` differs.
 
     values: {field: SQL} for a field whose VALUES entry is an expression of its parameter, not the
-    parameter itself; updates: {field: SQL} for a field whose new value is not simply excluded's.
+    parameter itself; updates: {field: SQL} for a field whose new value is not simply excluded's;
+    private: fields whose change alone leaves the revision as it is.
     """
     values, updates = values or {}, updates or {}
     changing = [field for field in fields if field not in (conflict, "revision", *kept)]
     new = {field: updates.get(field, f"excluded.{field}") for field in changing}
     sets = [f"{field} = {new[field]}" for field in changing]
     if revised:
-        sets.append("revision = max(revision + 1, excluded.revision)")
+        revision = "max(revision + 1, excluded.revision)"
+        public = [field for field in changing if field not in private]
+        if len(public) < len(changing):
+            revision = (f"CASE WHEN {' OR '.join(f'{field} IS NOT {new[field]}' for field in public)} "
+                        f"THEN {revision} ELSE revision END")
+        sets.append(f"revision = {revision}")
     differs = " OR ".join(f"{field} IS NOT {new[field]}" for field in changing)
     return (f"INSERT INTO {table} ({', '.join(fields)}) VALUES ({', '.join(values.get(f, '?') for f in fields)}) "
             f"ON CONFLICT ({conflict}) DO UPDATE SET {', '.join(sets)} WHERE {differs} RETURNING seq")
@@ -96,6 +110,12 @@ def write_statement(name, omitted=()):
         # A revoked key stays revoked, whatever the file says.
         return upsert(name, "credential", fields, revised=False,
                       updates={"revoked_at": "coalesce(revoked_at, excluded.revoked_at)"})
+    if name == "users":
+        # A stored identity-provider link stays, whatever the file says: it signs its person in, and a file
+        # that replaced it would choose who that is. One is taken only for a user who has none.
+        return upsert(name, "id", fields, private=PRIVATE[name], updates={
+            "oidc_issuer": "CASE WHEN oidc_subject IS NULL THEN excluded.oidc_issuer ELSE oidc_issuer END",
+            "oidc_subject": "coalesce(oidc_subject, excluded.oidc_subject)"})
     return upsert(name, "id", fields)
 
 
@@ -160,19 +180,21 @@ def record_written(db, name, seq, before):
                   **{field: row[column] for field, column in place.items()})
 
 
-def write_row(db, name, values, new=False):
+def write_row(db, name, values, new=False, record=True):
     """Adds the row of table name (values in FIELDS[name] order), or updates the stored one with its id
-    when anything but created_at differs (a team member: adds it unless stored), with its event; the row's
-    seq when written, None when it was left as it was. new: the caller knows no row with its id is stored
-    (an import into an empty database), which saves reading it first."""
-    before = None if new else stored_row(db, name, values)
+    when anything but created_at differs (a team member: adds it unless stored), with its event unless
+    record is false; the row's seq when written, None when it was left as it was. new: the caller knows no
+    row with its id is stored (an import into an empty database), which saves reading it first."""
+    # The stored row: for its event, and for a user to know whether their links die with the change.
+    before = None if new or not (record or name == "users") else stored_row(db, name, values)
     parameters, omitted = write_parameters(name, values)
     answer = db.execute(write_statement(name, omitted), parameters).fetchone()
     if answer is None:
         return None
     if name == "users" and before is not None and users.voids_links(before, dict(zip(FIELDS[name], values))):
         users.void_links(db, before["id"])  # as okr users update and deactivate do
-    record_written(db, name, answer[0], before)
+    if record:
+        record_written(db, name, answer[0], before)
     return answer[0]
 
 
@@ -181,15 +203,15 @@ CHECKIN_ROW = """SELECT c.*, k.id AS key_result_id, k.cycle_id,
     FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq WHERE c.seq = ?"""
 
 
-def add_checkin(db, checkin, skip_recorded=False):
-    """Adds a check-in (a dict of FIELDS["checkins"]) to the key result it names, with its event; with
-    skip_recorded, not when one with its id is already recorded there. Its seq, or None when it was not
-    added."""
+def add_checkin(db, checkin, skip_recorded=False, record=True):
+    """Adds a check-in (a dict of FIELDS["checkins"]) to the key result it names, with its event unless
+    record is false; with skip_recorded, not when one with its id is already recorded there. Its seq, or
+    None when it was not added."""
     parameters = (checkin["id"], checkin["value"], checkin["confidence"], checkin["comment"], checkin["author_id"],
                   checkin["created_at"], checkin["key_result_id"])
     answer = db.execute(ADD_CHECKINS[skip_recorded], parameters + ((checkin["id"],) if skip_recorded else ())).fetchone()
-    if answer is None:
-        return None
+    if answer is None or not record:
+        return None if answer is None else answer[0]
     row = db.execute(CHECKIN_ROW, (answer[0],)).fetchone()
     events.record(db, "checkin", "created", row["id"], checkin_json(row), parent_id=row["key_result_id"],
                   cycle_id=row["cycle_id"], team_id=row["team_id"])

@@ -1,8 +1,10 @@
 """The activity feed: every write of okr.store records its event here, in the caller's transaction.
 
 So a change is never committed without its event, and an event is never kept for a change that rolled back,
-whichever interface made it (the API, the pages, the commands, the importers, the demo). Each event is also
-put in the outbox of every webhook whose patterns match its type, in the same transaction.
+whichever interface made it (the API, the pages, the commands, okr import-simpleokr, the demo). okr import is
+the exception: its file brings its rows' events, and it records one, data.imported, for the whole import
+(okr.transfer.importer). Each event is also put in the outbox of every webhook whose patterns match its type,
+in the same transaction.
 
 Who acts is ACTOR, set for each request by okr.pipeline (the person signed in, or the API key) and for each
 command by okr.cli; writes outside both are the system's.

@@ -1,12 +1,13 @@
 """okr import: an okr-export file checked whole, then written in the caller's transaction through okr.store.bulk."""
 import json
+import os
 import sqlite3
 import uuid
 
 from ..emails import RULE_WORDS, email_key
 from ..rules.ids import UUID_RE
 from ..rules.strict_json import reject_constant, reject_duplicate_keys
-from ..store import bulk
+from ..store import bulk, events, users
 from .export import SELECT, section_rows
 from .reader import file_digest, records
 from .rows import DATA_SECTIONS, FIELDS, NOT_GIVEN, PLURAL, SECTIONS, SINGULAR, Refusal, checked
@@ -45,6 +46,7 @@ class Check:
         # and events' ids alone, the bulk
         self.ids = {name: set() if name in ("key_results", "events") else {} for name in SECTIONS}
         self.emails = {}  # email_key -> index in users
+        self.links = {}  # (oidc_issuer, oidc_subject) -> index in users
         self.parents = {}  # objective id -> its parent's id, or None
         self.forward = []  # (index, parent id) of parents not seen yet when checked
 
@@ -92,6 +94,23 @@ class Check:
             if holder and holder[0] != row["id"] and compact(holder[0]) not in self.ids["users"]:
                 raise Refusal(f"{where}: email {row['email']} belongs to another user in the database "
                               f"({holder[0]})")
+        self.check_link(where, index, row)
+
+    def check_link(self, where, index, row):
+        """Refuses an identity-provider link that two users would have. A merge never replaces a stored user's
+        link (okr.store.bulk), so one that another user in the database holds is refused, whatever the file
+        says of that user."""
+        link = (row["oidc_issuer"], row["oidc_subject"])
+        if link[1] in (None, NOT_GIVEN):
+            return
+        if link in self.links:
+            raise Refusal(f"{where}: the identity provider's oidc_subject {link[1]} is users[{self.links[link]}]'s "
+                          f"too (at {link[0]})")
+        self.links[link] = index
+        holder = self.merge and users.find_by_oidc_subject(self.db, *link)
+        if holder and holder["id"] != row["id"]:
+            raise Refusal(f"{where}: the identity provider's oidc_subject {link[1]} belongs to another user in the "
+                          f"database ({holder['id']})")
 
     def check_teams(self, where, index, row, key):
         pass
@@ -123,6 +142,11 @@ class Check:
             raise self.missing(where, "key_result_id", row["key_result_id"], "key_results")
         if row["author_id"] is not None and not self.exists("users", row["author_id"]):
             raise self.missing(where, "author_id", row["author_id"], "users")
+
+    def check_comments(self, where, index, row, key):
+        for field, name in (("objective_id", "objectives"), ("key_result_id", "key_results"), ("author_id", "users")):
+            if row[field] is not None and not self.exists(name, row[field]):
+                raise self.missing(where, field, row[field], name)
 
     def check_api_keys(self, where, index, row, key):
         if row["user_id"] not in (None, NOT_GIVEN) and not self.exists("users", row["user_id"]):
@@ -172,13 +196,15 @@ def import_file(db, path, merge=False, include_keys=False):
     admin and would have none after it. API keys are read, checked and written
     only with include_keys: otherwise a file's keys are passed over, and a
     merge leaves the database's keys as they are. Returns {section: {"added": n, "updated": n,
-    "unchanged": n}}, and for api_keys passed over {"skipped": n}.
+    "unchanged": n}}, and for api_keys passed over {"left_out": n}.
     Raises Refusal, with nothing written, when anything is wrong; the caller
     rolls back.
 
-    The file's events (its "events" section, first in the file) are added before any row, so that the
-    feed lists them before the events this import's own writes record; an event already stored (by id) is
-    left alone, and none goes into a webhook's outbox (okr.store.bulk.add_event).
+    The file's events (its "events" section, first in the file) are its rows' history: they are added as
+    they are (an event already stored, by id, is left alone; none goes into a webhook's outbox: see
+    okr.store.bulk.add_event), and the rows are written without events of their own, which would say each
+    change twice. The import then records one event, data.imported, last: the file's name and SHA-256 (its
+    resource_id) and the counts returned.
     """
     if not merge:
         held = contents(db)
@@ -204,13 +230,13 @@ def import_file(db, path, merge=False, include_keys=False):
     db.execute("PRAGMA defer_foreign_keys = ON")  # a parent may come after its child; checked above
     counts = {name: {"added": 0, "updated": 0, "unchanged": 0} for name in SECTIONS}
     if not include_keys:
-        counts["api_keys"] = {"skipped": 0}
+        counts["api_keys"] = {"left_out": 0}
     newest = {name: db.execute(f"SELECT coalesce(max(seq), 0) FROM {name}").fetchone()[0] for name in SECTIONS}
     written = []
     try:
         for name, index, record in records(path, written):
             if name == "api_keys" and not include_keys:
-                counts[name]["skipped"] += 1
+                counts[name]["left_out"] += 1
                 continue
             # Values stored as the file has them need no second check: the file is the same (see below).
             values = (tuple(record.get(field, NOT_GIVEN) for field in FIELDS[name]) if canonical
@@ -219,9 +245,9 @@ def import_file(db, path, merge=False, include_keys=False):
                 if name == "events":
                     seq = bulk.add_event(db, values)
                 elif name == "checkins":
-                    seq = bulk.add_checkin(db, dict(zip(FIELDS[name], values)), skip_recorded=merge)
+                    seq = bulk.add_checkin(db, dict(zip(FIELDS[name], values)), skip_recorded=merge, record=False)
                 else:
-                    seq = bulk.write_row(db, name, values, new=not merge)
+                    seq = bulk.write_row(db, name, values, new=not merge, record=False)
             except sqlite3.IntegrityError as error:
                 raise Refusal(f"{name}[{index}]: the database refuses it: {error}") from None
             outcome = "unchanged" if seq is None else "added" if seq > newest[name] else "updated"
@@ -236,6 +262,9 @@ def import_file(db, path, merge=False, include_keys=False):
         # As okr.store.users keeps one: someone must be left to manage people.
         raise Refusal("it would leave no active admin: it demotes or deactivates every admin the database has; "
                       "give one of them role admin and is_active true in the file")
+    # Its name, not its path: where the file was on this machine is no part of the data.
+    events.record(db, "data", "imported", hashes[0], {"file": os.path.basename(path), "sha256": hashes[0],
+                                                      "merge": merge, "counts": counts})
     return counts
 
 

@@ -7,34 +7,39 @@ import json
 import re
 from datetime import datetime
 
-from marshmallow import ValidationError, validate
+from marshmallow import ValidationError, validate, validates_schema
 
 from ..rules.fields import StrictBool, Text
 from ..rules.ids import UUID_RE
 from ..rules.messages import flatten
-from ..rules.schemas import (BodySchema, UserSchema, checkin_schema, cycle_update_schema, group_update_schema,
-                             key_result_schema,
-                             objective_schema)
+from ..rules.schemas import (BodySchema, CommentSchema, UserSchema, checkin_schema, cycle_update_schema,
+                             group_update_schema, key_result_schema, objective_schema)
 from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL, event_text
 from ..store.users import ROLES
 
 FORMAT = "okr-export"
-VERSION = 2  # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner
+# 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner;
+# 3 the comments section, and users' weekly_email, oidc_issuer and oidc_subject.
+VERSION = 3
 
 SECTIONS = tuple(FIELDS)  # in file order: events, the data, api_keys
 WRITTEN = SECTIONS[:-1]  # always written; api_keys only when asked for
 DATA_SECTIONS = WRITTEN[1:]  # what makes a database not empty: events alone do not
-# Sections a file may lack: version 1 had no team members, and neither it nor version 2 before events.
-OPTIONAL_SECTIONS = frozenset({"events", "team_members"})
+# Sections a file may lack: version 1 had no team members, neither it nor version 2 before events had
+# events, and neither version 1 nor 2 comments.
+OPTIONAL_SECTIONS = frozenset({"events", "team_members", "comments"})
 REQUIRED_SECTIONS = tuple(name for name in DATA_SECTIONS if name not in OPTIONAL_SECTIONS)
-BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only"})
+BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only", "weekly_email"})
 TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at"})
 # Fields that may be null (a team member's user_id may not: its schema refuses null).
 NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
                       "target_value_max", "comment", "author_id", "revoked_at", "user_id", "starts_on", "ends_on",
-                      "owner_id"})
+                      "owner_id", "oidc_issuer", "oidc_subject"})
+# And fields that may be null in one section only: a comment is on an objective or on a key result.
+NULLABLE_IN = {"comments": frozenset({"objective_id", "key_result_id"})}
 SINGULAR = {"events": "event", "users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",
-            "objectives": "objective", "key_results": "key result", "checkins": "check-in", "api_keys": "API key"}
+            "objectives": "objective", "key_results": "key result", "checkins": "check-in", "comments": "comment",
+            "api_keys": "API key"}
 PLURAL = {name: f"{word}s" for name, word in SINGULAR.items()}
 
 
@@ -43,9 +48,35 @@ class Refusal(Exception):
     """Why a file cannot be imported, in one line (where, then what)."""
 
 
+# What a file never holds, and why: {table, or table.column: (what, why)}. okr import's report names them,
+# docs/operations.md lists them, and a test holds every table and column of schema.sql to being either a
+# field of the format, derived from one (DERIVED_COLUMNS), or here.
+WEBHOOKS = ("webhooks", "each holds the secret that signs its deliveries; add them again with okr webhooks add")
+LEFT_OUT = {
+    "users.password_hash": ("passwords", "a file is copied and kept where a database is not, and a password hash "
+                                         "can be attacked offline; people set theirs again (okr users invite)"),
+    "invitations": ("invitations", "one-time links to choose a password; okr users invite makes new ones"),
+    "password_resets": ("password resets", "one-time links, valid for an hour; people ask again"),
+    "web_sessions": ("sessions", "the dashboard's signed-in browsers, bound to the server that made them: "
+                                 "everyone signs in again"),
+    "web_secrets": ("the session signing key", "a secret each database makes for itself"),
+    "sign_in_failures": ("failed sign-ins", "a throttle's last fifteen minutes, with people's addresses"),
+    "webhooks": WEBHOOKS, "webhook_patterns": WEBHOOKS, "webhook_outbox": WEBHOOKS, "webhook_deliveries": WEBHOOKS,
+    "weekly_mail": ("the record of weekly emails sent", "the server's own bookkeeping of which week's reminders "
+                                                        "and digests went out"),
+}
+# Columns a file does not hold because they follow from what it holds: every table's seq (the order of its
+# section), a user's email_key (from the email), a key result's cycle (its objective's), a check-in's key
+# result's seq (from its key_result_id).
+DERIVED_COLUMNS = frozenset({"users.email_key", "key_results.cycle_id", "checkins.key_result_seq"})
+
+
 
 # okr keys create makes 43 characters; a short secret would be guessed.
 MIN_SECRET_LENGTH = 32
+# An identity provider's issuer (a URL) and subject: OpenID Connect caps a subject at 255 ASCII characters;
+# the bound leaves room for providers that do not keep to it.
+MAX_OIDC_TEXT = 2000
 
 
 class ApiKeySchema(BodySchema):
@@ -62,11 +93,37 @@ api_key_schema = ApiKeySchema()
 
 
 class UserRowSchema(UserSchema):
-    """A user as the file holds it: as okr users add takes one, whether it is active, and its role (absent from
-    files of version 1: see OPTIONAL)."""
+    """A user as the file holds it: as okr users add takes one, whether it is active, its role (absent from
+    files of version 1: see OPTIONAL), and its private settings (absent before version 3): whether the weekly
+    emails go to them, and who they are at the identity provider (both or neither)."""
 
     is_active = StrictBool(required=True)
     role = Text(validate=validate.OneOf(ROLES, error=f"Must be one of: {', '.join(ROLES)}."))
+    weekly_email = StrictBool()
+    oidc_issuer = Text(max_length=MAX_OIDC_TEXT, not_blank=True, allow_none=True)
+    oidc_subject = Text(max_length=MAX_OIDC_TEXT, not_blank=True, allow_none=True)
+
+    @validates_schema
+    def link_whole(self, data, **kwargs):
+        issuer, subject = data.get("oidc_issuer"), data.get("oidc_subject")
+        if (issuer is None) != (subject is None):
+            field, other = ("oidc_subject", "oidc_issuer") if subject is None else ("oidc_issuer", "oidc_subject")
+            raise ValidationError({field: [f"Given with {other}, or neither."]})
+
+
+class CommentRowSchema(CommentSchema):
+    """A comment as the file holds it: its body as the API takes one, on an objective or a key result."""
+
+    objective_id = Text(max_length=100, allow_none=True, load_default=None)
+    key_result_id = Text(max_length=100, allow_none=True, load_default=None)
+    author_id = Text(max_length=100, allow_none=True, load_default=None)
+
+    @validates_schema
+    def on_one(self, data, **kwargs):
+        on = [data.get("objective_id"), data.get("key_result_id")]
+        if on.count(None) != 1:
+            raise ValidationError({"objective_id": ["A comment is on an objective or a key result" +
+                                                    (", not both." if None not in on else ".")]})
 
 
 class TeamMemberSchema(BodySchema):
@@ -85,6 +142,7 @@ SCHEMAS = {
     "objectives": objective_schema,
     "key_results": key_result_schema,
     "checkins": checkin_schema,
+    "comments": CommentRowSchema(),
     "api_keys": api_key_schema,
 }
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
@@ -198,9 +256,10 @@ def checked_record(name, record):
         raise Refusal(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
     if name == "events":  # no API schema describes an event: the feed only shows them
         return checked_event(tuple(record[field] for field in fields))
+    nullable = NULLABLE | NULLABLE_IN.get(name, frozenset())
     for field in fields:
         value = record.get(field, NOT_GIVEN)
-        if value is NOT_GIVEN or value is None and field in NULLABLE:
+        if value is NOT_GIVEN or value is None and field in nullable:
             continue
         if (field == "id" or field.endswith("_id")) and not (isinstance(value, str) and UUID_RE.fullmatch(value)):
             raise Refusal(f"{field}: must be a lowercase UUID, not {json.dumps(value, default=str)}")

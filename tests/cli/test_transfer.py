@@ -22,7 +22,7 @@ from okr.progress import parse_timestamp
 from okr.store import invitations, sign_ins, users, web_sessions
 from okr.store import keys as key_store
 
-DATA = ["users", "teams", "team_members", "cycles", "objectives", "key_results", "checkins"]
+DATA = ["users", "teams", "team_members", "cycles", "objectives", "key_results", "checkins", "comments"]
 SECTIONS = ["events", *DATA]
 
 
@@ -177,14 +177,14 @@ def file_events(path):
     return json.loads(path.read_text(encoding="utf-8"))["events"]
 
 
-def assert_same_but_the_imports_events(again, first, added):
+def assert_same_but_the_imports_events(again, first):
     """again, exported from a database first was imported into, holds first's data byte for byte, and first's
-    events followed by one event of okr import for each of the `added` rows it wrote."""
+    events followed by the one event of okr import (data.imported)."""
     assert data_part(again) == data_part(first)
     history, now = file_events(first), file_events(again)
     assert now[:len(history)] == history
-    assert len(now) == len(history) + added
-    assert {event["actor"]["name"] for event in now[len(history):]} == {"okr import"}
+    assert [(event["type"], event["actor"]["name"]) for event in now[len(history):]] == [
+        ("data.imported", "okr import")]
 
 
 def exported(app, tmp_path):
@@ -201,16 +201,18 @@ def test_export_then_import_into_an_empty_database_then_export_gives_the_same_by
     counts = export(app, first)
     events = len(stored(app, "SELECT id FROM events"))
     assert events > 28
-    assert counts == {"exported": str(first), "format": "okr-export", "version": 2, "events": events, "users": 3,
-                      "teams": 2, "team_members": 3, "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9}
+    assert counts == {"exported": str(first), "format": "okr-export", "version": 3, "events": events, "users": 3,
+                      "teams": 2, "team_members": 3, "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9,
+                      "comments": 0}
     target = new_app(tmp_path / "target.db")
     imported = ok(invoke(target, "import", first))
     assert imported == {"imported": str(first), "events": events, "users": 3, "teams": 2, "team_members": 3,
-                        "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9}
+                        "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9, "comments": 0,
+                        "never_in_the_file": imported["never_in_the_file"]}
     second = tmp_path / "second.json"
     export(target, second)
-    # The data comes back byte for byte; the events too, followed by those of the import's own 28 writes.
-    assert_same_but_the_imports_events(second, first, 28)
+    # The data comes back byte for byte; the events too, followed by the import's own one.
+    assert_same_but_the_imports_events(second, first)
 
 
 def test_cycle_dates_and_owners_go_out_and_come_back_and_files_without_them_still_import(app, seeded, tmp_path):
@@ -274,7 +276,7 @@ def test_the_format_is_documented_and_ordered(app, seeded, tmp_path):
     text = (tmp_path / "all.json").read_text(encoding="utf-8")
     data = json.loads(text)
     assert list(data) == ["format", "version", *SECTIONS]
-    assert text.startswith('{"format": "okr-export", "version": 2,\n"events": [\n{"id": ')
+    assert text.startswith('{"format": "okr-export", "version": 3,\n"events": [\n{"id": ')
     assert "李小龙" in text and "\\u" not in text  # UTF-8, not escapes
     for name in SECTIONS:
         for record in data[name]:
@@ -297,7 +299,7 @@ def test_an_other_layout_of_the_same_json_imports_the_same(app, seeded, tmp_path
     target = new_app(tmp_path / "target.db")
     ok(invoke(target, "import", tmp_path / "pretty.json"))
     export(target, tmp_path / "again.json")
-    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json", 28)
+    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json")
 
 
 def test_rows_are_stored_in_file_order(app, seeded, tmp_path):
@@ -349,7 +351,7 @@ def test_api_keys_come_back_with_the_import(app, keyed, tmp_path):
     assert ok(invoke(target, "import", "--include-keys", tmp_path / "keys.json"))["api_keys"] == 3
     assert stored_keys(target.config["DATABASE"]) == stored_keys(app.config["DATABASE"])
     export(target, tmp_path / "again.json", "--include-keys")
-    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "keys.json", 28 + 3)
+    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "keys.json")
     # the API now wants a signature, as the original does
     assert target.test_client().get("/v1/cycles").status_code == 401
 
@@ -443,8 +445,8 @@ RECORD_REFUSALS = {
         "objectives[2]: parent_objective_id makes the alignment a loop"),
     "a section missing": (break_it(lambda data: data.pop("checkins")), 'it has no "checkins" section'),
     "an unknown section": (break_it(lambda data: data.update(notes=[])), 'unknown section "notes"'),
-    "a newer version": (break_it(lambda data: data.update(version=3)),
-                        "it is format version 3, newer than this okr reads (2)"),
+    "a newer version": (break_it(lambda data: data.update(version=4)),
+                        "it is format version 4, newer than this okr reads (3)"),
     "another format": (break_it(lambda data: data.update(format="okr-backup")),
                        'it is not an okr-export file: its format is "okr-backup"'),
     "an unknown role": (set_field("users", "role", "owner", 1),
@@ -465,7 +467,7 @@ RECORD_REFUSALS = {
     "a team member with a field too many": (set_field("team_members", "role", "lead", 0),
                                             "team_members[0]: unknown field role"),
     "team members out of order": (break_it(lambda data: data.update(team_members=data.pop("team_members"))),
-                                  'the section "team_members" comes after "checkins"'),
+                                  'the section "team_members" comes after "comments"'),
 }
 
 
@@ -857,7 +859,7 @@ def test_the_program_exports_and_imports_and_refuses_in_one_okr_line(app, seeded
     done = helpers.run_okr("--database", "new.db", "import", "all.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert helpers.run_okr("--database", "new.db", "export", "again.json", cwd=tmp_path).returncode == 0
-    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json", 28)
+    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json")
 
     done = helpers.run_okr("--database", "new.db", "import", "all.json", cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
@@ -889,7 +891,7 @@ def test_values_the_api_would_take_are_stored_as_the_api_stores_them(app, seeded
     target = new_app(tmp_path / "target.db")
     ok(invoke(target, "import", tmp_path / "loose.json"))
     export(target, tmp_path / "again.json")
-    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json", 28)
+    assert_same_but_the_imports_events(tmp_path / "again.json", tmp_path / "all.json")
 
 
 # --- streaming -----------------------------------------------------------------------------------
@@ -935,14 +937,19 @@ def test_exports_stream_rather_than_hold_the_database_in_memory(app, tmp_path):
 # --- people: roles, team members, users' keys, and what is never exported ------------------------------
 
 
+# What format 1 lacked of a record: a user's role (and what format 3 added: the weekly email and the provider
+# link), an API key's user.
+NOT_IN_VERSION_1 = ("role", "user_id", "weekly_email", "oidc_issuer", "oidc_subject")
+
+
 def previous_release(data):
-    """data as the previous release (format version 1) would have written it: no events, no role, no team
-    members, no user_id of a key."""
+    """data as the release of format version 1 would have written it: no events, no role, no team members, no
+    comments, no user_id of a key."""
     old = {"format": "okr-export", "version": 1}
     for name, records in data.items():
-        if name in ("format", "version", "team_members", "events"):
+        if name in ("format", "version", "team_members", "events", "comments"):
             continue
-        old[name] = [{field: value for field, value in record.items() if field not in ("role", "user_id")}
+        old[name] = [{field: value for field, value in record.items() if field not in NOT_IN_VERSION_1}
                      for record in records]
     return old
 
@@ -960,7 +967,8 @@ def test_users_have_their_role_and_teams_their_members(app, seeded, tmp_path):
     data = exported(app, tmp_path)
     assert {u["email"]: u["role"] for u in data["users"]} == {
         "ada@example.com": "admin", "Émile@example.org": "editor", "lee@example.cn": "viewer"}
-    assert list(data["users"][0]) == ["id", "name", "email", "role", "is_active", "created_at", "revision"]
+    assert list(data["users"][0]) == ["id", "name", "email", "role", "is_active", "created_at", "revision",
+                                      "weekly_email", "oidc_issuer", "oidc_subject"]
     assert data["team_members"] == [
         {"team_id": seeded["team"], "user_id": seeded["emile"], "joined_at": "2026-01-05T09:00:00Z"},
         {"team_id": seeded["other_team"], "user_id": seeded["ada"], "joined_at": "2026-01-05T09:00:00Z"},
@@ -984,8 +992,8 @@ def test_a_file_of_the_previous_release_is_read_and_its_users_are_editors(app, k
     assert stored(target, "SELECT count(*) FROM api_keys WHERE user_id IS NULL") == [(3,)]
     export(target, tmp_path / "new.json")
     data = json.loads((tmp_path / "new.json").read_text(encoding="utf-8"))
-    assert data["version"] == 2 and data["team_members"] == []
-    assert [{k: v for k, v in u.items() if k != "role"} for u in data["users"]] == old["users"]
+    assert data["version"] == 3 and data["team_members"] == []
+    assert [{k: v for k, v in u.items() if k not in NOT_IN_VERSION_1} for u in data["users"]] == old["users"]
 
 
 def test_a_merge_of_the_previous_releases_file_leaves_roles_and_keys_users_alone(app, seeded, tmp_path):

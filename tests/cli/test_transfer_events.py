@@ -1,15 +1,20 @@
 """okr export and okr import keep the activity feed: the okr-export file's events section, first in the file."""
+import hashlib
 import json
 import sqlite3
 from contextlib import closing
+from datetime import datetime, timezone
 
 import pytest
 
-from okr.db import connect, new_id
+from okr import activity, create_app
+from okr.cli.demo_company import create_demo
+from okr.db import connect, new_id, transaction
+from okr.store import comments, users
 from okr.transfer import Refusal
 from okr.transfer.importer import check_stored
-from test_transfer import (data_part, export, exported, invoke, new_app, ok, post, previous_release, refused_unchanged,
-                           seed, with_commands, write_json)
+from test_transfer import (data_part, export, exported, file_events, invoke, new_app, ok, post, previous_release,
+                           refused_unchanged, seed, with_commands, write_json)
 
 EVENT_COLUMNS = ("id, type, created_at, actor, person_id, resource_type, resource_id, parent_id, cycle_id, team_id, "
                  "data, changes")
@@ -63,15 +68,9 @@ def test_every_event_comes_back_as_it_was_and_before_the_imports_own(app, seeded
     target = new_app(tmp_path / "target.db")
     assert ok(invoke(target, "import", tmp_path / "all.json"))["events"] == len(history)
     after = events(target)
-    # The same ids, fields and text, in the same order, all before the 28 events of the import's own writes.
+    # The same ids, fields and text, in the same order, then the import's one event: no row is said twice.
     assert after[:len(history)] == history
-    assert len(after) == len(history) + 28
-    assert {json.loads(row[3])["name"] for row in after[len(history):]} == {"okr import"}
-    assert {row[1] for row in after[len(history):]} <= {"user.created", "team.created", "team.member_added",
-                                                        "cycle.created", "objective.created", "key_result.created",
-                                                        "checkin.created"}
-    seqs = dict(stored(target, "SELECT id, seq FROM events"))
-    assert max(seqs[row[0]] for row in history) < min(seqs[row[0]] for row in after[len(history):])
+    assert [row[1] for row in after[len(history):]] == ["data.imported"]
 
 
 def test_the_feed_answers_the_same_after_an_import(app, seeded, tmp_path):
@@ -116,6 +115,123 @@ def test_every_actor_okr_records_comes_back(app, seeded, tmp_path):
     assert [json.loads(row[3]) for row in events(target)[:4]] == actors
 
 
+# --- an import's own event ------------------------------------------------------------------------------
+
+
+def test_an_import_records_one_event_of_its_own_with_the_counts_and_the_files_name(app, seeded, tmp_path):
+    history = events(app)
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    report = ok(invoke(target, "import", tmp_path / "all.json"))
+    after = events(target)
+    assert after[:len(history)] == history
+    [(_, kind, _, actor, person, resource_type, resource_id, parent, cycle, team, data, changes)] = after[len(history):]
+    assert (kind, resource_type, person, parent, cycle, team, changes) == (
+        "data.imported", "data", None, None, None, None, None)
+    assert json.loads(actor) == {"type": "system", "id": None, "name": "okr import"}
+    # named by what it holds: every import of the same file has the same resource_id
+    assert resource_id == hashlib.sha256((tmp_path / "all.json").read_bytes()).hexdigest()
+    data = json.loads(data)
+    assert data == {"file": "all.json", "sha256": resource_id, "merge": False, "counts": {
+        name: {"added": count, "updated": 0, "unchanged": 0} for name, count in report.items()
+        if isinstance(count, int)} | {"api_keys": {"left_out": 0}}}
+    assert data["counts"]["events"]["added"] == len(history) and data["counts"]["objectives"]["added"] == 3
+
+
+def test_the_feed_says_what_an_import_brought_in_one_line(app, seeded, tmp_path):
+    history = len(events(app))
+    export(app, tmp_path / "all.json")
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "all.json"))
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    data["cycles"][0]["name"] = "2026 Q1, renamed"
+    ok(invoke(target, "import", "--merge", write_json(tmp_path / "renamed.json", data)))
+    db = connect(target.config["DATABASE"], 5000)
+    try:
+        entries, _ = activity.feed(db, limit=2)
+        names = activity.names(db, entries)
+        lines = [activity.text(activity.sentence(entry, names)) for entry in entries]
+    finally:
+        db.close()
+    assert lines == [
+        "The command “okr import” merged “renamed.json”: updated 1 cycle",
+        f"The command “okr import” imported “all.json”: added {history} events, 3 people, 2 teams, 3 team members, "
+        "2 cycles, 3 objectives, 6 key results, 9 check-ins",
+    ]
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory):
+    """The demo company (12 people, 60 key results, 651 check-ins and every event of their making), with comments
+    on every objective and key result, some edited, some deleted; three people off the weekly email, two linked
+    to an identity provider."""
+    path = tmp_path_factory.mktemp("busy") / "busy.db"
+    create_demo(create_app, str(path), 7, datetime(2026, 3, 18, tzinfo=timezone.utc))
+    app = with_commands(create_app({"TESTING": True, "DATABASE": path}))
+    with app.app_context(), transaction() as db:
+        people = [row["id"] for row in db.execute("SELECT id FROM users ORDER BY seq")]
+        parents = [("objective", row["id"]) for row in db.execute("SELECT id FROM objectives ORDER BY seq")]
+        parents += [("key_result", row["id"]) for row in db.execute("SELECT id FROM key_results ORDER BY seq")] * 2
+        made = [comments.create(db, kind, parent, f"comment {number} «{kind}»", people[number % len(people)])
+                for number, (kind, parent) in enumerate(parents)]
+        for number, comment in enumerate(made):
+            if number % 5 == 0:
+                comments.update(db, comments.get(db, comment["id"]), comment["body"] + ", edited")
+            elif number % 7 == 0:
+                comments.delete(db, comments.get(db, comment["id"]))
+        for person in people[3:6]:
+            users.set_weekly_email(db, users.get(db, person), False)
+        for number, person in enumerate(people[:2]):
+            users.set_oidc_subject(db, users.get(db, person), "https://id.example.com", f"subject-{number}")
+    return app
+
+
+def test_export_import_export_of_a_busy_database_is_the_same_file_but_for_the_imports_one_event(busy, tmp_path):
+    """The file holds nothing about the export itself (no time, no host): so the second export differs from the
+    first by the import's data.imported event alone, and each round trip adds that one line, not a copy of
+    every row's event."""
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    export(busy, first)
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", first))
+    export(target, second)
+    a, b = (json.loads(path.read_text(encoding="utf-8")) for path in (first, second))
+    assert len(a["comments"]) == 124 and len(a["checkins"]) == 651 and len(a["events"]) > 1500
+    assert b["events"][:-1] == a["events"]
+    assert b["events"][-1]["type"] == "data.imported"
+    assert {name: part for name, part in b.items() if name != "events"} == {
+        name: part for name, part in a.items() if name != "events"}
+    # and byte for byte, once that one line is taken out
+    own = json.dumps(b["events"][-1], ensure_ascii=False)
+    assert second.read_text(encoding="utf-8").replace(f",\n{own}\n]", "\n]", 1) == first.read_text(encoding="utf-8")
+
+
+def test_a_merge_of_a_newer_export_adds_only_its_new_events_and_one_of_its_own(app, seeded, tmp_path, clock):
+    export(app, tmp_path / "old.json")
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "old.json"))
+    clock.now = "2026-02-01T09:00:00Z"  # the source goes on: a rename, a check-in, a comment
+    client = app.test_client()
+    assert client.patch(f"/v1/objectives/{seeded['parent']}", json={"name": "Delight every customer"}).status_code == 200
+    post(client, f"/v1/keyresults/{seeded['key_results']['range']}/checkins", {"value": "2", "comment": "better"})
+    post(client, f"/v1/objectives/{seeded['parent']}/comments", {"body": "Renamed: every customer."})
+    export(app, tmp_path / "new.json")
+    old, new = file_events(tmp_path / "old.json"), file_events(tmp_path / "new.json")
+    assert new[:len(old)] == old
+    newer = new[len(old):]
+    assert [event["type"] for event in newer] == ["objective.updated", "key_result.updated", "checkin.created",
+                                                  "comment.created"]
+    before = events(target)
+    result = ok(invoke(target, "import", "--merge", tmp_path / "new.json"))
+    assert result["events"] == {"added": 4, "updated": 0, "unchanged": len(old)}
+    after = events(target)
+    assert after[:len(before)] == before
+    assert [row[0] for row in after[len(before):-1]] == [event["id"] for event in newer]
+    assert after[-1][1] == "data.imported"
+    export(target, tmp_path / "again.json")
+    assert data_part(tmp_path / "again.json") == data_part(tmp_path / "new.json")
+
+
 # --- files without events ----------------------------------------------------------------------------
 
 
@@ -128,10 +244,10 @@ def test_a_version_1_file_and_a_version_2_file_without_events_import(app, seeded
         target = new_app(tmp_path / f"{name}.db")
         imported = ok(invoke(target, "import", write_json(tmp_path / name, content)))
         assert imported["events"] == 0 and imported["objectives"] == 3
-        # only the import's own events: one per row added
-        added = sum(count for section, count in imported.items() if section not in ("imported", "events"))
-        assert len(events(target)) == added
-        assert {json.loads(row[3])["name"] for row in events(target)} == {"okr import"}
+        # no history, and the import's one event, which says what it brought
+        [(kind, actor, data)] = stored(target, "SELECT type, actor, data FROM events")
+        assert (kind, json.loads(actor)["name"]) == ("data.imported", "okr import")
+        assert json.loads(data)["counts"]["objectives"] == {"added": 3, "updated": 0, "unchanged": 0}
 
 
 def test_events_alone_leave_a_database_empty(app, seeded, tmp_path):
@@ -210,7 +326,7 @@ def test_events_after_the_data_are_refused(app, seeded, tmp_path):
     moved["events"] = data["events"]
     target = new_app(tmp_path / "target.db")
     line = refused_unchanged(target, "import", write_json(tmp_path / "late.json", moved))
-    assert 'the section "events" comes after "checkins"; the sections go in the order events, users, ' in line
+    assert 'the section "events" comes after "comments"; the sections go in the order events, users, ' in line
 
 
 # --- merge and webhooks ------------------------------------------------------------------------------
@@ -228,24 +344,21 @@ def test_a_merge_leaves_stored_events_alone_and_adds_the_new(app, seeded, tmp_pa
     after = events(app)
     assert after[:len(before)] == before
     assert after[len(before)][0] == added["id"]
-    # the data is all unchanged: the merge wrote no row, so recorded no event of its own
-    assert len(after) == len(before) + 1
+    # then the merge's own one event, though it wrote no row: an import is on record whatever it changed
+    assert [row[1] for row in after[len(before) + 1:]] == ["data.imported"]
 
 
-def test_imported_events_go_to_no_webhook_and_the_imports_own_do(app, seeded, tmp_path):
+def test_imported_events_go_to_no_webhook_and_the_imports_one_does(app, seeded, tmp_path):
     export(app, tmp_path / "all.json")
-    history = {event["id"] for event in json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))["events"]}
     target = new_app(tmp_path / "target.db")
     with closing(sqlite3.connect(target.config["DATABASE"], isolation_level=None)) as db:
         db.execute("INSERT INTO webhooks (id, url, secret, created_at) VALUES (?, 'https://hooks.example.com/okr', "
                    "'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', '2026-01-01T00:00:00Z')", (new_id(),))
         db.execute("INSERT INTO webhook_patterns (hook_seq, pattern) VALUES (1, '*')")
     ok(invoke(target, "import", tmp_path / "all.json"))
-    queued = {event_id for (event_id,) in stored(
-        target, "SELECT e.id FROM webhook_outbox o JOIN events e ON e.seq = o.event_seq")}
-    assert not queued & history
-    # the import's own writes are changes made now: the hook hears of each
-    assert len(queued) == 28 == len(events(target)) - len(history)
+    queued = stored(target, "SELECT e.type FROM webhook_outbox o JOIN events e ON e.seq = o.event_seq")
+    # the import is a change made now: the hook hears of it, once
+    assert queued == [("data.imported",)]
 
 
 # --- exporting: streaming, and what stays out ----------------------------------------------------------
