@@ -22,6 +22,8 @@ from okr.db import connect, init_db, new_id, utc_now
 
 from helpers import APP_PY, HttpClient, free_port, process_tree, stop_process
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 
 def seed(path, objectives, key_results_each=0, description=""):
     """A database with a cycle of `objectives` objectives, written straight with SQL."""

@@ -15,6 +15,8 @@ from okr.store import events
 
 from helpers import REPO, free_port, start_service, stop_process
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 
 def children_of(pid):
     """The pids of a process's children (Linux)."""

@@ -19,6 +19,8 @@ import pytest
 
 from helpers import REPO, free_port, keep_file_permissions, start_service
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 BUILD_TIMEOUT = 900
 
 

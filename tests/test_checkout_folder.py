@@ -5,8 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import okr
 from helpers import ENV_WITHOUT_OKR, REPO, run_okr
+
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
 
 
 def test_the_command_line_help_tests_pass_beside_a_users_okr_db(tmp_path):

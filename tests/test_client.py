@@ -115,6 +115,7 @@ def test_the_signature_is_simple_okrs():
     assert authorization_header("mycredential", "mysecret", "2019-02-03T01:55:37Z") == VECTOR_HEADER
 
 
+@pytest.mark.slow
 def test_each_request_is_signed_afresh_with_a_current_timestamp():
     with RawServer(lambda server, connection, request: respond(connection) or True) as server:
         with Client(server.url, "cred", "secret") as client:
@@ -129,6 +130,7 @@ def test_each_request_is_signed_afresh_with_a_current_timestamp():
     assert server.connections == 1  # both went over one kept-alive connection
 
 
+@pytest.mark.slow
 def test_cycles_and_teams_create_list_get_rename_delete(okr):
     cycle = okr.create_cycle("2026 Q4")
     assert cycle["name"] == "2026 Q4" and set(cycle) == {"id", "name", "created_at"}
@@ -151,6 +153,7 @@ def test_cycles_and_teams_create_list_get_rename_delete(okr):
     assert caught.value.status == 404
 
 
+@pytest.mark.slow
 def test_users_are_listed_and_read(okr, runner):
     ada = make_user(runner, "Ada Lovelace", "ada@example.com")
     make_user(runner, "Grace Hopper", "grace@example.com")
@@ -161,6 +164,7 @@ def test_users_are_listed_and_read(okr, runner):
     assert not hasattr(okr, "create_user")  # the API only reads users
 
 
+@pytest.mark.slow
 def test_objectives_create_get_replace_patch_delete(okr):
     cycle = okr.create_cycle("Q1")
     team = okr.create_team("Platform")
@@ -187,6 +191,7 @@ def test_objectives_create_get_replace_patch_delete(okr):
     assert (caught.value.status, caught.value.code) == (404, 404)
 
 
+@pytest.mark.slow
 def test_lists_follow_page_tokens_with_small_pages(okr, monkeypatch):
     cycle = okr.create_cycle("Q1")
     made = [okr.create_objective(f"Objective {n}", cycle["id"])["id"] for n in range(7)]
@@ -208,6 +213,7 @@ def test_lists_follow_page_tokens_with_small_pages(okr, monkeypatch):
     assert len(list(okr.key_results(cycle["id"], page_size=3))) == 5
 
 
+@pytest.mark.slow
 def test_list_filters(okr, runner):
     ada = make_user(runner)
     cycle, team = okr.create_cycle("Q1"), okr.create_team("Platform")
@@ -235,6 +241,7 @@ def test_list_filters(okr, runner):
     assert list(okr.objective_key_results(teams["id"], type="range")) == []
 
 
+@pytest.mark.slow
 def test_key_results_create_get_replace_patch_delete_with_decimals_as_strings(okr):
     cycle = okr.create_cycle("Q1")
     objective = okr.create_objective("Faster support", cycle["id"])
@@ -258,6 +265,7 @@ def test_key_results_create_get_replace_patch_delete_with_decimals_as_strings(ok
     assert list(okr.objective_key_results(objective["id"])) == []
 
 
+@pytest.mark.slow
 def test_check_ins_and_reports(okr, runner):
     ada = make_user(runner)
     cycle, team = okr.create_cycle("Q1"), okr.create_team("Platform")
@@ -289,6 +297,7 @@ def test_check_ins_and_reports(okr, runner):
     assert okr.health() == {"status": "ok"}
 
 
+@pytest.mark.slow
 def test_errors_carry_status_code_message_and_details(okr):
     cycle = okr.create_cycle("Q1")
     missing = "00000000-0000-4000-8000-000000000000"
@@ -313,6 +322,7 @@ def test_errors_carry_status_code_message_and_details(okr):
     assert caught.value.status == 404
 
 
+@pytest.mark.slow
 def test_a_wrong_secret_is_a_401(live_server, key):
     with Client(f"http://{live_server.address}", key["credential"], "not the secret") as client:
         with pytest.raises(ApiError) as caught:
@@ -326,6 +336,7 @@ def test_a_wrong_secret_is_a_401(live_server, key):
     assert caught.value.status == 401
 
 
+@pytest.mark.slow
 def test_a_base_url_with_a_path_prefix(app, key):
     parent = Flask(__name__)
     parent.wsgi_app = DispatcherMiddleware(parent.wsgi_app, {"/okr": app})
@@ -334,6 +345,7 @@ def test_a_base_url_with_a_path_prefix(app, key):
         assert client.cycle(cycle["id"]) == cycle
 
 
+@pytest.mark.slow
 def test_one_client_serves_several_threads(okr):
     cycle = okr.create_cycle("Q1")
     failures = []
@@ -353,6 +365,7 @@ def test_one_client_serves_several_threads(okr):
     assert failures == []
 
 
+@pytest.mark.slow
 def test_a_non_json_error_body_still_gives_an_api_error():
     def proxy(environ, start_response):
         start_response("502 Bad Gateway", [("Content-Type", "text/plain")])
@@ -366,6 +379,7 @@ def test_a_non_json_error_body_still_gives_an_api_error():
     assert error.body == b"upstream is down\n"
 
 
+@pytest.mark.slow
 def test_a_non_json_success_is_an_api_error():
     def page(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/html")])
@@ -394,6 +408,7 @@ class Flaky:
         return [b'{"id": "c1", "name": "Q1", "created_at": "2026-01-01T00:00:00Z"}']
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [503, 429])
 def test_a_busy_answer_is_retried_after_retry_after(status):
     app, sleeps = Flaky(failures=2, status=status), Sleeps()
@@ -404,6 +419,7 @@ def test_a_busy_answer_is_retried_after_retry_after(status):
     assert app.calls == 4 and sleeps == [2.0, 2.0]
 
 
+@pytest.mark.slow
 def test_retry_after_is_capped_and_read_as_a_date_too():
     app, sleeps = Flaky(failures=1, after="3600"), Sleeps()
     with served_in_thread(app, threads=2) as served, Client(served.url, max_wait=5) as client:
@@ -416,6 +432,7 @@ def test_retry_after_is_capped_and_read_as_a_date_too():
     assert sleeps[0] == 5.0 and 1 < sleeps[1] <= 3 and 0.25 <= sleeps[2] <= 0.5
 
 
+@pytest.mark.slow
 def test_retrying_a_503_stops_after_the_retries():
     app, sleeps = Flaky(failures=100), Sleeps()
     with served_in_thread(app, threads=2) as served, Client(served.url, retries=2) as client:
@@ -433,6 +450,7 @@ def test_retrying_a_503_stops_after_the_retries():
     lambda client: client.create_key_result("o1", "KR", "baseline"),
     lambda client: client.check_in("k1", "1"),
 ])
+@pytest.mark.slow
 def test_a_create_answered_503_is_not_retried(create):
     app, sleeps = Flaky(failures=1), Sleeps()
     with served_in_thread(app, threads=2) as served, Client(served.url) as client:
@@ -442,6 +460,7 @@ def test_a_create_answered_503_is_not_retried(create):
     assert caught.value.status == 503 and app.calls == 1 and sleeps == []
 
 
+@pytest.mark.slow
 def test_connection_refused_is_retried_with_backoff_then_an_error():
     sleeps = Sleeps()
     with Client(f"http://127.0.0.1:{free_port()}", retries=3, backoff=0.5) as client:
@@ -474,6 +493,7 @@ def drop_unanswered(server, connection, request):
     (lambda client: client.patch_key_result("k1", name="KR"), True),
     (lambda client: client.delete_team("t1"), True),
 ])
+@pytest.mark.slow
 def test_a_connection_dropped_after_sending_is_retried_only_when_idempotent(call, idempotent):
     sleeps = Sleeps()
     with RawServer(drop_unanswered) as server, Client(server.url, retries=2) as client:
@@ -488,6 +508,7 @@ def test_a_connection_dropped_after_sending_is_retried_only_when_idempotent(call
         assert "may have been applied" in caught.value.message
 
 
+@pytest.mark.slow
 def test_a_create_goes_out_on_a_fresh_connection_when_the_kept_one_was_closed():
     def answer_then_close(server, connection, request):
         respond(connection)  # no Connection: close, so the client keeps the connection
@@ -502,6 +523,7 @@ def test_a_create_goes_out_on_a_fresh_connection_when_the_kept_one_was_closed():
     assert len(server.requests) == 2 and server.connections == 2
 
 
+@pytest.mark.slow
 def test_a_kept_connection_found_closed_only_after_sending(monkeypatch):
     """When the closed connection is not seen before sending: a read is sent again at once on a
     new connection; a create is not, since the server might have taken it."""
@@ -521,6 +543,7 @@ def test_a_kept_connection_found_closed_only_after_sending(monkeypatch):
     assert [r["method"] for r in server.requests] == ["GET", "GET"] and server.connections == 2
 
 
+@pytest.mark.slow
 def test_a_header_http_client_refuses_leaves_the_client_usable():
     with RawServer(lambda server, connection, request: respond(connection) or True) as server:
         with Client(server.url, "cred", "secret") as client:
@@ -531,6 +554,7 @@ def test_a_header_http_client_refuses_leaves_the_client_usable():
     assert [r["method"] for r in server.requests] == ["GET", "POST"]
 
 
+@pytest.mark.slow
 def test_a_read_timeout_is_an_error_and_not_retried():
     def never_answer(server, connection, request):
         server.hold(connection)

@@ -40,6 +40,7 @@ def rows(app, sql, *params):
         return [dict(row) for row in db.execute(sql, params)]
 
 
+@pytest.mark.slow
 def test_a_copy_keeps_objectives_alignment_and_key_results_starting_from_where_they_are(app, client, quarter):
     with app.test_request_context():
         copy = cycles.copy(get_db(), quarter["q1"]["id"], {"name": "Q2", "starts_on": "2026-04-01",

@@ -8,6 +8,8 @@ import pytest
 
 from helpers import KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, free_port, make_user, start_service
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 
 def test_a_users_day(live_server, runner):
     """Cycle, team, aligned objectives, key results of every type, paging, update, cascade."""

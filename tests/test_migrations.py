@@ -168,6 +168,7 @@ def test_a_version_0_database_without_the_api_keys_table_is_migrated(tmp_path):
         assert db.execute("SELECT count(*) FROM users WHERE email_key IS NOT NULL").fetchone()[0] == 4
 
 
+@pytest.mark.slow
 def test_the_clash_report_shows_on_stderr_of_a_command(tmp_path):
     path = tmp_path / "v0.db"
     make_v0_database(path)
@@ -341,6 +342,7 @@ def test_a_version_1_database_gets_revision_columns_at_zero(tmp_path):
             assert {row[0] for row in db.execute(f"SELECT revision FROM {table}")} == {0}, table
 
 
+@pytest.mark.slow
 def test_a_migrated_version_1_database_has_the_same_columns_and_indexes_as_a_new_one(app, tmp_path):
     _, path, _ = migrated_v1(tmp_path)
     assert structure(path) == structure(app.config["DATABASE"])

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from helpers import REPO
 
 
@@ -29,6 +31,7 @@ def test_the_dashboards_templates_and_static_files_are_package_data():
     assert files and all(any(fnmatch.fnmatch(name, pattern) for pattern in patterns) for name in files), files
 
 
+@pytest.mark.slow
 def test_the_install_adds_one_top_level_package_and_no_module_named_app(tmp_path):
     # app.py is the checkout's thin entry point; installed, a module named `app` would clash with other projects.
     source = tmp_path / "source"  # a copy, so that the build leaves nothing in the checkout
@@ -47,6 +50,7 @@ def test_the_install_adds_one_top_level_package_and_no_module_named_app(tmp_path
     assert "okr/web/templates/base.html" in names and "okr/build.py" in names
 
 
+@pytest.mark.slow
 def test_python_dash_m_okr_is_the_program(tmp_path):
     result = subprocess.run([sys.executable, "-m", "okr", "--version"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=60)

@@ -25,6 +25,8 @@ import pytest
 
 from helpers import APP_PY, KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, HttpClient, free_port
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 # What a client sees when the server dies under it: refused, reset, closed mid-response.
 NO_ANSWER = (OSError, http.client.HTTPException)
 

@@ -646,6 +646,7 @@ def test_the_wal_is_kept_small_between_checkpoints(app):
 # --- restore -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_restore_after_an_unclean_stop_gives_exactly_the_backup(tmp_path):
     database, copy = tmp_path / "live.db", tmp_path / "backup.db"
     # its own process group, so that the server and its background process die together

@@ -409,6 +409,7 @@ def test_non_loopback_hosts(host):
     assert not is_loopback(host)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host", ["0.0.0.0", "::"])
 def test_serve_refuses_non_loopback_host_without_a_key(tmp_path, host):
     # It must exit before binding; the timeout catches a server left listening.
@@ -454,6 +455,7 @@ def test_serve_refuses_non_loopback_host_in_process(tmp_path, serve_spy):
     assert serve_spy == []
 
 
+@pytest.mark.slow
 def test_allow_anonymous_serves_non_loopback_without_a_key(tmp_path, serve_spy):
     app_module.main(["--host", "0.0.0.0", "--port", "0", "--database", str(tmp_path / "x.db"),
                      "--allow-anonymous"])
@@ -472,6 +474,7 @@ def keyed_database(tmp_path, revoked=False):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("revoked", [False, True], ids=["active key", "only a revoked key"])
 def test_serves_non_loopback_once_a_key_exists(tmp_path, serve_spy, revoked):
     database = keyed_database(tmp_path, revoked)
@@ -479,6 +482,7 @@ def test_serves_non_loopback_once_a_key_exists(tmp_path, serve_spy, revoked):
     assert [call["host"] for call in serve_spy] == ["0.0.0.0"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1"])
 def test_serves_loopback_without_a_key(tmp_path, serve_spy, host):
     app_module.main(["--host", host, "--port", "0", "--database", str(tmp_path / "x.db")])
@@ -499,6 +503,7 @@ def cli(database, *args):
     return result.stdout
 
 
+@pytest.mark.slow
 def test_end_to_end_signed_requests_and_revocation(tmp_path):
     database = tmp_path / "e2e.db"
     process, http = start_service(free_port(), "--database", str(database), env=helpers.ENV_WITHOUT_OKR)

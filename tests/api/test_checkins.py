@@ -549,6 +549,7 @@ def test_a_deleted_author_leaves_the_checkin_without_one(app, client, runner, ke
 # --- end to end -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_checkins_end_to_end_over_real_http(live_server):
     cycle = live_server.post("/v1/cycles", {"name": "Q3"}).ok()
     objective = live_server.post("/v1/objectives", {"name": "Ship", "cycle_id": cycle["id"],
@@ -595,6 +596,7 @@ def statements_steps(app, client, path, body):
     return steps
 
 
+@pytest.mark.slow
 def test_a_checkin_and_a_key_result_update_cost_the_same_however_many_objectives_came_before(app, client, cycle):
     """Each looks its key result's objective up by id: none scans the objectives (a RETURNING clause once did,
     from the first objective to the key result's)."""

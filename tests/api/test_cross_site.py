@@ -90,12 +90,14 @@ def test_the_allowed_hosts_come_from_the_environment_too(tmp_path, monkeypatch):
     assert app.config["ALLOWED_HOSTS"] == {"a.example", "b.example"}
 
 
+@pytest.mark.slow
 def test_a_rebinding_request_over_real_http_is_misdirected(live_server):
     response = live_server.request("POST", "/v1/cycles", {"name": "pwned"}, headers={"Host": "attacker.example"})
     assert response.status == 421 and response.json()["code"] == 421
     assert live_server.get("/v1/cycles").ok()["cycles"] == []
 
 
+@pytest.mark.slow
 def test_the_allowed_host_flag_repeats(tmp_path):
     from okr.__main__ import parse_options
 

@@ -416,6 +416,7 @@ def test_deleting_a_team_makes_an_objectives_earlier_etag_stale_for_if_match(cli
     assert_error(patch(client, path, {"name": "Late"}, **{"If-Match": etag}), 412)
 
 
+@pytest.mark.slow
 def test_etag_and_304_over_real_http(client, live_server, world):
     path = world["paths"]["key_result"]
     first = live_server.get(path)
@@ -433,6 +434,7 @@ def test_etag_and_304_over_real_http(client, live_server, world):
     assert again.status == 200 and again.json()["current_value"] == "12.00"
 
 
+@pytest.mark.slow
 def test_if_match_compares_strongly(client, world):
     path = world["paths"]["objective"]
     etag = etag_of(client, path)
@@ -446,6 +448,7 @@ def test_if_none_match_compares_weakly(client, world):
     assert response.status_code == 304
 
 
+@pytest.mark.slow
 def test_concurrent_writers_with_one_etag_make_exactly_one_change(client, live_server, world):
     """The If-Match check and the write are one transaction: of eight racing PATCHes, one wins."""
     path = world["paths"]["objective"]

@@ -285,6 +285,7 @@ RANDOM = os.environ.get("FUZZ_RANDOM") == "1"
 @schema.parametrize()
 @settings(max_examples=EXAMPLES, derandomize=not RANDOM, deadline=None,
           suppress_health_check=list(HealthCheck), database=None)
+@pytest.mark.slow
 def test_api_survives_the_fuzzer(case, api):
     if case.meta is not None and case.meta.generation.mode.is_positive:
         make_consistent(case, api)

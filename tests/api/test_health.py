@@ -150,6 +150,7 @@ def read_only_copy(database, copy):
     os.chmod(copy, 0o444)
 
 
+@pytest.mark.slow
 def test_writes_recover_by_themselves_once_the_database_file_is_writable_again(tmp_path):
     # Root ignores file modes; the interpreter lives under /root, so rather than
     # another user the server is root without that capability.
@@ -183,6 +184,7 @@ def test_writes_recover_by_themselves_once_the_database_file_is_writable_again(t
 # --- encoded slashes ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/v1%2Fcycles", "/v1%2fcycles", "/v1/cycles%2f{id}", "/v1%2Fopenapi.json"])
 def test_an_encoded_slash_in_the_path_is_404_on_a_real_server(client, live_server, path):
     cycle = make_cycle(client)
@@ -190,6 +192,7 @@ def test_an_encoded_slash_in_the_path_is_404_on_a_real_server(client, live_serve
     assert_error(response, 404)
 
 
+@pytest.mark.slow
 def test_an_encoded_slash_is_404_after_auth_and_outside_the_query(app, client, runner):
     result = runner.invoke(args=["keys", "create", "--name", "k", "--json"])
     key = json.loads(result.output)
@@ -208,6 +211,7 @@ def test_an_encoded_slash_is_404_after_auth_and_outside_the_query(app, client, r
     ("/healthz", {"GET"}),
     ("/v1/openapi.json", {"GET"}),
 ])
+@pytest.mark.slow
 def test_options_is_204_with_allow_and_no_body(client, live_server, path, allowed):
     for response in (client.options(path), live_server.request("OPTIONS", path)):
         if isinstance(response, HttpResponse):
@@ -220,6 +224,7 @@ def test_options_is_204_with_allow_and_no_body(client, live_server, path, allowe
         assert payload == b""
 
 
+@pytest.mark.slow
 def test_options_on_an_unknown_path_is_404_and_needs_auth_first_on_v1(client, runner):
     assert_error(client.options("/v1/nothing"), 404)
     nothing = client.options("/nothing")  # outside /v1, a page (tests/web/test_error_pages.py)

@@ -65,6 +65,7 @@ def test_index_is_read_only(client, method):
     assert "GET" in response.headers["Allow"]
 
 
+@pytest.mark.slow
 def test_index_over_http(live_server):
     response = live_server.get("/")
     assert response.ok()["links"] == LINKS

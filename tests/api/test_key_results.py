@@ -42,6 +42,7 @@ def objective_list(client, objective_id):
 # --- create ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_create_returns_exactly_the_key_result_fields(client, objective, clock):
     clock.now = "2026-03-04T05:06:07Z"
     response = create(client, objective["id"], name="Ship it", type="positive",

@@ -374,6 +374,7 @@ def test_patch_reads_merges_and_writes_in_one_write_transaction(request, app, cl
 # --- over real HTTP ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_patch_end_to_end_over_waitress(live_server):
     http = live_server
     cycle = http.post("/v1/cycles", {"name": "Q1"}).ok()

@@ -64,6 +64,7 @@ def test_a_cycle_created_with_dates_answers_as_the_spec_says_and_the_report_show
         **cycle, "starts_on": "2026-10-01", "ends_on": "2026-12-31", "state": "finished"}
 
 
+@pytest.mark.slow
 def test_the_spec_rename_keeps_the_dates(client):
     cycle = client.post("/v1/cycles", json={"name": "Q4", "starts_on": "2026-10-01"}).get_json()
     assert client.post(f"/v1/cycles/{cycle['id']}", json={"name": "Q4 2026"}).get_json()["name"] == "Q4 2026"

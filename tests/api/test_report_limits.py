@@ -293,6 +293,7 @@ def test_the_slot_is_given_back_when_the_report_is_built(app, client, bounded):
         pass
 
 
+@pytest.mark.slow
 def test_a_real_server_answers_503_with_retry_after_when_every_slot_is_taken(tmp_path):
     database, port = str(tmp_path / "okr.db"), free_port()
     env = {**ENV_WITHOUT_OKR, "OKR_BIG_REPORT_OBJECTIVES": "1", "OKR_REPORT_SLOTS": "3", "OKR_REPORT_WAIT": "0.5"}

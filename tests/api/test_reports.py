@@ -786,6 +786,7 @@ def test_reports_and_sparklines_read_the_checkin_history_from_its_index_alone(ap
 # --- over real HTTP -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_over_real_http(client, live_server):
     cycle = make_cycle(client, "Q1")
     parent = make_objective(client, cycle["id"], "parent")
@@ -803,6 +804,7 @@ def test_report_over_real_http(client, live_server):
     assert live_server.get(f"/v1/cycles/{UNKNOWN}/report").status == 404
 
 
+@pytest.mark.slow
 def test_an_objective_moved_to_another_cycle_takes_its_key_results_along(client):
     q1, q2 = make_cycle(client, "Q1"), make_cycle(client, "Q2")
     parent = make_objective(client, q1["id"], "parent")

@@ -297,6 +297,7 @@ def init_db_process(database, cwd, env=None):
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_process_database_flag_adds_the_user_there(tmp_path):
     database = tmp_path / "chosen.db"
     init_db_process(database, tmp_path)
@@ -308,6 +309,7 @@ def test_process_database_flag_adds_the_user_there(tmp_path):
     assert not (tmp_path / "okr.db").exists()
 
 
+@pytest.mark.slow
 def test_process_database_flag_after_command(tmp_path):
     database = tmp_path / "after.db"
     init_db_process(database, tmp_path)
@@ -317,6 +319,7 @@ def test_process_database_flag_after_command(tmp_path):
     assert len(users_in(database)) == 1
 
 
+@pytest.mark.slow
 def test_process_honours_okr_database_env(tmp_path):
     database = tmp_path / "from-env.db"
     init_db_process(None, tmp_path, env={"OKR_DATABASE": str(database)})
@@ -327,6 +330,7 @@ def test_process_honours_okr_database_env(tmp_path):
     assert not (tmp_path / "okr.db").exists()
 
 
+@pytest.mark.slow
 def test_process_init_db_creates_private_file(tmp_path):
     database = tmp_path / "new.db"
     for _ in range(2):
@@ -335,6 +339,7 @@ def test_process_init_db_creates_private_file(tmp_path):
     assert stat.S_IMODE(os.stat(database).st_mode) == 0o600
 
 
+@pytest.mark.slow
 def test_process_bad_command_exits_non_zero(tmp_path):
     result = helpers.run_okr("no-such-command", cwd=tmp_path)
     assert result.returncode != 0
@@ -351,6 +356,7 @@ def test_process_bad_command_exits_non_zero(tmp_path):
         ([], {"OKR_PORT": "http"}, "port"),
     ],
 )
+@pytest.mark.slow
 def test_process_bad_port_or_threads_exits_with_message(tmp_path, args, env, word):
     # A bad value must stop the process before it listens; the timeout catches a server left running.
     result = helpers.run_okr("--database", tmp_path / "x.db", *args, cwd=tmp_path, env=env, timeout=20)
@@ -416,6 +422,7 @@ def test_a_failed_backup_leaves_no_temporary_file(tmp_path):
 ])
 @pytest.mark.parametrize("command", [["users", "add", "--name", "A", "--email", "a@example.com"],
                                      ["keys", "list"], ["init-db"], ["serve"]])
+@pytest.mark.slow
 def test_an_unusable_database_fails_with_a_message(tmp_path, make_database, command):
     database = make_database(tmp_path)
     result = helpers.run_okr("--database", database, "--port", "0", *command, cwd=tmp_path, timeout=20)

@@ -24,6 +24,7 @@ NEEDS_A_DATABASE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", NEEDS_A_DATABASE, ids=" ".join)
 def test_a_command_on_a_missing_database_says_so_and_creates_nothing(tmp_path, command):
     (tmp_path / "users.csv").write_text("name,email\nAda,ada@example.com\n")
@@ -34,6 +35,7 @@ def test_a_command_on_a_missing_database_says_so_and_creates_nothing(tmp_path, c
     assert sorted(path.name for path in tmp_path.iterdir()) == ["users.csv"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_the_missing_database_is_named_as_configured(tmp_path, how):
     (tmp_path / "data").mkdir()
@@ -44,6 +46,7 @@ def test_the_missing_database_is_named_as_configured(tmp_path, how):
     assert list((tmp_path / "data").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_init_db_creates_the_database_and_names_it(tmp_path):
     result = run_okr("init-db", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -59,6 +62,7 @@ def test_init_db_creates_the_database_and_names_it(tmp_path):
     (["backup", "copy.db"], json.loads),
     (["restore", "okr.db"], json.loads),  # the target named, not the backup
 ], ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+@pytest.mark.slow
 def test_each_command_names_its_database_on_stderr_and_keeps_stdout_clean(tmp_path, command, parse):
     (tmp_path / "data").mkdir()
     assert run_okr("init-db", cwd=tmp_path).returncode == 0  # ./okr.db, a backup for restore
@@ -70,6 +74,7 @@ def test_each_command_names_its_database_on_stderr_and_keeps_stdout_clean(tmp_pa
     parse(result.stdout)
 
 
+@pytest.mark.slow
 def test_restore_may_create_its_target(tmp_path):
     assert run_okr("init-db", cwd=tmp_path).returncode == 0
     result = run_okr("--database", "new.db", "restore", "okr.db", cwd=tmp_path)
@@ -77,6 +82,7 @@ def test_restore_may_create_its_target(tmp_path):
     assert (tmp_path / "new.db").is_file()
 
 
+@pytest.mark.slow
 def test_auth_header_needs_no_database(tmp_path):
     result = run_okr("auth-header", "--credential", "c", "--secret", "s", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

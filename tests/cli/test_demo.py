@@ -458,6 +458,7 @@ def test_its_help_touches_nothing(tmp_path, monkeypatch, capsys):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_named_before_anything_is_made(tmp_path, monkeypatch, capsys, never_serves):
     monkeypatch.chdir(tmp_path)
     with socket.socket() as taken:
@@ -487,6 +488,7 @@ def log_in_with_key(http, key):
     return session_cookie(answer)
 
 
+@pytest.mark.slow
 def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
     # --port 0: okr demo picks a free port, and prints it.
     process = subprocess.Popen(

@@ -93,6 +93,7 @@ def test_serve_help_shows_the_serving_options(capsys, tmp_path, monkeypatch, fla
 @pytest.mark.parametrize("command", [["users"], ["users", "add"], ["users", "update"], ["users", "set-role"],
                                      ["users", "invite"], ["users", "set-password"], ["keys", "list"],
                                      ["backup"], ["restore"], ["init-db"], ["auth-header"]])
+@pytest.mark.slow
 def test_every_command_has_help(tmp_path, command, flag):
     result = helpers.run_okr(*command, flag, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -101,6 +102,7 @@ def test_every_command_has_help(tmp_path, command, flag):
     assert list(tmp_path.iterdir()) == []  # help touches no database
 
 
+@pytest.mark.slow
 def test_help_through_the_program(tmp_path):
     result = helpers.run_okr("--help", cwd=tmp_path)
     assert result.returncode == 0 and result.stderr == ""
@@ -117,6 +119,7 @@ def checkout_version():
     return parser["metadata"]["version"]
 
 
+@pytest.mark.slow
 def test_version_is_the_installed_packages(tmp_path):
     result = helpers.run_okr("--version", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -141,6 +144,7 @@ def test_version_of_a_checkout_that_is_not_installed(capsys, monkeypatch):
     (["--port"], "okr: argument --port: expected one argument (see okr --help)"),
     (["keys", "revoke", "nope"], "okr: no database at ./okr.db; run okr init-db or pass --database"),
 ])
+@pytest.mark.slow
 def test_errors_are_one_line_that_starts_with_okr(tmp_path, args, message):
     result = helpers.run_okr(*args, cwd=tmp_path)
     assert result.returncode != 0
@@ -148,6 +152,7 @@ def test_errors_are_one_line_that_starts_with_okr(tmp_path, args, message):
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_a_command_error_is_one_line(tmp_path):
     assert helpers.run_okr("init-db", cwd=tmp_path).returncode == 0
     result = helpers.run_okr("users", "add", "--name", "Ada", "--email", "not-an-email", cwd=tmp_path)

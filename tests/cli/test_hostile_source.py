@@ -11,6 +11,8 @@ import pytest
 
 from okr import simpleokr
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 USER = {"id": "0f8fad5b-d9cb-469f-a165-70867728950e", "name": "Ada", "email": "ada@example.com",
         "is_active": True, "created_at": "2026-01-01T00:00:00Z"}
 EMPTY = {"next_page_token": None}

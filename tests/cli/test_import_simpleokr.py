@@ -160,6 +160,7 @@ def consistent(app):
 # --- the round trip --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_import_makes_every_list_equal_then_again_changes_nothing_then_takes_exactly_the_changes(
         app, runner, source, target, clock):
     named = fill(source)
@@ -203,6 +204,7 @@ def test_import_makes_every_list_equal_then_again_changes_nothing_then_takes_exa
     consistent(app)
 
 
+@pytest.mark.slow
 def test_a_chain_of_children_each_listed_before_its_parent_goes_in_whole_in_order(
         app, runner, source, target, monkeypatch):
     monkeypatch.setattr(simpleokr, "OBJECTIVES_BATCH", 1)  # a transaction may end after any objective
@@ -219,6 +221,7 @@ def test_a_chain_of_children_each_listed_before_its_parent_goes_in_whole_in_orde
     consistent(app)
 
 
+@pytest.mark.slow
 def test_a_new_row_at_the_source_is_added_and_local_rows_are_kept(app, runner, source, target):
     named = fill(source)
     report(run(runner, source, "--json"))
@@ -230,6 +233,7 @@ def test_a_new_row_at_the_source_is_added_and_local_rows_are_kept(app, runner, s
     assert target.cycle(local["id"])["name"] == "Only here"
 
 
+@pytest.mark.slow
 def test_the_text_report_and_plain_progress_lines(runner, source):
     fill(source)
     result = run(runner, source)
@@ -263,6 +267,7 @@ def test_a_terminal_gets_a_bar_redrawn_in_place():
 # --- dry run ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_dry_run_reports_the_counts_and_writes_nothing(app, runner, source, target):
     named = fill(source)
     before = database_bytes(app)
@@ -279,6 +284,7 @@ def test_dry_run_reports_the_counts_and_writes_nothing(app, runner, source, targ
     assert database_bytes(app) == before
 
 
+@pytest.mark.slow
 def test_a_dry_runs_copy_lives_beside_the_database_and_goes(app, runner, source, target, monkeypatch):
     """Not in a shared temporary folder: the copy holds every API key's secret."""
     import okr.scratch
@@ -303,6 +309,7 @@ def test_a_dry_runs_copy_lives_beside_the_database_and_goes(app, runner, source,
 # --- bad rows --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bad_rows_are_reported_with_their_id_and_reason_and_the_others_import(app, runner, source, target):
     named = fill(source)
     bad_kr = named["kr"]["id"]
@@ -333,6 +340,7 @@ def test_bad_rows_are_reported_with_their_id_and_reason_and_the_others_import(ap
     consistent(app)
 
 
+@pytest.mark.slow
 def test_an_email_that_is_another_users_here_under_the_email_rule_fails_that_user(app, runner, source):
     make_user(app.test_cli_runner(), "Someone else", "ADA@EXAMPLE.COM")
     named = fill(source)
@@ -345,6 +353,7 @@ def test_an_email_that_is_another_users_here_under_the_email_rule_fails_that_use
 # --- a source that stops ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [1, 3, 4, 5, 6])  # 7 requests in all
 def test_a_source_that_fails_midway_leaves_whole_rows_and_a_rerun_finishes(app, runner, source, target, limit):
     fill(source)
@@ -360,6 +369,7 @@ def test_a_source_that_fails_midway_leaves_whole_rows_and_a_rerun_finishes(app, 
     consistent(app)
 
 
+@pytest.mark.slow
 def test_a_source_that_goes_away_midway(app, runner, source, target, monkeypatch):
     fill(source)
     real_get = simpleokr.Source.get
@@ -393,6 +403,7 @@ def okr_line(capsys, tmp_path, *args):
     return errors[0]
 
 
+@pytest.mark.slow
 def test_errors_are_one_okr_line(app, source, capsys, tmp_path, monkeypatch):
     monkeypatch.delenv("OKR_CREDENTIAL", raising=False)
     monkeypatch.delenv("OKR_SECRET", raising=False)
@@ -429,6 +440,7 @@ def test_errors_are_one_okr_line(app, source, capsys, tmp_path, monkeypatch):
     assert "does not answer like a Simple OKR API: its answer has no 'users' list" in line
 
 
+@pytest.mark.slow
 def test_the_key_may_come_from_the_environment(app, runner, source, monkeypatch):
     fill(source)
     monkeypatch.setenv("OKR_CREDENTIAL", source.key["credential"])
@@ -447,6 +459,7 @@ def test_times_are_stored_in_utc_to_the_second():
                       "created_at": "2026-01-02T03:04:05Z", "revision": 0}
 
 
+@pytest.mark.slow
 def test_imported_users_are_editors_and_a_stored_users_role_stays(app, runner, source):
     # Simple OKR has no roles: a new user gets the default one, and a user already here keeps theirs.
     ada = make_user(source.runner, "Ada Lovelace", "ada@example.com")

@@ -40,6 +40,7 @@ def assert_401(response):
 # --- keys create ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_keys_create_json_prints_credential_and_secret_and_stores_them(app, runner):
     key = create_key(runner, "dashboard")
     assert set(key) == {"credential", "secret"}
@@ -95,6 +96,7 @@ def test_keys_list_shows_name_and_revocation(runner, two_keys):
     assert "gone-key" in gone_line and "revoked" in gone_line
 
 
+@pytest.mark.slow
 def test_keys_list_json(runner, two_keys):
     kept, gone = two_keys
     rows = [json.loads(line) for line in runner.invoke(args=["keys", "list", "--json"]).output.splitlines()]
@@ -281,6 +283,7 @@ def test_database_file_is_created_owner_only(tmp_path, umask_022):
     assert file_mode(tmp_path / "fresh.db") == 0o600
 
 
+@pytest.mark.slow
 def test_database_file_created_by_the_init_db_process_is_owner_only(tmp_path, umask_022):
     database = tmp_path / "process.db"
     for command in (["init-db"], ["keys", "create", "--name", "n"]):
@@ -315,6 +318,7 @@ def integrity(path):
 DESCRIPTION = "backed up while busy " * 100
 
 
+@pytest.mark.slow
 def test_backup_while_serving_writes_is_a_consistent_working_copy(app, live_server, runner, tmp_path, umask_022):
     http = live_server
     cycle = http.post("/v1/cycles", {"name": "busy"}).ok()
@@ -375,6 +379,7 @@ def test_backup_copy_is_a_single_self_contained_file(runner, client, tmp_path):
         assert db.execute("SELECT id FROM cycles").fetchall() == [(cycle["id"],)]
 
 
+@pytest.mark.slow
 def test_backup_is_a_page_copy_that_keeps_the_database_header(app, runner, tmp_path):
     # A dump-and-reload copy would lose these; SQLite's backup API copies the file's pages.
     with closing(sqlite3.connect(app.config["DATABASE"])) as db:
@@ -404,6 +409,7 @@ def test_backup_refuses_a_missing_database(tmp_path):
     assert not target.exists() and not missing.exists()
 
 
+@pytest.mark.slow
 def test_backup_through_the_real_cli(runner, client, tmp_path, umask_022):
     client.post("/v1/cycles", json={"name": "Q1"})
     database, target = client.application.config["DATABASE"], tmp_path / "cli-copy.db"

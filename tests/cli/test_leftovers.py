@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import REPO, free_port, start_service
 from okr.scratch import remove_leftovers
 
@@ -33,6 +35,7 @@ def killed_run(database, kind):
     return folder
 
 
+@pytest.mark.slow
 def test_the_next_restore_removes_what_a_killed_restore_left(app, runner, tmp_path):
     database = app.config["DATABASE"]
     leftover = killed_run(database, "restore")
@@ -43,6 +46,7 @@ def test_the_next_restore_removes_what_a_killed_restore_left(app, runner, tmp_pa
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".okr-")]
 
 
+@pytest.mark.slow
 def test_a_folder_a_running_process_holds_is_kept(app, tmp_path):
     database = app.config["DATABASE"]
     held = tmp_path / ".okr-dry-run-held"
@@ -68,6 +72,7 @@ def test_only_scratch_folders_are_removed_never_a_file_or_a_link(app, tmp_path):
     assert (tmp_path / ".okr-restore-file").exists() and elsewhere.exists()
 
 
+@pytest.mark.slow
 def test_serve_removes_leftovers_on_start(tmp_path):
     database = tmp_path / "okr.db"
     leftovers = [killed_run(database, "restore"), killed_run(database, "dry-run")]

@@ -304,6 +304,7 @@ def stored_names(database):
         return [name for (name,) in db.execute("SELECT name FROM cycles ORDER BY seq")]
 
 
+@pytest.mark.slow
 def test_a_running_server_blocks_a_restore_and_force_restores_under_it(tmp_path):
     database = tmp_path / "live.db"
     backup = make_backup(tmp_path, cycles=("restored",))
@@ -328,6 +329,7 @@ def test_a_running_server_blocks_a_restore_and_force_restores_under_it(tmp_path)
     assert stored_names(database) == ["restored", "written after"]
 
 
+@pytest.mark.slow
 def test_two_servers_both_block_a_restore_until_both_have_stopped(tmp_path):
     database = tmp_path / "live.db"
     backup = make_backup(tmp_path, cycles=("restored",))

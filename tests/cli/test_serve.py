@@ -27,6 +27,7 @@ ACCESS_LINE = re.compile(r"okr\.access: GET /v1/cycles\?page_size=5 200 \d+\.\d 
 # --- a port in use ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_port_in_use_ends_with_one_line_and_creates_no_database(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -38,6 +39,7 @@ def test_a_port_in_use_ends_with_one_line_and_creates_no_database(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_address_that_is_not_this_machines_is_named(tmp_path):
     # 192.0.2.0/24 is for documentation: never an address of this machine. A key first, so
     # that serving there is not refused for want of one.
@@ -49,6 +51,7 @@ def test_an_address_that_is_not_this_machines_is_named(tmp_path):
     assert line.startswith("okr: cannot listen on 192.0.2.1 port ") and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_refused_non_loopback_host_creates_no_database(tmp_path):
     result = helpers.run_okr("--host", "0.0.0.0", "--port", str(free_port()), cwd=tmp_path)
     assert result.returncode == 1 and "okr keys create" in result.stderr
@@ -65,6 +68,7 @@ def give_a_password(tmp_path):
                                passwords.hash_password("correct horse battery"))
 
 
+@pytest.mark.slow
 def test_a_password_alone_lets_the_server_listen_beyond_loopback(tmp_path):
     give_a_password(tmp_path)
     result = helpers.run_okr("--database", "okr.db", "--host", "192.0.2.1", "--port", str(free_port()), cwd=tmp_path)
@@ -72,6 +76,7 @@ def test_a_password_alone_lets_the_server_listen_beyond_loopback(tmp_path):
     assert line.startswith("okr: cannot listen on 192.0.2.1 port "), line  # not refused for want of auth
 
 
+@pytest.mark.slow
 def test_a_database_from_before_passwords_with_a_key_is_served_beyond_loopback(tmp_path):
     assert helpers.run_okr("init-db", cwd=tmp_path).returncode == 0
     assert helpers.run_okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
@@ -99,6 +104,7 @@ def serve_and_stop(tmp_path, *args, env=None):
     return output
 
 
+@pytest.mark.slow
 def test_the_start_names_the_address_the_database_and_an_open_api(tmp_path):
     output = serve_and_stop(tmp_path, "--database", "okr.db")
     assert re.search(r"INFO \S+: listening on http://127\.0\.0\.1:\d+$", output, re.MULTILINE), output
@@ -108,6 +114,7 @@ def test_the_start_names_the_address_the_database_and_an_open_api(tmp_path):
     assert "okr keys create" in warning
 
 
+@pytest.mark.slow
 def test_no_warning_once_a_key_exists(tmp_path):
     assert helpers.run_okr("init-db", cwd=tmp_path).returncode == 0
     assert helpers.run_okr("keys", "create", "--name", "k", cwd=tmp_path).returncode == 0
@@ -115,6 +122,7 @@ def test_no_warning_once_a_key_exists(tmp_path):
     assert " WARNING " not in output and "listening on" in output
 
 
+@pytest.mark.slow
 def test_each_request_is_logged_by_default(tmp_path):
     output = serve_and_stop(tmp_path)
     assert len(ACCESS_LINE.findall(output)) == 1, output
@@ -122,16 +130,19 @@ def test_each_request_is_logged_by_default(tmp_path):
 
 @pytest.mark.parametrize("args, env", [(["--no-access-log"], None), ([], {"OKR_ACCESS_LOG": "0"}),
                                        ([], {"OKR_ACCESS_LOG": "off"})])
+@pytest.mark.slow
 def test_the_access_log_can_be_turned_off(tmp_path, args, env):
     output = serve_and_stop(tmp_path, *args, env=env)
     assert "okr.access" not in output and "listening on" in output
 
 
+@pytest.mark.slow
 def test_the_access_log_flag_beats_the_environment(tmp_path):
     output = serve_and_stop(tmp_path, "--access-log", env={"OKR_ACCESS_LOG": "0"})
     assert len(ACCESS_LINE.findall(output)) == 1, output
 
 
+@pytest.mark.slow
 def test_a_bad_access_log_setting_is_refused_before_anything(tmp_path):
     result = helpers.run_okr("--port", free_port(), cwd=tmp_path, env={"OKR_ACCESS_LOG": "maybe"})
     assert result.returncode == 1

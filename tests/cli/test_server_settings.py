@@ -11,6 +11,7 @@ from okr import create_app
 from okr.cli.serve import make_server, place_on_cpus, waitress_settings
 
 
+@pytest.mark.slow
 def test_flags_override_environment_which_overrides_defaults(monkeypatch):
     monkeypatch.setenv("OKR_CONNECTION_LIMIT", "50")
     monkeypatch.setenv("OKR_CHANNEL_TIMEOUT", "7")
@@ -26,6 +27,7 @@ def test_flags_override_environment_which_overrides_defaults(monkeypatch):
         server.task_dispatcher.shutdown()
 
 
+@pytest.mark.slow
 def test_the_defaults_are_the_documented_ones():
     settings = waitress_settings(create_app().config)
     assert (settings["threads"], settings["connection_limit"], settings["channel_timeout"]) == (8, 1000, 30)
@@ -36,6 +38,7 @@ PLACE = "import os, sys; from okr.cli.serve import place_on_cpus; print(place_on
         "print(sorted(os.sched_getaffinity(0)))"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
 @pytest.mark.parametrize("setting", ["auto", "all"])
 def test_the_process_keeps_to_one_cpu_unless_told_all(setting):
@@ -53,6 +56,7 @@ def test_a_cpu_outside_the_allowed_set_is_refused():
         place_on_cpus("4096")
 
 
+@pytest.mark.slow
 def test_serve_with_a_bad_cpu_ends_with_one_line(tmp_path):
     app_py = os.path.join(str(helpers.REPO), "app.py")
     result = subprocess.run([sys.executable, app_py, "--database", str(tmp_path / "okr.db"), "--port", "0",

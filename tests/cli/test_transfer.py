@@ -850,6 +850,7 @@ def test_the_export_file_is_private(app, seeded, tmp_path):
 # --- the program ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_program_exports_and_imports_and_refuses_in_one_okr_line(app, seeded, tmp_path):
     database = app.config["DATABASE"]
     done = helpers.run_okr("--database", database, "export", "all.json", cwd=tmp_path)

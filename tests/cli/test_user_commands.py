@@ -434,6 +434,7 @@ def test_set_password_reads_the_first_line_of_standard_input(app, runner, given)
     assert not passwords.verify(stored, PASSWORD + "\n")
 
 
+@pytest.mark.slow
 def test_set_password_reads_a_pipe_in_a_process_of_its_own_and_drops_a_crlf(tmp_path):
     # The test runner's standard input turns \r\n into \n; a real pipe does not.
     assert helpers.run_okr("init-db", cwd=tmp_path).returncode == 0

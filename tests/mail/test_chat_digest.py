@@ -10,6 +10,8 @@ from okr import chat_digest, weekly
 
 from test_digest import NOW, world  # noqa: F401 (the digest's world, a fixture)
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 WEEK = weekly.week_of(NOW, weekly.ZoneInfo("UTC"))
 
 

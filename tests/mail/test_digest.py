@@ -10,6 +10,8 @@ from okr.db import connect
 
 from mail_helpers import BASE_URL, moment, person, team
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 NOW = moment("2026-06-15T09:00:00Z")
 
 

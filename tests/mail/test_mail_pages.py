@@ -52,12 +52,14 @@ def reset_link(smtp_server, count=1):
     return re.search(rf"{re.escape(BASE_URL)}(/password-reset/\S+)", message.get_content()).group(1)
 
 
+@pytest.mark.slow
 def test_the_sign_in_page_offers_a_reset(app, client):
     with_password(app, "Ada", "ada@example.com")
     page = client.get("/login", headers=HTML)
     assert 'href="/password-reset"' in page.get_data(as_text=True) and "Forgot your password?" in text(page)
 
 
+@pytest.mark.slow
 def test_a_reset_link_lets_a_person_choose_a_new_password_once(app, client, smtp_server):
     with_password(app, "Ada", "ada@example.com")
     asked = ask_reset(client, "ADA@example.com")
@@ -76,6 +78,7 @@ def test_a_reset_link_lets_a_person_choose_a_new_password_once(app, client, smtp
     assert sign_in(client, "ada@example.com").status_code == 401
 
 
+@pytest.mark.slow
 def test_a_reset_link_expires_after_an_hour(app, client, smtp_server, clock):
     with_password(app, "Ada", "ada@example.com")
     clock.now = "2026-06-01T10:00:00Z"
@@ -88,6 +91,7 @@ def test_a_reset_link_expires_after_an_hour(app, client, smtp_server, clock):
     assert expired.status_code == 404 and "past its hour" in text(expired)
 
 
+@pytest.mark.slow
 def test_an_unknown_email_gets_the_same_answer_and_no_email(app, client, smtp_server):
     with_password(app, "Ada", "ada@example.com")
     known, unknown = ask_reset(client, "ada@example.com"), ask_reset(client, "nobody@example.com")
@@ -97,6 +101,7 @@ def test_an_unknown_email_gets_the_same_answer_and_no_email(app, client, smtp_se
     assert not smtp_server.to("nobody@example.com")
 
 
+@pytest.mark.slow
 def test_reset_requests_are_throttled_like_sign_ins(app, client, smtp_server):
     with_password(app, "Ada", "ada@example.com")
     for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
@@ -106,6 +111,7 @@ def test_reset_requests_are_throttled_like_sign_ins(app, client, smtp_server):
     assert ask_reset(client, "someone@example.com").status_code == 200  # another account from here
 
 
+@pytest.mark.slow
 def test_a_wrong_reset_token_counts_as_a_failure(app, client):
     with_password(app, "Ada", "ada@example.com")
     for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
@@ -115,6 +121,7 @@ def test_a_wrong_reset_token_counts_as_a_failure(app, client):
                       environ_base={"REMOTE_ADDR": HERE}).status_code == 429
 
 
+@pytest.mark.slow
 def test_the_people_page_emails_the_invitation(app, client, smtp_server):
     with_password(app, "Maya", "maya@example.com", "admin")
     sign_in(client, "maya@example.com")
@@ -127,6 +134,7 @@ def test_the_people_page_emails_the_invitation(app, client, smtp_server):
     assert "Welcome, Bob Builder" in text(client.get(path, headers=HTML))
 
 
+@pytest.mark.slow
 def test_the_people_page_says_when_the_invitation_was_not_emailed(app, client, smtp_server):
     with_password(app, "Maya", "maya@example.com", "admin")
     sign_in(client, "maya@example.com")
@@ -135,6 +143,7 @@ def test_the_people_page_says_when_the_invitation_was_not_emailed(app, client, s
     assert "The email was not sent" in text(added) and "send the link yourself" in text(added)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role", ["editor", "viewer"])
 def test_a_person_turns_weekly_emails_off_and_on(app, client, role):
     ada = with_password(app, "Ada", "ada@example.com", role)
@@ -152,12 +161,14 @@ def test_a_person_turns_weekly_emails_off_and_on(app, client, role):
         assert db.execute("SELECT weekly_email FROM users WHERE id = ?", (ada["id"],)).fetchone() == (1,)
 
 
+@pytest.mark.slow
 def test_the_switch_needs_the_csrf_token(app, client):
     with_password(app, "Ada", "ada@example.com")
     sign_in(client, "ada@example.com")
     assert client.post("/account/weekly-email", data={"weekly_email": "off"}).status_code == 400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mail_config", [{}])
 def test_without_email_the_pages_say_it_is_not_set_up(app, client, mail_config):
     with_password(app, "Ada", "ada@example.com")

@@ -13,6 +13,7 @@ def now_is_monday(monkeypatch):
     monkeypatch.setattr(weekly, "current_time", lambda: NOW)
 
 
+@pytest.mark.slow
 def test_dry_run_prints_who_would_get_what_and_sends_nothing(runner, reminder_world, smtp_server):
     result = runner.invoke(args=["reminders", "--dry-run"])
     assert result.exit_code == 0, result.output
@@ -23,6 +24,7 @@ def test_dry_run_prints_who_would_get_what_and_sends_nothing(runner, reminder_wo
     assert runner.invoke(args=["reminders", "--dry-run"]).output == result.output  # and claims nothing
 
 
+@pytest.mark.slow
 def test_send_sends_the_due_ones_once_a_week(runner, reminder_world, smtp_server):
     sent = runner.invoke(args=["reminders", "send"])
     assert sent.exit_code == 0, sent.output
@@ -33,6 +35,7 @@ def test_send_sends_the_due_ones_once_a_week(runner, reminder_world, smtp_server
     assert "nothing to send now" in runner.invoke(args=["reminders", "--dry-run"]).output
 
 
+@pytest.mark.slow
 def test_send_says_when_the_server_refuses(runner, reminder_world, smtp_server):
     smtp_server.recorder.refuse = "550 No"
     refused = runner.invoke(args=["reminders", "send"])
@@ -45,11 +48,13 @@ def test_send_says_when_the_server_refuses(runner, reminder_world, smtp_server):
     ({"SMTP_URL": "smtp://mail.example.com"}, "OKR_MAIL_FROM is not"),
     ({"SMTP_URL": "smtp://mail.example.com", "MAIL_FROM": "a@example.com", "TIMEZONE": "Nowhere"}, "OKR_TIMEZONE"),
 ])
+@pytest.mark.slow
 def test_send_without_good_settings_is_one_line(runner, mail_config, words):
     result = runner.invoke(args=["reminders", "send"])
     assert result.exit_code == 1 and words in result.output and len(result.output.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_invite_emails_the_link_which_works(app, runner, client, smtp_server):
     person(app, "Ada Lovelace", "ada@example.com")
     result = runner.invoke(args=["users", "invite", "ada@example.com"])
@@ -63,6 +68,7 @@ def test_invite_emails_the_link_which_works(app, runner, client, smtp_server):
     assert page.status_code == 200 and "Welcome, Ada Lovelace" in page.get_data(as_text=True)
 
 
+@pytest.mark.slow
 def test_invite_prints_the_link_when_the_email_is_refused(app, runner, smtp_server):
     person(app, "Ada Lovelace", "ada@example.com")
     smtp_server.recorder.refuse = "550 No"

@@ -4,11 +4,14 @@ import sqlite3
 import threading
 from contextlib import closing
 
+import pytest
 
 from okr import weekly
 from okr.db import connect
 
 from mail_helpers import BASE_URL, NOW, WEEK, moment
+
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
 
 def reminded(app, now=NOW):
     """{person's name: [their key results' names]} of the reminders at now."""

@@ -65,6 +65,7 @@ def run_job(app, monkeypatch, clock_at, until, seconds=10):
     return finished.is_set()
 
 
+@pytest.mark.slow
 def test_the_job_sends_nothing_before_monday_09_00_then_once(app, reminder_world, smtp_server, monkeypatch):
     clock_at = [moment("2026-06-15T08:59:00Z")]
     assert not run_job(app, monkeypatch, clock_at, lambda: smtp_server.messages, seconds=0.3)
@@ -75,6 +76,7 @@ def test_the_job_sends_nothing_before_monday_09_00_then_once(app, reminder_world
     assert len(smtp_server.messages) == 2
 
 
+@pytest.mark.slow
 def test_a_refusing_server_is_tried_again_at_the_next_round(app, reminder_world, smtp_server, settings, monkeypatch):
     smtp_server.recorder.refuse = "550 5.7.1 Try later"
     refused = weekly.send_round(app.config, settings, NOW, WEEK)
@@ -84,6 +86,7 @@ def test_a_refusing_server_is_tried_again_at_the_next_round(app, reminder_world,
     assert run_job(app, monkeypatch, clock_at, lambda: len(smtp_server.messages) == 2)
 
 
+@pytest.mark.slow
 def test_a_server_that_times_out_leaves_the_claims_free(app, reminder_world, smtp_server, settings, silent_server):
     silent = mail.settings({**app.config, "SMTP_URL": silent_server, "SMTP_TIMEOUT": "0.3"})
     timed_out = weekly.send_round(app.config, silent, NOW, WEEK)

@@ -13,6 +13,7 @@ def send_one(settings, to="ada@example.com"):
     mail.send(settings, mail.message(settings, "Ada Lovelace", to, "Hello", "Line one\nLine two\n"))
 
 
+@pytest.mark.slow
 def test_a_message_reaches_the_server_as_plain_text(smtp_server, settings):
     send_one(settings)
     [message] = smtp_server.messages
@@ -22,6 +23,7 @@ def test_a_message_reaches_the_server_as_plain_text(smtp_server, settings):
     assert message.get_content().replace("\r\n", "\n") == "Line one\nLine two\n"
 
 
+@pytest.mark.slow
 def test_starttls_with_user_and_password(starttls_server):
     # The password in OKR_SMTP_PASSWORD; "s3cret: pass" would need percent-encoding in the URL.
     settings = mail.settings({**BASE, "SMTP_URL": starttls_server.url, "SMTP_PASSWORD": "s3cret: pass",
@@ -31,6 +33,7 @@ def test_starttls_with_user_and_password(starttls_server):
     assert starttls_server.logins == [(b"okr", b"s3cret: pass")]
 
 
+@pytest.mark.slow
 def test_the_password_may_stand_in_the_url_percent_encoded(starttls_server):
     url = starttls_server.url.replace("smtp://okr@", "smtp://okr:s3cret%3A%20pass@")
     settings = mail.settings({**BASE, "SMTP_URL": url, "MAIL_FROM": "okr@example.com"})
@@ -39,6 +42,7 @@ def test_the_password_may_stand_in_the_url_percent_encoded(starttls_server):
     assert starttls_server.tls == [True]
 
 
+@pytest.mark.slow
 def test_a_wrong_password_is_one_mail_error_without_the_password(starttls_server):
     settings = mail.settings({**BASE, "SMTP_URL": starttls_server.url, "SMTP_PASSWORD": "not it at all",
                               "MAIL_FROM": "okr@example.com"})
@@ -47,12 +51,14 @@ def test_a_wrong_password_is_one_mail_error_without_the_password(starttls_server
     assert "not it at all" not in str(refused.value)
 
 
+@pytest.mark.slow
 def test_smtps_is_tls_from_the_start(smtps_server):
     settings = mail.settings({**BASE, "SMTP_URL": smtps_server.url, "MAIL_FROM": "okr@example.com"})
     send_one(settings)
     assert smtps_server.tls == [True]
 
 
+@pytest.mark.slow
 def test_no_starttls_is_refused_unless_the_server_is_this_machine(smtp_server, settings, monkeypatch):
     monkeypatch.setattr(mail, "is_loopback", lambda host: False)
     with pytest.raises(mail.MailError, match="offers no STARTTLS"):
@@ -60,12 +66,14 @@ def test_no_starttls_is_refused_unless_the_server_is_this_machine(smtp_server, s
     assert smtp_server.messages == []
 
 
+@pytest.mark.slow
 def test_a_refusing_server_is_a_mail_error(smtp_server, settings):
     smtp_server.recorder.refuse = "550 5.7.1 Not today"
     with pytest.raises(mail.MailError, match="refused the message: 550 5.7.1 Not today"):
         send_one(settings)
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_is_a_mail_error_after_the_timeout(silent_server):
     settings = mail.settings({**BASE, "SMTP_URL": silent_server, "MAIL_FROM": "okr@example.com",
                               "SMTP_TIMEOUT": "0.5"})

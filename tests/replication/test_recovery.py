@@ -3,8 +3,12 @@ and its WAL deleted, and `okr restore --from-replica` brings back every write ac
 before the kill (docs/operations.md gives the recovery point measured here)."""
 import time
 
+import pytest
+
 from replicas import (S3_ENV, kill_group, lose_database, recovery_point, restore, start_replicating, stored_cycle_names,
                       write_then_lose)
+
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
 
 # An acknowledged write older than this at the kill must be in the replica.
 PROMISED_SECONDS = 2.0

@@ -42,6 +42,7 @@ def assert_nothing_of_the_error_in(response):
     assert not any(word in text for word in SECRET_WORDS), text
 
 
+@pytest.mark.slow
 def test_without_replication_the_answer_is_the_same_to_the_byte(client):
     response = client.get("/healthz")
     assert (response.status_code, response.data) == (200, b'{"status":"ok"}\n')

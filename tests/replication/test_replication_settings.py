@@ -82,12 +82,14 @@ def test_the_configuration_names_the_database_and_replica_and_holds_no_secret(tm
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
+@pytest.mark.slow
 def test_litestream_is_found_beside_this_python_or_on_path(litestream, tmp_path, monkeypatch):
     assert os.access(litestream, os.X_OK)
     assert replication.litestream_version(litestream)[:2] == replication.SUPPORTED_VERSION
     assert replication.usable_litestream() == litestream
 
 
+@pytest.mark.slow
 def test_a_litestream_of_another_version_is_refused_saying_what_to_install(tmp_path, monkeypatch):
     old = tmp_path / "litestream"
     old.write_text("#!/bin/sh\necho v0.3.13\n")

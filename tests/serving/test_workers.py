@@ -107,6 +107,7 @@ def answered(server, path="/v1/cycles"):
     return server.http.get(path).status
 
 
+@pytest.mark.slow
 def test_n_workers_share_the_socket_and_each_serves_alone(serve):
     server = serve("--workers", "3")
     workers = eventually(lambda: len(server.workers()) == 3 and server.workers())
@@ -124,6 +125,7 @@ def test_n_workers_share_the_socket_and_each_serves_alone(serve):
                 os.kill(pid, signal.SIGCONT)
 
 
+@pytest.mark.slow
 def test_workers_one_is_one_process_as_before(serve):
     server = serve("--workers", "1")
     assert holds_socket(server.pid, listening_inode(server.port))  # the server itself listens, and serves
@@ -131,6 +133,7 @@ def test_workers_one_is_one_process_as_before(serve):
     assert "serving on CPU" in server.log() and "worker processes" not in server.log()
 
 
+@pytest.mark.slow
 def test_the_default_is_one_worker_per_cpu_at_most_eight(serve):
     server = serve()
     expected = min(8, len(os.sched_getaffinity(0)))
@@ -141,6 +144,7 @@ def test_the_default_is_one_worker_per_cpu_at_most_eight(serve):
         assert len(eventually(lambda: len(server.workers()) == expected and server.workers())) == expected
 
 
+@pytest.mark.slow
 def test_workers_keep_each_to_a_cpu_of_its_own(serve):
     allowed = sorted(os.sched_getaffinity(0))
     server = serve("--workers", "2")
@@ -158,6 +162,7 @@ def test_workers_keep_each_to_a_cpu_of_its_own(serve):
     ([], {"OKR_WORKERS": "-2"}, "'-2'"),
     (["--workers", "65"], None, "'65'"),
 ])
+@pytest.mark.slow
 def test_a_bad_worker_count_stops_okr_with_one_line(tmp_path, args, env, shown):
     result = run_okr("--port", "0", *args, cwd=tmp_path, env=env)
     assert result.returncode != 0
@@ -165,6 +170,7 @@ def test_a_bad_worker_count_stops_okr_with_one_line(tmp_path, args, env, shown):
     assert not (tmp_path / "okr.db").exists()
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_replaced_and_its_end_logged(serve):
     server = serve("--workers", "2")
     first = eventually(lambda: len(server.workers()) == 2 and server.workers())
@@ -180,6 +186,7 @@ def test_a_killed_worker_is_replaced_and_its_end_logged(serve):
     assert eventually(lambda: len(server.workers()) == 2 and replaced[1] not in server.workers())
 
 
+@pytest.mark.slow
 def test_a_worker_that_keeps_dying_is_restarted_ever_more_slowly(serve):
     server = serve("--workers", "2")
     for _ in range(4):
@@ -208,6 +215,7 @@ def refused(port):
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_lets_the_request_in_flight_end_then_exits_0(serve, stop):
     server = serve("--workers", "2")
@@ -232,6 +240,7 @@ def test_a_stop_lets_the_request_in_flight_end_then_exits_0(serve, stop):
         assert db.execute("SELECT name FROM cycles").fetchall() == [("finished while stopping",)]
 
 
+@pytest.mark.slow
 def test_workers_die_with_their_supervisor(serve):
     server = serve("--workers", "2")
     workers = eventually(lambda: len(server.workers()) == 2 and server.workers())
@@ -241,6 +250,7 @@ def test_workers_die_with_their_supervisor(serve):
     assert eventually(lambda: refused(server.port))
 
 
+@pytest.mark.slow
 def test_exactly_one_background_process_however_many_workers(serve):
     server = serve("--workers", "3")
     eventually(lambda: len(server.workers()) == 3)
@@ -269,6 +279,7 @@ def post_objectives(server, cycle, count, statuses):
         connection.close()
 
 
+@pytest.mark.slow
 def test_concurrent_writes_from_several_clients_all_succeed(serve):
     server = serve("--workers", "2")
     cycle = server.http.post("/v1/cycles", {"name": "Q1"}).ok()["id"]
@@ -285,6 +296,7 @@ def test_concurrent_writes_from_several_clients_all_succeed(serve):
         assert db.execute("SELECT count(*) FROM objectives").fetchone()[0] == clients * 40
 
 
+@pytest.mark.slow
 def test_writers_of_every_worker_wait_their_turn_on_one_lock(serve):
     server = serve("--workers", "2")
     cycle = server.http.post("/v1/cycles", {"name": "Q1"}).ok()["id"]
@@ -301,6 +313,7 @@ def test_writers_of_every_worker_wait_their_turn_on_one_lock(serve):
     assert statuses == [200]
 
 
+@pytest.mark.slow
 def test_access_log_health_and_serving_lock_with_workers(serve, tmp_path):
     server = serve("--workers", "2")
     for _ in range(4):
@@ -325,6 +338,7 @@ def test_access_log_lines_go_out_whole_in_writes_a_pipe_keeps_whole():
     assert all(len(chunk.encode()) <= 4096 for chunk in chunks[:-1]) and chunks[-1] == lines[-1]
 
 
+@pytest.mark.slow
 def test_the_workers_access_log_lines_never_mix(serve):
     server = serve("--workers", "2")
     statuses = []
@@ -365,6 +379,7 @@ def connections_of(pid, port):
     return count
 
 
+@pytest.mark.slow
 def test_new_connections_are_shared_out_evenly(serve):
     server = serve("--workers", "2")
     workers = eventually(lambda: len(server.workers()) == 2 and server.workers())

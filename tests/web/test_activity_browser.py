@@ -1,7 +1,11 @@
 """The Activity page in a real browser (Debian's Chromium, through Playwright): an edit on the objective's form
 shows on /activity and in the objective's change history; the team filter, chosen in the form, keeps the
 team's changes only; the page fits a phone. Skipped like tests/web/test_browser.py's tests without Chromium."""
+import pytest
+
 from helpers import HttpClient, served_in_thread
+
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
 
 try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling module
     import test_edit_browser

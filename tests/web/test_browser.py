@@ -23,6 +23,8 @@ from okr.signing import authorization_header
 
 from helpers import HttpClient, free_port, run_okr, start_service, stop_process
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling module
     import a11y
 except ImportError:

@@ -14,6 +14,8 @@ except ImportError:
 
 from test_browser import CHROMIUM, CHROMIUM_FLAGS, HOW_TO_INSTALL, PLAYWRIGHT_PROBLEM, in_ci
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 WAIT_MS = 10_000
 
 

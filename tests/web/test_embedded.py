@@ -419,6 +419,7 @@ def served(tmp_path):
         yield app, HttpClient(f"127.0.0.1:{served.port}")
 
 
+@pytest.mark.slow
 def test_mounted_on_waitress(served):
     app, http = served
     key = create_key(app.test_cli_runner())

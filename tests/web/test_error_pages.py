@@ -25,6 +25,7 @@ def assert_page(response, status):
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("headers", [BROWSER, API_CLIENT, {}], ids=["browser", "api client", "no accept"])
 @pytest.mark.parametrize("path", ["/nope", "/cycles/", "/v2/cycles", "/static/x.css", "/cycles//x", "/index.json"])
 def test_an_unknown_page_is_a_404_page(client, path, headers):

@@ -114,6 +114,7 @@ def rows(app, sql, *params):
 # --- the button and the flow -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_login_page_shows_the_button_beside_the_password_form(app, client):
     page = client.get("/login", headers=HTML).get_data(as_text=True)
     assert "Sign in with Example SSO" in page and 'name="password"' in page
@@ -121,6 +122,7 @@ def test_the_login_page_shows_the_button_beside_the_password_form(app, client):
     assert 'name="csrf_token"' in form  # a POST with the token: no other site can start a sign-in here
 
 
+@pytest.mark.slow
 def test_without_an_issuer_there_is_no_button_and_no_flow(make_app):
     app = make_app(OIDC_ISSUER=None, OIDC_CLIENT_ID=None, OIDC_CLIENT_SECRET=None)
     person(app, password=PASSWORD)
@@ -130,11 +132,13 @@ def test_without_an_issuer_there_is_no_button_and_no_flow(make_app):
     assert client.post("/login/oidc", data={"csrf_token": token}).status_code == 404
 
 
+@pytest.mark.slow
 def test_the_start_needs_the_forms_csrf_token(app, client):
     client.get("/login")
     assert client.post("/login/oidc", data={"csrf_token": "forged"}).status_code == 400
 
 
+@pytest.mark.slow
 def test_a_person_signs_in_with_the_provider_pkce_state_and_nonce(app, client, fake):
     maya = person(app)
     url = start(client, "/account")
@@ -158,6 +162,7 @@ def test_a_person_signs_in_with_the_provider_pkce_state_and_nonce(app, client, f
     assert rows(app, "SELECT type FROM events WHERE type NOT LIKE 'user.%'") == []
 
 
+@pytest.mark.slow
 def test_the_sign_in_pages_form_action_allows_the_providers_origin_only_there(app, client, fake):
     person(app)
     policy = client.get("/login").headers["Content-Security-Policy"]
@@ -165,6 +170,7 @@ def test_the_sign_in_pages_form_action_allows_the_providers_origin_only_there(ap
     assert "form-action 'self';" in client.get("/password-reset").headers["Content-Security-Policy"]
 
 
+@pytest.mark.slow
 def test_an_authorization_endpoint_elsewhere_is_reached_by_a_link(app, client, fake):
     person(app)
     fake.authorization_endpoint = "https://login.example.net/authorize"
@@ -178,6 +184,7 @@ def test_an_authorization_endpoint_elsewhere_is_reached_by_a_link(app, client, f
     assert callback(client, fake.grant(link.replace("&amp;", "&"))[0]).status_code == 303
 
 
+@pytest.mark.slow
 def test_claims_the_id_token_leaves_out_come_from_the_userinfo_endpoint(app, client, fake):
     person(app)
     moved = {"moved": ("email", "email_verified", "name")}
@@ -188,6 +195,7 @@ def test_claims_the_id_token_leaves_out_come_from_the_userinfo_endpoint(app, cli
             "about someone else")
 
 
+@pytest.mark.slow
 def test_no_transaction_nor_writers_lock_is_held_while_the_provider_answers(app, client, fake, monkeypatch):
     from flask import g
     person(app)
@@ -205,12 +213,14 @@ def test_no_transaction_nor_writers_lock_is_held_while_the_provider_answers(app,
     assert signed_in_as(client) == "Maya Admin"
 
 
+@pytest.mark.slow
 def test_auth_is_on_with_a_provider_even_before_any_password_or_key(app, client):
     person(app)
     assert client.get("/", headers=HTML).status_code == 303
     assert client.get("/v1/users").status_code == 401
 
 
+@pytest.mark.slow
 def test_a_later_sign_in_matches_the_subject_first(app, client, fake):
     person(app)
     assert sign_in(client, fake).status_code == 303
@@ -220,12 +230,14 @@ def test_a_later_sign_in_matches_the_subject_first(app, client, fake):
     assert signed_in_as(client) == "Maya Admin"
 
 
+@pytest.mark.slow
 def test_emails_match_under_the_email_rule(app, client, fake):
     person(app, "Émile", "\u00c9mile@Example.com", "editor")
     assert sign_in(client, fake, sub="s-emile", email="E\u0301mile@EXAMPLE.COM", name="E").status_code == 303
     assert signed_in_as(client) == "Émile"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("create_users", [None, "viewer"])
 def test_a_verified_email_matches_only_under_the_email_rule_not_full_case_folding(make_app, fake, create_users):
     # Issue 32: the owner of the mailbox juergen.strasse@ is not juergen.straße@'s owner, nor is émile@ Émile@.
@@ -251,6 +263,7 @@ def test_a_verified_email_matches_only_under_the_email_rule_not_full_case_foldin
 LINKED = "This account is linked to another sign-in; ask an admin."
 
 
+@pytest.mark.slow
 def test_a_verified_email_never_takes_over_an_account_linked_to_another_subject(app, client, fake, caplog):
     # Issue 32: another account at the provider with Maya's verified email (an alias, a recycled mailbox, a
     # second account its admins made) is refused, and Maya's link to her own subject stays.
@@ -282,6 +295,7 @@ def test_a_verified_email_never_takes_over_an_account_linked_to_another_subject(
             "another sign-in") in text(client.get("/activity", headers=HTML))
 
 
+@pytest.mark.slow
 def test_an_account_linked_at_another_issuer_is_not_taken_by_email_either(app, client, fake):
     maya = person(app)
     with app.app_context(), transaction() as db:
@@ -292,6 +306,7 @@ def test_an_account_linked_at_another_issuer_is_not_taken_by_email_either(app, c
     assert len(rows(app, "SELECT * FROM events WHERE type = 'user.sign_in_refused'")) == 1
 
 
+@pytest.mark.slow
 def test_the_store_never_overwrites_a_link(app):
     maya = person(app)
     with app.app_context(), transaction() as db:
@@ -311,6 +326,7 @@ def refused(response, status, words):
     assert "Back to the sign-in page" in body
 
 
+@pytest.mark.slow
 def test_a_tampered_state_is_refused(app, client, fake):
     person(app)
     answer, _ = fake.grant(start(client))
@@ -320,12 +336,14 @@ def test_a_tampered_state_is_refused(app, client, fake):
     refused(callback(client, answer), 400, "or was already used")
 
 
+@pytest.mark.slow
 def test_an_answer_without_a_start_in_this_browser_is_refused(app, client, fake, make_app):
     person(app)
     answer, _ = fake.grant(start(app.test_client()))
     refused(callback(client, answer), 400, "does not belong to a sign-in started in this browser")
 
 
+@pytest.mark.slow
 def test_a_replayed_code_is_refused(app, client, fake):
     person(app)
     url = start(client)
@@ -339,6 +357,7 @@ def test_a_replayed_code_is_refused(app, client, fake):
     assert signed_in_as(other) is None
 
 
+@pytest.mark.slow
 def test_the_provider_saying_no_is_shown(app, client, fake):
     url = start(client)
     state = parse_qs(urlsplit(url).query)["state"][0]
@@ -356,17 +375,20 @@ def test_the_provider_saying_no_is_shown(app, client, fake):
     ({"nonce": None}, "nonce"),
     ({"aud": ["another-client", CLIENT_ID]}, "azp"),
 ])
+@pytest.mark.slow
 def test_an_id_token_with_a_wrong_claim_signs_nobody_in(app, client, fake, claims, words):
     person(app)
     refused(sign_in(client, fake, claims=claims), 401, words)
     assert signed_in_as(client) is None
 
 
+@pytest.mark.slow
 def test_an_id_token_for_two_audiences_is_taken_when_it_names_this_client_as_azp(app, client, fake):
     person(app)
     assert sign_in(client, fake, claims={"aud": ["another", CLIENT_ID], "azp": CLIENT_ID}).status_code == 303
 
 
+@pytest.mark.slow
 def test_an_id_token_signed_with_another_key_signs_nobody_in(app, client, fake):
     person(app)
     stranger = new_key("k1")  # the provider's key id, another key
@@ -377,6 +399,7 @@ def test_an_id_token_signed_with_another_key_signs_nobody_in(app, client, fake):
     assert signed_in_as(client) is None
 
 
+@pytest.mark.slow
 def test_keys_are_cached_and_fetched_again_for_an_unknown_key_id(app, client, fake):
     person(app)
     assert sign_in(client, fake).status_code == 303
@@ -388,6 +411,7 @@ def test_keys_are_cached_and_fetched_again_for_an_unknown_key_id(app, client, fa
     assert fake.jwks_fetches == 2
 
 
+@pytest.mark.slow
 def test_an_unverified_email_is_refused(app, client, fake):
     person(app)
     refused(sign_in(client, fake, verified=False), 403, "has not verified the email address maya@example.com")
@@ -402,6 +426,7 @@ def test_an_unverified_email_is_refused(app, client, fake):
     {"email_verified": False, "xms_edov": True},
 ], ids=["the string true", "the string 1", "the number 1", "the string True", "xms_edov elsewhere",
         "xms_edov elsewhere with false"])
+@pytest.mark.slow
 def test_only_a_json_true_says_an_email_is_verified(app, client, fake, claims):
     # Issue 32: whoever can set their own claims at a provider (a custom attribute named email_verified or
     # xms_edov) must not get an email taken as verified.
@@ -443,6 +468,7 @@ def sign_in_anywhere(client, fake, **claims):
     return callback(client, query)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("issuer", MICROSOFT_ISSUERS)
 def test_entras_domain_owner_verified_claim_counts_as_a_verified_email_from_microsoft(make_app, fake, monkeypatch,
                                                                                      issuer):
@@ -456,6 +482,7 @@ def test_entras_domain_owner_verified_claim_counts_as_a_verified_email_from_micr
                                  claims={"iss": issuer, "xms_edov": claim}), 403, "has not verified")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("issuer", LOOKALIKE_ISSUERS)
 def test_xms_edov_from_an_issuer_that_only_looks_like_microsofts_is_no_verified_email(make_app, fake, monkeypatch,
                                                                                       issuer):
@@ -466,6 +493,7 @@ def test_xms_edov_from_an_issuer_that_only_looks_like_microsofts_is_no_verified_
     assert rows(app, "SELECT oidc_subject FROM users") == [(None,)]
 
 
+@pytest.mark.slow
 def test_an_unknown_email_is_told_to_ask_for_an_invitation(app, client, fake):
     person(app)
     refused(sign_in(client, fake, sub="s-new", email="new@example.com"), 403,
@@ -473,6 +501,7 @@ def test_an_unknown_email_is_told_to_ask_for_an_invitation(app, client, fake):
     assert len(rows(app, "SELECT * FROM users")) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role", ["viewer", "editor"])
 def test_with_create_users_an_unknown_person_is_added_with_that_role(make_app, fake, role):
     app = make_app(OIDC_CREATE_USERS=role)
@@ -493,6 +522,7 @@ def test_with_create_users_an_unknown_person_is_added_with_that_role(make_app, f
     assert len(rows(app, "SELECT * FROM users")) == 2
 
 
+@pytest.mark.slow
 def test_created_users_still_need_a_verified_email(make_app, fake):
     app = make_app(OIDC_CREATE_USERS="viewer")
     refused(sign_in(app.test_client(), fake, sub="s-new", email="x@example.com", verified=False), 403,
@@ -500,6 +530,7 @@ def test_created_users_still_need_a_verified_email(make_app, fake):
     assert rows(app, "SELECT * FROM users") == []
 
 
+@pytest.mark.slow
 def test_allowed_domains_limit_the_emails(make_app, fake):
     app = make_app(OIDC_ALLOWED_DOMAINS="example.com, @corp.example", OIDC_CREATE_USERS="viewer")
     person(app, "Out Sider", "out@elsewhere.org", "editor")
@@ -509,6 +540,7 @@ def test_allowed_domains_limit_the_emails(make_app, fake):
     assert sign_in(client, fake, sub="s-corp", email="c@CORP.example").status_code == 303
 
 
+@pytest.mark.slow
 def test_an_inactive_user_is_refused(app, client, fake):
     person(app)
     person(app, "Other Admin", "other@example.com")
@@ -526,6 +558,7 @@ def test_an_inactive_user_is_refused(app, client, fake):
 # --- a provider that is down --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_provider_that_is_down_is_said_so_and_passwords_still_work(make_app, fake, caplog):
     app = make_app(OIDC_ISSUER="http://127.0.0.1:9")  # nothing listens on the discard port
     person(app, password=PASSWORD)
@@ -540,6 +573,7 @@ def test_a_provider_that_is_down_is_said_so_and_passwords_still_work(make_app, f
     assert signed_in_as(client) == "Maya Admin"
 
 
+@pytest.mark.slow
 def test_a_provider_that_goes_down_between_the_start_and_the_callback(app, client, fake, monkeypatch):
     person(app)
     answer, _ = fake.grant(start(client))
@@ -553,6 +587,7 @@ def test_a_provider_that_goes_down_between_the_start_and_the_callback(app, clien
 # --- password sign-in off -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_password_sign_in_off_hides_and_refuses_passwords(make_app, fake):
     app = make_app(PASSWORD_SIGN_IN="0")
     maya = person(app, password=PASSWORD)
@@ -578,6 +613,7 @@ def test_password_sign_in_off_hides_and_refuses_passwords(make_app, fake):
 # --- signing out --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_signing_out_offers_to_sign_out_of_the_provider_too(app, client, fake):
     person(app)
     assert sign_in(client, fake).status_code == 303
@@ -591,6 +627,7 @@ def test_signing_out_offers_to_sign_out_of_the_provider_too(app, client, fake):
     assert "provider-sign-out" not in client.get("/login").get_data(as_text=True)  # said once
 
 
+@pytest.mark.slow
 def test_a_password_sessions_sign_out_offers_no_provider_link(app, client, fake):
     person(app, password=PASSWORD)
     client.post("/login", data={"csrf_token": csrf(client), "email": "maya@example.com", "password": PASSWORD,
@@ -602,6 +639,7 @@ def test_a_password_sessions_sign_out_offers_no_provider_link(app, client, fake)
 # --- throttling ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_failed_provider_sign_ins_are_throttled_like_passwords(app, client, fake):
     person(app)
     for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
@@ -625,6 +663,7 @@ def test_failed_provider_sign_ins_are_throttled_like_passwords(app, client, fake
     ({"OIDC_ISSUER": None, "OIDC_CLIENT_ID": None, "OIDC_CLIENT_SECRET": None, "PASSWORD_SIGN_IN": "0"},
      "OKR_PASSWORD_SIGN_IN=0 needs OKR_OIDC_ISSUER"),
 ])
+@pytest.mark.slow
 def test_settings_that_cannot_work_are_refused_at_start(tmp_path, fake, clean_env, config, words):
     settings = {"DATABASE": tmp_path / "x.db", "OIDC_ISSUER": fake.issuer, "OIDC_CLIENT_ID": CLIENT_ID,
                 "OIDC_CLIENT_SECRET": CLIENT_SECRET, "PUBLIC_URL": PUBLIC, **config}
@@ -632,6 +671,7 @@ def test_settings_that_cannot_work_are_refused_at_start(tmp_path, fake, clean_en
         create_app({k: v for k, v in settings.items() if v is not None})
 
 
+@pytest.mark.slow
 def test_the_public_url_defaults_to_the_base_url(make_app):
     app = make_app(PUBLIC_URL=None, BASE_URL="https://okr.example.com/okr/")
     assert app.extensions["okr.oidc"].settings.redirect_uri == "https://okr.example.com/okr/login/oidc/callback"
@@ -661,6 +701,7 @@ def test_the_flags_set_the_provider(tmp_path, clean_env, monkeypatch):
     assert "secret" not in repr(settings)
 
 
+@pytest.mark.slow
 def test_a_server_without_a_provider_never_imports_the_oidc_libraries(tmp_path, clean_env):
     import subprocess
     import sys

@@ -246,6 +246,7 @@ def callbacks_held(server):
         server.held.holding = False
 
 
+@pytest.mark.slow
 def test_a_person_signs_in_with_the_provider_and_signs_out_of_both(world, page):
     main = world["main"]
     started = time.monotonic()
@@ -269,6 +270,7 @@ def test_a_person_signs_in_with_the_provider_and_signs_out_of_both(world, page):
     assert page.locator("input[name=login]").is_visible()
 
 
+@pytest.mark.slow
 def test_a_tampered_state_is_refused(world, page):
     main = world["main"]
     with callbacks_held(main) as caught:
@@ -283,6 +285,7 @@ def test_a_tampered_state_is_refused(world, page):
     assert page.url.startswith(main.url + "/login")
 
 
+@pytest.mark.slow
 def test_a_replayed_code_is_refused(world, page):
     main = world["main"]
     with callbacks_held(main) as caught:
@@ -308,6 +311,7 @@ def test_a_replayed_code_is_refused(world, page):
     assert page.url.startswith(main.url + "/login")
 
 
+@pytest.mark.slow
 def test_a_wrong_nonce_is_refused(world, page):
     world["provider"].wrong_nonce(True)
     try:
@@ -318,16 +322,19 @@ def test_a_wrong_nonce_is_refused(world, page):
     assert "Signed in as" not in page.locator("body").inner_text()
 
 
+@pytest.mark.slow
 def test_an_unverified_email_is_refused(world, page):
     text = sign_in(page, world, world["main"], "una")
     assert "Test SSO has not verified the email address una@example.com" in text
 
 
+@pytest.mark.slow
 def test_an_unknown_email_is_asked_to_get_an_invitation(world, page):
     text = sign_in(page, world, world["main"], "nia")
     assert "There is no account here for nia@example.com. Ask an admin for an invitation." in text
 
 
+@pytest.mark.slow
 def test_with_create_users_an_unknown_email_becomes_a_viewer(world, page):
     creating = world["creating"]
     sign_in(page, world, creating, "nia")
@@ -338,6 +345,7 @@ def test_with_create_users_an_unknown_email_becomes_a_viewer(world, page):
         assert (nia["role"], nia["oidc_subject"]) == ("viewer", "nia")  # oidc-provider: sub is the account id
 
 
+@pytest.mark.slow
 def test_an_inactive_user_is_refused(world, page):
     text = sign_in(page, world, world["main"], "ina")
     assert "This account is deactivated" in text
@@ -367,6 +375,7 @@ def test_another_account_with_a_linked_users_verified_email_takes_nothing_over(w
     assert "Signed in as Maya Admin" in page.locator("body").inner_text()
 
 
+@pytest.mark.slow
 def test_a_provider_that_is_down_is_said_so_and_passwords_still_work(world, page):
     down = world["down"]
     press_the_button(page, down)

@@ -144,6 +144,7 @@ def test_dashboard_lists_cycles_newest_first(client, clock):
     assert [name in a.text for a, name in zip(articles, ["Newest", "Middle", "Oldest"])] == [True] * 3
 
 
+@pytest.mark.slow
 def test_dashboard_shows_each_cycles_progress_counts_at_risk_and_stale(client, tree, clock):
     clock.now = "2026-02-27T00:00:00Z"
     other = make_cycle(client, "2025 Q4")

@@ -23,6 +23,8 @@ from okr.db import transaction
 from okr.rules.passwords import hash_password
 from okr.store import invitations, users
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling module
     import test_browser
 except ImportError:

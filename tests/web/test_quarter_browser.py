@@ -24,6 +24,8 @@ from okr.store import users
 
 from helpers import free_port, start_service, stop_process
 
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+
 try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling modules
     import test_browser
     import test_people_browser

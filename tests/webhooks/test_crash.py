@@ -12,7 +12,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers import APP_PY, ENV_WITHOUT_OKR, HttpClient, free_port, run_okr
+
+pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
 
 
 class Server:

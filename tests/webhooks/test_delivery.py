@@ -45,6 +45,7 @@ def is_active(app, hook):
 # --- what arrives ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_delivery_is_the_event_signed_per_standard_webhooks(app, client, runner, receiver, deliverer):
     hook = add_hook(runner, receiver.url, "--allow-private")
     assert hook["secret"].startswith("whsec_") and len(delivery.secret_bytes(hook["secret"])) == 24
@@ -69,6 +70,7 @@ def test_a_delivery_is_the_event_signed_per_standard_webhooks(app, client, runne
         (event["id"], "cycle.created", 204, None)]
 
 
+@pytest.mark.slow
 def test_a_hook_gets_the_events_its_patterns_match_in_order(app, client, runner, receiver, other_receiver,
                                                             deliverer):
     teams_hook = add_hook(runner, receiver.url, "--allow-private", "--events", "team.*")
@@ -83,6 +85,7 @@ def test_a_hook_gets_the_events_its_patterns_match_in_order(app, client, runner,
         [event["id"] for event in stored_events(app, "team.created")]
 
 
+@pytest.mark.slow
 def test_the_outbox_is_written_in_the_changes_transaction(app, runner, receiver):
     hook = add_hook(runner, receiver.url, "--allow-private")
     with app.app_context():
@@ -96,6 +99,7 @@ def test_the_outbox_is_written_in_the_changes_transaction(app, runner, receiver)
     assert len(waiting(app, hook)) == 1
 
 
+@pytest.mark.slow
 def test_a_receiver_that_fails_then_recovers_gets_every_event_in_order_with_the_same_ids(
         app, client, runner, receiver, fake_clock):
     hook = add_hook(runner, receiver.url, "--allow-private")
@@ -122,6 +126,7 @@ def test_a_receiver_that_fails_then_recovers_gets_every_event_in_order_with_the_
 # --- retries and disabling, on a fake clock ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jitter", [0.0, 1.0])
 def test_the_retry_schedule_then_the_hook_is_disabled_until_enabled(app, client, runner, receiver, fake_clock,
                                                                   jitter):
@@ -168,6 +173,7 @@ def test_the_retry_delays_are_the_schedule_within_ten_percent():
     assert delivery.retry_delay(len(delivery.RETRY_SCHEDULE) + 1) is None
 
 
+@pytest.mark.slow
 def test_a_410_disables_the_hook_at_once(app, client, runner, receiver, fake_clock):
     hook = add_hook(runner, receiver.url, "--allow-private")
     deliverer = Deliverer(app.config["DATABASE"], clock=fake_clock)
@@ -180,6 +186,7 @@ def test_a_410_disables_the_hook_at_once(app, client, runner, receiver, fake_clo
     deliverer.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("retry_after", ["120", "date"])
 def test_retry_after_is_honoured(app, client, runner, receiver, fake_clock, retry_after):
     hook = add_hook(runner, receiver.url, "--allow-private")
@@ -194,6 +201,7 @@ def test_retry_after_is_honoured(app, client, runner, receiver, fake_clock, retr
     deliverer.close()
 
 
+@pytest.mark.slow
 def test_a_redirect_is_not_followed(app, client, runner, receiver, other_receiver, deliverer):
     hook = add_hook(runner, receiver.url, "--allow-private")
     make_cycle(client)
@@ -204,6 +212,7 @@ def test_a_redirect_is_not_followed(app, client, runner, receiver, other_receive
     assert status == 302 and "redirects are not followed" in error
 
 
+@pytest.mark.slow
 def test_no_answer_within_the_timeout_is_a_failure(app, client, runner, receiver, deliverer, monkeypatch):
     monkeypatch.setattr(delivery, "TIMEOUT_SECONDS", 0.3)
     hook = add_hook(runner, receiver.url, "--allow-private")
@@ -308,6 +317,7 @@ def test_a_private_url_is_refused_without_allow_private(app, runner, url):
     assert rows(app, "SELECT count(*) FROM webhooks")[0][0] == 0
 
 
+@pytest.mark.slow
 def test_a_name_that_resolves_inside_is_refused_at_add_and_at_delivery(app, client, runner, receiver, deliverer,
                                                                       monkeypatch):
     port = receiver.url.split(":")[2].split("/")[0]
@@ -363,6 +373,7 @@ def dispatcher(app):
     assert not thread.is_alive()
 
 
+@pytest.mark.slow
 def test_a_slow_receiver_does_not_hold_up_another_hook(app, client, runner, receiver, other_receiver, dispatcher):
     add_hook(runner, receiver.url, "--allow-private")
     add_hook(runner, other_receiver.url, "--allow-private")
@@ -375,6 +386,7 @@ def test_a_slow_receiver_does_not_hold_up_another_hook(app, client, runner, rece
     assert len(receiver.requests) <= 1
 
 
+@pytest.mark.slow
 def test_the_dispatcher_delivers_soon_after_each_commit(app, client, runner, receiver, dispatcher):
     add_hook(runner, receiver.url, "--allow-private")
     for index in range(10):

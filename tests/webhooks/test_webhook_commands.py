@@ -23,6 +23,7 @@ def one_line_error(result):
     return result.output
 
 
+@pytest.mark.slow
 def test_add_prints_the_id_and_the_secret_once(app, runner, receiver):
     result = invoke(runner, "webhooks", "add", receiver.url, "--allow-private", "--events", "objective.*, checkin.created")
     assert result.exit_code == 0, result.output
@@ -37,6 +38,7 @@ def test_add_prints_the_id_and_the_secret_once(app, runner, receiver):
                      "disabled_reason": None, "created_at": shown["created_at"], "pending": 0}
 
 
+@pytest.mark.slow
 def test_events_default_to_every_event(app, runner, receiver):
     assert add_hook(runner, receiver.url, "--allow-private")["events"] == ["*"]
 
@@ -52,11 +54,13 @@ def test_a_bad_url_is_refused_in_one_line(app, runner, url, message):
     assert message in one_line_error(invoke(runner, "webhooks", "add", url))
 
 
+@pytest.mark.slow
 def test_a_bad_pattern_is_refused(app, runner, receiver):
     output = one_line_error(invoke(runner, "webhooks", "add", receiver.url, "--allow-private", "--events", "Objective;"))
     assert "not an event pattern" in output
 
 
+@pytest.mark.slow
 def test_a_slack_hook_takes_no_events_and_gets_a_slack_message(app, runner, receiver):
     output = one_line_error(invoke(runner, "webhooks", "add", receiver.url, "--allow-private", "--format", "slack",
                                    "--events", "*"))
@@ -73,6 +77,7 @@ def test_a_slack_hook_takes_no_events_and_gets_a_slack_message(app, runner, rece
     Webhook(hook["secret"]).verify(request["body"], request["headers"])
 
 
+@pytest.mark.slow
 def test_a_slack_hook_gets_no_events(app, client, runner, receiver, deliverer):
     hook = add_hook(runner, receiver.url, "--allow-private", "--format", "slack")
     make_cycle(client)
@@ -87,6 +92,7 @@ def test_a_slack_message_to_a_private_address_is_refused(app, runner):
     assert not outcome.ok and outcome.error.startswith("refused:")
 
 
+@pytest.mark.slow
 def test_test_sends_a_signed_ping_and_logs_it(app, runner, receiver):
     hook = add_hook(runner, receiver.url, "--allow-private")
     result = invoke(runner, "webhooks", "test", hook["id"])
@@ -104,6 +110,7 @@ def test_test_sends_a_signed_ping_and_logs_it(app, runner, receiver):
     assert set(attempts[0]) == {"event_id", "event_type", "attempted_at", "status", "error"}
 
 
+@pytest.mark.slow
 def test_deliveries_keeps_the_last_hundred_attempts(app, runner, receiver):
     hook = add_hook(runner, receiver.url, "--allow-private")
     from okr.db import transaction
@@ -115,6 +122,7 @@ def test_deliveries_keeps_the_last_hundred_attempts(app, runner, receiver):
     assert len(lines) == 100 and "e129" in lines[0] and "e30" in lines[-1]
 
 
+@pytest.mark.slow
 def test_remove_drops_the_hook_and_its_waiting_events(app, client, runner, receiver):
     hook = add_hook(runner, receiver.url, "--allow-private")
     make_cycle(client)
@@ -131,6 +139,7 @@ def test_an_unknown_id_is_one_line(app, runner, command):
     assert "no webhook with id nope" in one_line_error(invoke(runner, "webhooks", command, "nope"))
 
 
+@pytest.mark.slow
 def test_export_leaves_webhooks_out(app, runner, receiver, tmp_path):
     hook = add_hook(runner, receiver.url, "--allow-private")
     out = tmp_path / "export.json"

@@ -51,6 +51,7 @@ def admin(app, client):
     return signed_in(app, client, "admin")
 
 
+@pytest.mark.slow
 def test_the_webhooks_page_is_for_admins_only(app, client, admin, runner, receiver):
     assert "Webhooks" in re.search(r"<nav.*?</nav>", admin.get("/", headers=HTML).text, re.S).group(0)
     result = runner.invoke(args=["webhooks", "add", receiver.url, "--allow-private", "--json"])
@@ -66,6 +67,7 @@ def test_the_webhooks_page_is_for_admins_only(app, client, admin, runner, receiv
     assert len(hooks(app)) == 1 and receiver.requests == []
 
 
+@pytest.mark.slow
 def test_an_admin_adds_a_hook_and_sees_its_secret_once(app, admin, receiver):
     page = post(admin, "/webhooks", url=receiver.url, events="objective.*, cycle.created", format="events",
                 allow_private="on")
@@ -83,6 +85,7 @@ def test_an_admin_adds_a_hook_and_sees_its_secret_once(app, admin, receiver):
     assert "ping" in text(admin.get(f"/webhooks/{hook_id}", headers=HTML))
 
 
+@pytest.mark.slow
 def test_a_private_address_is_refused_beside_the_field(app, admin, receiver):
     page = post(admin, "/webhooks", url=receiver.url, events="")
     assert page.status_code == 400
@@ -94,11 +97,13 @@ def test_a_private_address_is_refused_beside_the_field(app, admin, receiver):
     assert hooks(app) == []
 
 
+@pytest.mark.slow
 def test_a_form_without_the_csrf_token_is_refused(app, admin, receiver):
     assert admin.post("/webhooks", data={"url": receiver.url, "allow_private": "on"}).status_code == 400
     assert hooks(app) == []
 
 
+@pytest.mark.slow
 def test_enable_and_remove(app, admin, runner, receiver):
     result = runner.invoke(args=["webhooks", "add", receiver.url, "--allow-private", "--json"])
     hook_id = re.search(r'"id": "([^"]+)"', result.output).group(1)
