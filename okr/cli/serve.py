@@ -21,6 +21,7 @@ from waitress import create_server
 from .. import mail, weekly
 from ..access import auth_enabled, is_loopback
 from ..db import connect, init_db, table_columns
+from ..proxies import environ_client
 from ..scratch import remove_leftovers
 from ..store import keys
 from ..switches import switch
@@ -59,6 +60,9 @@ def waitress_settings(config):
         # poll(), not select(): select() cannot watch file descriptors past 1023,
         # which a connection limit in the thousands needs.
         "asyncore_use_poll": True,
+        # The app sees Forwarded and X-Forwarded-* as sent: okr/proxies.py believes them from a trusted proxy
+        # only. waitress would strip them (it trusts one address at most, and no network).
+        "clear_untrusted_proxy_headers": False,
     }
 
 
@@ -84,7 +88,8 @@ def without_secrets(target):
 
 
 class AccessLog:
-    """The access log: a line per request (method, path and query, status, milliseconds to the answer).
+    """The access log: a line per request (the client's address, method, path and query, status, milliseconds to
+    the answer). Behind a trusted proxy the address is the client's it forwarded (okr.proxies).
 
     The serving layer's, not the app's: an app embedded in another program logs
     nothing per request. The time runs until the app has returned the response,
@@ -121,7 +126,8 @@ class AccessLog:
             self.second = (second, text)
         return f"{text},{int((now - second) * 1000):03d}"
 
-    def wrap(self, app):
+    def wrap(self, app, trusted=()):
+        """app, logging each request; trusted: the proxies whose forwarded client address is logged instead."""
         queue, limit = self.queue, self.queue_limit
 
         def logged(environ, start_response):
@@ -146,8 +152,9 @@ class AccessLog:
                 if self.writer is None:
                     self.start()
                 if len(queue) < limit:
-                    queue.append(f"{self.timestamp()} INFO okr.access: {environ['REQUEST_METHOD']} {target} "
-                                 f"{status} {milliseconds:.1f} ms\n")
+                    client = environ_client(environ, trusted) or "-"
+                    queue.append(f"{self.timestamp()} INFO okr.access: {client} {environ['REQUEST_METHOD']} "
+                                 f"{target} {status} {milliseconds:.1f} ms\n")
                 else:
                     self.dropped += 1
 
@@ -223,7 +230,8 @@ def make_server(app, sockets=None, address_counts=None):
         del settings["host"], settings["port"]
         settings["sockets"] = sockets
     allow_open_files(settings["connection_limit"])
-    server = create_server(AccessLog().wrap(app) if access_log_on(app.config) else app, **settings)
+    trusted = app.config["TRUSTED_PROXIES"]
+    server = create_server(AccessLog().wrap(app, trusted) if access_log_on(app.config) else app, **settings)
     connections.install(server, connections.limits_of(app.config), address_counts)
     return server
 
