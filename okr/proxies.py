@@ -16,6 +16,9 @@ import re
 
 from flask import current_app, request
 
+# Headers only a proxy adds: a request carrying any of them came through one (okr.access: never open mode).
+PROXY_HEADERS = ("HTTP_FORWARDED", "HTTP_VIA", "HTTP_X_REAL_IP")
+PROXY_HEADER_PREFIX = "HTTP_X_FORWARDED_"
 SCHEMES = ("http", "https")
 # One parameter of a Forwarded element: name=token or name="quoted string" (RFC 7239), and what ends it.
 FORWARDED_PAIR = re.compile(r'\s*([A-Za-z]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;,\s]*)\s*([;,]|$)')
@@ -121,6 +124,12 @@ def environ_client(environ, trusted):
             environ.get("REMOTE_ADDR") or "", environ.get("HTTP_X_FORWARDED_FOR"), environ.get("HTTP_FORWARDED"),
             trusted)
         return client
+
+
+def came_through_a_proxy(environ):
+    """Whether a request carries a header that only proxies add (Forwarded, Via, X-Real-IP, X-Forwarded-*)."""
+    return any(name in environ for name in PROXY_HEADERS) or any(
+        name.startswith(PROXY_HEADER_PREFIX) for name in environ)
 
 
 def last_value(header):
