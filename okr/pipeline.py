@@ -78,8 +78,11 @@ def refuse_cross_origin_writes():
         return
     # Behind a trusted proxy, the host and scheme are the browser's (okr.proxies), and so is the scheme to match.
     scheme = request.environ.get("okr.proxy_scheme")
-    parts = urlsplit(origin)
-    if (origin == "null" or host_and_port(parts.netloc) != host_and_port(request.host)
+    try:
+        parts = urlsplit(origin)
+    except ValueError:  # such as http://[: no browser's, and no origin of this server
+        parts = None
+    if (parts is None or origin == "null" or host_and_port(parts.netloc) != host_and_port(request.host)
             or (scheme is not None and parts.scheme.lower() != scheme)):
         raise Forbidden(f"a request from the page of another origin ({origin}) may not change anything here")
 
