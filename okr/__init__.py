@@ -5,6 +5,9 @@ import sys
 from flask import Flask
 from werkzeug.routing import Rule
 
+from . import proxies
+
+
 def schema_path():
     """schema.sql beside the package in a checkout, or where a plain pip install puts it."""
     checkout = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schema.sql")
@@ -25,6 +28,8 @@ def env_settings():
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
     if os.environ.get("OKR_ALLOWED_HOSTS"):
         settings["ALLOWED_HOSTS"] = [name for name in os.environ["OKR_ALLOWED_HOSTS"].split(",") if name.strip()]
+    if os.environ.get("OKR_TRUSTED_PROXIES"):
+        settings["TRUSTED_PROXIES"] = [entry for entry in os.environ["OKR_TRUSTED_PROXIES"].split(",") if entry.strip()]
     return settings
 
 
@@ -106,6 +111,9 @@ def create_app(test_config=None):
         API_VERSION="1.0.0",
         # Host names served besides loopback and IP addresses (--allowed-host): okr/pipeline.py says why.
         ALLOWED_HOSTS=[],
+        # The reverse proxies whose X-Forwarded-For, -Host and -Proto are believed (--trusted-proxies: addresses
+        # or networks): okr/proxies.py says how.
+        TRUSTED_PROXIES=[],
         # The dashboard's session cookie is sent over HTTPS only: for a server behind TLS.
         SECURE_COOKIES=False,
         # Email (okr/mail.py, docs/email.md): off until SMTP_URL and MAIL_FROM are set. BASE_URL is the address
@@ -144,6 +152,7 @@ def create_app(test_config=None):
         app.config.from_mapping(test_config)
     app.config["DATABASE"] = os.fspath(app.config["DATABASE"])
     app.config["ALLOWED_HOSTS"] = frozenset(name.strip().lower().rstrip(".") for name in app.config["ALLOWED_HOSTS"])
+    proxies.install(app)
     # For commands that need an app of their own on another file (okr demo builds its database so).
     app.extensions["okr.create_app"] = create_app
     # Keep the spec's field order, and send Unicode as itself rather than \u escapes.

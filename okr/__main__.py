@@ -45,6 +45,8 @@ Logging, cookies and hosts:
   --access-log          OKR_ACCESS_LOG=1
   --secure-cookies      OKR_SECURE_COOKIES=1  default off (for HTTPS)
   --allowed-host NAME   OKR_ALLOWED_HOSTS     a host name to answer for (repeat)
+  --trusted-proxies IP  OKR_TRUSTED_PROXIES   none: a proxy (address or CIDR;
+                        repeat) whose X-Forwarded-For, -Host and -Proto count
 
 Activity and replication:
   --event-retention-days N  OKR_EVENT_RETENTION_DAYS  default 400 (days)
@@ -122,6 +124,7 @@ def parse_options(argv):
     parser.add_argument("--allow-anonymous", action="store_true", default=None)
     parser.add_argument("--secure-cookies", action="store_const", const=True, default=None)
     parser.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=None)
+    parser.add_argument("--trusted-proxies", dest="trusted_proxies", action="append", default=None)
     parser.add_argument("--replicate")
     parser.add_argument("--replicate-endpoint")
     parser.add_argument("--replicate-max-lag")

@@ -1,8 +1,10 @@
 """Who may do what, in one place: the API's signature check, the pages' guards and `okr serve` all ask here.
 
-Auth is on, for /v1 and the pages alike, as soon as any API key has been created
-(revoked ones included) or any user has a password, or sign-in with an identity provider is set up: before that the service is open,
-for a laptop on loopback, and whoever uses it may do anything.
+Auth is on, for /v1 and the pages alike, as soon as any API key has been created (revoked ones included), any
+user has a password or an invitation or password reset link, or sign-in with an identity provider is set up.
+Before that the service is open, for a laptop on loopback, and whoever uses it may do anything; but never for
+a server that was told of a public name or address or of a proxy, nor for a request that came through a
+proxy (sign_in_needed_because decides, in one place).
 
 Once it is on, every request has an Actor: the person signed in (a password session),
 or the API key that signed the request or opened the session, and the key's user if it
@@ -18,12 +20,14 @@ import hmac
 import ipaddress
 import secrets
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from flask import current_app, g
+from flask import current_app, g, has_request_context, request
 from werkzeug.exceptions import Forbidden
 
+from . import proxies
 from .db import READ_METHODS
-from .store import keys, users
+from .store import keys, ways_in
 
 # Compared against when the credential is unknown, so timing does not tell.
 UNKNOWN_KEY_SECRET = secrets.token_hex(32)
@@ -83,16 +87,69 @@ def user_actor(user):
 
 
 def auth_enabled(db):
-    """True once any key was ever created or any user has a password; that never reverts, so the app
-    remembers it."""
-    if current_app.extensions.get("okr_auth_on"):
-        return True
-    if current_app.extensions.get("okr.oidc") is not None:
-        return True  # people sign in with the identity provider: none may come in unsigned meanwhile
-    on = keys.any_exists(db) or users.any_password(db)
-    if on:
-        current_app.extensions["okr_auth_on"] = True
-    return on
+    """Whether this request (or, outside one, the server) needs a sign-in: sign_in_needed_because says why."""
+    return sign_in_needed_because(db, request.environ if has_request_context() else None) is not None
+
+
+# Why a stored way in ends open mode, in the words of the server's log.
+STORED_WAYS_IN = {
+    "key": "an API key exists",
+    "password": "someone has a password",
+    "invitation": "an invitation link is outstanding (okr users invite)",
+    "reset": "a password reset link is outstanding",
+}
+THROUGH_A_PROXY = "the request came through a proxy (it carries Forwarded, Via, X-Real-IP or X-Forwarded-*)"
+
+
+def sign_in_needed_because(db, environ=None):
+    """Why a sign-in is needed, in words; None while the service is open. The one place that decides.
+
+    environ: the request's; None asks for the server as a whole (its log at start). Open mode is for a laptop:
+    it ends for good once anything to sign in with exists (a key, a password, an invitation or a reset link,
+    an identity provider), so that the first admin comes in only through her link or okr users set-password.
+    Nor is it ever open when the server was given a public name or address (--allowed-host, OKR_PUBLIC_URL,
+    OKR_BASE_URL) or a proxy (--trusted-proxies), nor to a request that came through a proxy: a proxy on the
+    same machine reaches the server from loopback, and nginx's defaults send neither a forwarding header nor
+    the public Host.
+    """
+    extensions = current_app.extensions
+    stored = extensions.get("okr_auth_on")
+    if stored:
+        return stored
+    if extensions.get("okr.oidc") is not None:
+        return "sign-in with an identity provider is set up"
+    way_in = ways_in.first(db)
+    if way_in is not None:
+        extensions["okr_auth_on"] = STORED_WAYS_IN[way_in]  # never reverts: the app remembers
+        return STORED_WAYS_IN[way_in]
+    public = public_setting(current_app.config)
+    if public is not None:
+        return public
+    if environ is not None and proxies.came_through_a_proxy(environ):
+        return THROUGH_A_PROXY
+    return None
+
+
+def public_setting(config):
+    """The setting that says the server is reached from beyond this machine, in words; None when none does."""
+    for name in sorted(config["ALLOWED_HOSTS"]):
+        if not is_loopback(name):
+            return f"it answers for {name} (--allowed-host)"
+    for key, flag in (("PUBLIC_URL", "--public-url"), ("BASE_URL", "OKR_BASE_URL")):
+        url = config.get(key)
+        if url and not is_loopback(url_host(url)):
+            return f"its public address is {url} ({flag})"
+    if config["TRUSTED_PROXIES"]:
+        return "it is told of a proxy (--trusted-proxies)"
+    return None
+
+
+def url_host(url):
+    """The host of a URL, without brackets; "" for one that has none."""
+    try:
+        return urlsplit(str(url).strip()).hostname or ""
+    except ValueError:
+        return ""
 
 
 def live_key(db, credential):

@@ -76,13 +76,21 @@ def refuse_cross_origin_writes():
     origin = request.headers.get("Origin")
     if origin is None:
         return
-    if origin == "null" or host_and_port(urlsplit(origin).netloc) != host_and_port(request.host):
+    # Behind a trusted proxy, the host and scheme are the browser's (okr.proxies), and so is the scheme to match.
+    scheme = request.environ.get("okr.proxy_scheme")
+    try:
+        parts = urlsplit(origin)
+    except ValueError:  # such as http://[: no browser's, and no origin of this server
+        parts = None
+    if (parts is None or origin == "null" or host_and_port(parts.netloc) != host_and_port(request.host)
+            or (scheme is not None and parts.scheme.lower() != scheme)):
         raise Forbidden(f"a request from the page of another origin ({origin}) may not change anything here")
 
 
 def host_and_port(netloc):
     """A Host or an origin's address without a default port. The scheme is left out: behind a proxy that ends
-    TLS, the browser's https://okr.example.com reaches this server as http, and is the same site."""
+    TLS, the browser's https://okr.example.com reaches this server as http, and is the same site (unless the
+    proxy is trusted and says which scheme the browser used)."""
     netloc = netloc.lower()
     for default in (":80", ":443"):
         if netloc.endswith(default):

@@ -19,7 +19,10 @@ from types import SimpleNamespace
 import pytest
 from waitress import create_server
 
+from okr.db import transaction
+from okr.rules import passwords
 from okr.signing import authorization_header
+from okr.store import users
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
@@ -348,3 +351,17 @@ def worker_pids(server_pid, port):
     listening on port (the background process does not)."""
     inode = listening_inode(port)
     return sorted(pid for pid in children_of(server_pid) if inode and holds_socket(pid, inode))
+
+
+def user_with_password(app, password, name="Maya Lee", email="maya@example.com", role="admin"):
+    """A user made through the store as the commands make them, with a password (hashed as the app hashes):
+    its row as a dict."""
+    with app.app_context(), transaction() as db:
+        user = users.create(db, name, email, role)
+        users.set_password(db, user, passwords.hash_password(password))
+        return dict(db.execute("SELECT * FROM users WHERE id = ?", (user["id"],)).fetchone())
+
+
+def in_ci():
+    """Whether CI is set: a test then fails, rather than skips, when a program it needs is missing."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")

@@ -11,6 +11,9 @@
   server share. While that cap is on, an address's requests also take at most half the worker
   threads at once (Shares): the others wait their turn, in order, and the rest of the threads
   stay free for everyone else.
+- A trusted proxy (--trusted-proxies) carries everyone's connections: its own address is never
+  capped, and each of its requests takes its share of the threads as the client it forwarded
+  (okr.proxies.client_address), read from the request's head once it is parsed.
 
 docs/design.md says how each attack is stopped; docs/operations.md has the settings.
 """
@@ -27,6 +30,8 @@ from collections import deque, namedtuple
 from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 
+from ..proxies import as_address, client_address, is_trusted
+
 logger = logging.getLogger("okr")
 
 # A request body must arrive at this many bytes a second on average, counted from the end of its
@@ -39,7 +44,8 @@ REFUSAL_LOG_INTERVAL = 60
 # refused in batches rather than one per turn, and a well-behaved client behind it waits less.
 ACCEPT_BATCH = 64
 
-Limits = namedtuple("Limits", "per_address head_timeout unread_timeout body_min_rate body_grace threads_per_address")
+Limits = namedtuple("Limits", "per_address head_timeout unread_timeout body_min_rate body_grace threads_per_address "
+                               "trusted")
 
 
 def limits_of(config):
@@ -48,8 +54,9 @@ def limits_of(config):
     return Limits(per_address=per_address, head_timeout=int(config["HEAD_TIMEOUT"]),
                   unread_timeout=int(config["UNREAD_TIMEOUT"]), body_min_rate=BODY_MIN_RATE,
                   body_grace=BODY_GRACE,
-                  # 0: no share, as behind a proxy, where every request comes from its address.
-                  threads_per_address=max(1, int(config["THREADS"]) // 2) if per_address else 0)
+                  # 0: no share, as behind a proxy that is not trusted, whose address every request has.
+                  threads_per_address=max(1, int(config["THREADS"]) // 2) if per_address else 0,
+                  trusted=tuple(config["TRUSTED_PROXIES"]))
 
 
 def address_key(host):
@@ -170,6 +177,7 @@ class LimitedChannel(HTTPChannel):
     """
 
     counted = None  # (AddressCounts, key) while this connection is counted
+    trusted = ()  # the trusted proxies' networks, when this connection comes from one of them
     last_sent = 0.0  # when a send last took bytes
     pending_seen = None  # when maintenance first saw output pending, since none was
     request_started = None  # when the partial request's first bytes were read
@@ -177,10 +185,23 @@ class LimitedChannel(HTTPChannel):
     body_base = 0  # its body bytes at body_started
     deferred = False  # a pipelined request waits for the answer before it to be sent
 
-    def __init__(self, server, sock, addr, adj, map=None, counted=None):
-        self.counted = counted
+    def __init__(self, server, sock, addr, adj, map=None, counted=None, trusted=()):
+        self.counted, self.trusted = counted, trusted
         self.share_key = counted[1] if counted else ""  # kept after close, unlike counted
+        # The keys its requests were started under (Shares), oldest first: the next one of a pipeline
+        # is started before the one it follows is done.
+        self.started_keys = deque()
         super().__init__(server, sock, addr, adj, map=map)
+
+    def request_key(self):
+        """Whose share the request to serve next takes: the connection's address, or behind a trusted proxy
+        the client the proxy forwarded."""
+        if not self.trusted or not self.requests:
+            return self.share_key
+        headers = self.requests[0].headers
+        client = client_address(self.addr[0], headers.get("X_FORWARDED_FOR"), headers.get("FORWARDED"),
+                                self.trusted)
+        return address_key(client)
 
     def received(self, data):
         before = self.request
@@ -247,7 +268,8 @@ class Shares:
 
     def start(self, channel):
         """channel has a request to serve."""
-        key = channel.share_key
+        key = channel.request_key()
+        channel.started_keys.append(key)
         with self.lock:
             busy = self.busy.get(key, 0)
             if self.share and busy >= self.share:
@@ -258,7 +280,7 @@ class Shares:
 
     def done(self, channel):
         """channel's request has been served: its thread goes to the address's next waiting connection."""
-        key = channel.share_key
+        key = channel.started_keys.popleft() if channel.started_keys else channel.share_key
         following = None
         with self.lock:
             waiting = self.waiting.get(key)
@@ -335,7 +357,7 @@ class Refusals:
         now = time.monotonic()
         if self.logged is None or now - self.logged >= REFUSAL_LOG_INTERVAL:
             logger.warning("refused %d connection%s over the cap of %d per address (the last from %s); "
-                           "behind a proxy, raise or turn off --connections-per-address",
+                           "behind a proxy, name it with --trusted-proxies",
                            self.count, "" if self.count == 1 else "s", cap, key)
             self.count, self.logged = 0, now
 
@@ -346,13 +368,16 @@ def channel_maker(counts, limits):
 
     def make(server, conn, addr, adj, map=None):
         key = address_key(str(addr[0])) if addr else ""
-        if not counts.add(key, limits.per_address):
-            refusals.add(key, limits.per_address)
+        # A trusted proxy carries everyone: its address has no cap, and its clients their share of the threads.
+        proxy = limits.trusted if addr and is_trusted(as_address(str(addr[0])), limits.trusted) else ()
+        cap = 0 if proxy else limits.per_address
+        if not counts.add(key, cap):
+            refusals.add(key, cap)
             answer_and_close(conn, TOO_MANY)
             conn.close()
             return None
         try:
-            return LimitedChannel(server, conn, addr, adj, map=map, counted=(counts, key))
+            return LimitedChannel(server, conn, addr, adj, map=map, counted=(counts, key), trusted=proxy)
         except BaseException:
             counts.remove(key)
             raise

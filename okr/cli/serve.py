@@ -19,10 +19,11 @@ from contextlib import closing
 from waitress import create_server
 
 from .. import mail, weekly
-from ..access import auth_enabled, is_loopback
-from ..db import connect, init_db, table_columns
+from ..access import is_loopback, sign_in_needed_because
+from ..db import connect, init_db
+from ..proxies import environ_client
 from ..scratch import remove_leftovers
-from ..store import keys
+from ..store import ways_in
 from ..switches import switch
 from . import connections
 from .background import run_beside, stop_background
@@ -59,6 +60,10 @@ def waitress_settings(config):
         # poll(), not select(): select() cannot watch file descriptors past 1023,
         # which a connection limit in the thousands needs.
         "asyncore_use_poll": True,
+        # The app sees Forwarded and X-Forwarded-* as sent: okr/proxies.py believes them from a trusted proxy
+        # only, and okr/access.py never opens to a request that carries them. waitress would strip them
+        # (it trusts one address at most, and no network), and a proxied request would look like a local one.
+        "clear_untrusted_proxy_headers": False,
     }
 
 
@@ -84,7 +89,8 @@ def without_secrets(target):
 
 
 class AccessLog:
-    """The access log: a line per request (method, path and query, status, milliseconds to the answer).
+    """The access log: a line per request (the client's address, method, path and query, status, milliseconds to
+    the answer). Behind a trusted proxy the address is the client's it forwarded (okr.proxies).
 
     The serving layer's, not the app's: an app embedded in another program logs
     nothing per request. The time runs until the app has returned the response,
@@ -121,7 +127,8 @@ class AccessLog:
             self.second = (second, text)
         return f"{text},{int((now - second) * 1000):03d}"
 
-    def wrap(self, app):
+    def wrap(self, app, trusted=()):
+        """app, logging each request; trusted: the proxies whose forwarded client address is logged instead."""
         queue, limit = self.queue, self.queue_limit
 
         def logged(environ, start_response):
@@ -146,8 +153,9 @@ class AccessLog:
                 if self.writer is None:
                     self.start()
                 if len(queue) < limit:
-                    queue.append(f"{self.timestamp()} INFO okr.access: {environ['REQUEST_METHOD']} {target} "
-                                 f"{status} {milliseconds:.1f} ms\n")
+                    client = environ_client(environ, trusted) or "-"
+                    queue.append(f"{self.timestamp()} INFO okr.access: {client} {environ['REQUEST_METHOD']} "
+                                 f"{target} {status} {milliseconds:.1f} ms\n")
                 else:
                     self.dropped += 1
 
@@ -223,7 +231,8 @@ def make_server(app, sockets=None, address_counts=None):
         del settings["host"], settings["port"]
         settings["sockets"] = sockets
     allow_open_files(settings["connection_limit"])
-    server = create_server(AccessLog().wrap(app) if access_log_on(app.config) else app, **settings)
+    trusted = app.config["TRUSTED_PROXIES"]
+    server = create_server(AccessLog().wrap(app, trusted) if access_log_on(app.config) else app, **settings)
     connections.install(server, connections.limits_of(app.config), address_counts)
     return server
 
@@ -270,18 +279,42 @@ def stop_on_sigterm(signum, frame):
 
 
 def auth_is_on(app):
-    """Whether a key was ever created or anyone has a password, in the database, which is read without making
-    anything."""
+    """Whether anything to sign in with exists: an identity provider, or in the database (read without making
+    anything) a key, a password, or an invitation or reset link."""
+    if app.extensions.get("okr.oidc") is not None:
+        return True
     path = app.config["DATABASE"]
     if not os.path.exists(path):
         return False  # serving will create it, without keys or passwords
-    with app.app_context(), closing(connect(path, app.config["BUSY_TIMEOUT_MS"])) as db:
-        # A database older than API keys, or than passwords, lacks them until init_db migrates it.
-        if not table_columns(db, "api_keys"):
-            return False
-        if "password_hash" not in table_columns(db, "users"):
-            return keys.any_exists(db)
-        return auth_enabled(db)
+    with closing(connect(path, app.config["BUSY_TIMEOUT_MS"])) as db:
+        # A database older than API keys, passwords or links lacks them until init_db migrates it.
+        return ways_in.first_of_any_version(db) is not None
+
+
+def mode_line(app):
+    """What the server's log says at start about open mode: (level, line). Asked once the database is
+    migrated, of okr.access, which decides for every request."""
+    host = app.config["HOST"]
+    with app.app_context(), closing(connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])) as db:
+        because = sign_in_needed_because(db)
+        stored = ways_in.first(db)
+    if because is None:
+        reach = "on this machine" if is_loopback(host) else f"on the network at {host}"
+        return logging.WARNING, (
+            f"open mode: no API key or password exists, nor an invitation or reset link, and no public name, "
+            f"public URL or proxy was given: the API and the pages are open to anyone who can reach them {reach}, "
+            "except requests that come through a proxy; create a key with okr keys create --name NAME, or "
+            "invite someone with okr users invite EMAIL")
+    if stored == "invitation" or stored == "reset":
+        return logging.INFO, (
+            f"sign-in needed: {because}; nobody has a password or a key yet, so the first person comes in "
+            "through that link, or after okr users set-password EMAIL")
+    if stored is None and app.extensions.get("okr.oidc") is None:
+        return logging.WARNING, (
+            f"sign-in needed, since {because}; but nobody can sign in yet: invite someone with okr users invite "
+            "EMAIL, give a password with okr users set-password EMAIL, or create a key with okr keys create "
+            "--name NAME")
+    return logging.INFO, f"sign-in needed: {because}"
 
 
 def cannot_listen(error, host, port):
@@ -345,11 +378,7 @@ def run_server(app, args):
     for name in remove_leftovers(app.config["DATABASE"]):
         logger.info("removed %s, left beside the database by a run that was killed", name)
     logger.info("using database %s", os.path.abspath(app.config["DATABASE"]))
-    if not keyed:
-        reach = "on this machine" if is_loopback(host) else f"on the network at {host}"
-        logger.warning("no API key or password exists: the API and the pages are open to anyone who can reach "
-                       "them %s; create a key with okr keys create --name NAME, or invite someone with "
-                       "okr users invite EMAIL", reach)
+    logger.log(*mode_line(app))
     if workers == 1:
         logger.info("serving %s with %s threads", placement, app.config["THREADS"])
     else:

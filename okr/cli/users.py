@@ -1,4 +1,5 @@
-"""okr users: add, list, update, import, deactivate and activate users; their roles, invitations and passwords.
+"""okr users: add, list, update, import, deactivate and activate users; their roles, invitations and passwords,
+and their held sign-ins.
 
 Users are created and changed here (and, once signed in, by an admin on the dashboard), never over the API.
 """
@@ -22,12 +23,12 @@ from ..errors import Conflict, NotFound
 from ..records import user_json
 from .. import mail
 from ..mail import base_url_problem
-from ..store import invitations, users
+from ..store import invitations, sign_ins, users
 from .common import address, echo_json, logger, read_database, reports_errors, use_database
 
 
 users_cli = AppGroup("users", help="Users: add, list, update, import, deactivate, activate, set-role, invite, "
-                                   "set-password.")
+                                   "set-password, unlock.")
 ROLE_CHOICE = click.Choice(users.ROLES)
 
 
@@ -305,6 +306,26 @@ def set_user_password(email):
         user = users.found(db, email)
         users.set_password(db, user, password_hash)
     click.echo(f"password set for {user['email']}; their dashboard sessions have ended")
+
+
+@users_cli.command("unlock")
+@click.argument("email")
+@reports_errors
+def unlock_user(email):
+    """Clear the held sign-ins of the user with EMAIL.
+
+    After 10 failed sign-ins for one person from one address within 15
+    minutes, their sign-in from there waits (429). This forgets every failed
+    sign-in of theirs, from every address (with a password, with one of their
+    API keys, and asking for a reset link), so that they may sign in again at
+    once. An address that failed 100 times in all stays held for everyone.
+    """
+    use_database()
+    with transaction() as db, refusals(email):
+        user = users.found(db, email)
+        forgotten = sign_ins.forget_person(db, user)
+    click.echo(f"{user['email']} may sign in again: {forgotten} failed sign-in{'' if forgotten == 1 else 's'} "
+               "of theirs forgotten")
 
 
 COLUMNS = "name,email (in that order)"

@@ -4,6 +4,7 @@ okr.web.team_pages.
 Who may open which is okr.access's to say, through the guards in okr.web.sessions: the
 People page's views are marked with sessions.people_managers_only.
 """
+import time
 
 from flask import redirect, render_template, request, session, url_for
 from marshmallow import ValidationError
@@ -15,7 +16,7 @@ from ..rules import passwords
 from ..rules.ids import MAX_ROW_ID
 from ..rules.messages import flatten
 from ..rules.schemas import user_schema
-from ..store import invitations, keys, users, web_sessions
+from ..store import invitations, keys, sign_ins, users, web_sessions
 from . import oidc_pages, sessions, sign_in
 from .email_pages import email_invitation, mail_settings
 from .errors import PageError
@@ -177,6 +178,7 @@ def render_people(invited=None, invitation_url=None, form=None, errors=None, err
             memberships.setdefault(row["user_id"], []).append(row)
     return render_template(
         "people.html", people=people, teams=memberships, more=more, roles=users.ROLES, invited=invited,
+        held=sign_ins.held_people(db, people, int(time.time())),
         invitation_url=invitation_url, email_problem=email_problem, form=form or {"name": "", "email": "", "role": "editor"},
         errors=errors or {}, error=error)
 
@@ -238,6 +240,15 @@ def change_role(user_id):
         users.set_role(db, users.get(db, user_id), chosen_role())
     except Conflict as error:
         return render_people(error=f"Not changed: {error}."), 409
+    return redirect(url_for("web.show_people") + f"#u-{user_id}", 303)
+
+
+@bp.post("/people/<user_id>/unlock")
+@sessions.people_managers_only
+def unlock_person(user_id):
+    """Forgets a person's failed sign-ins, from every address, so that nothing holds their sign-in."""
+    db = get_db()
+    sign_ins.forget_person(db, users.get(db, user_id))
     return redirect(url_for("web.show_people") + f"#u-{user_id}", 303)
 
 

@@ -10,7 +10,7 @@ import time
 
 from flask import request
 
-from .. import access
+from .. import access, proxies
 from ..db import READ_METHODS, begin_write, commit_now, get_connection, get_db
 from ..emails import email_key
 from ..rules import passwords
@@ -28,7 +28,7 @@ class SignInRefused(Exception):
 
 
 def client_address():
-    return request.remote_addr or ""
+    return proxies.request_client()
 
 
 def refuse_if_throttled(account):

@@ -28,6 +28,12 @@ def test_every_write_method_with_a_foreign_origin_is_refused(client, origin, met
     assert client.get(f"/v1/cycles/{cycle['id']}").get_json()["name"] == cycle["name"]
 
 
+@pytest.mark.parametrize("origin", ["http://[", "http://[::1", "https://[zz]"])
+def test_an_origin_that_is_no_url_is_refused_not_a_500(client, origin):
+    assert_error(client.post("/v1/cycles", json={"name": "Q1"}, headers={"Origin": origin}), 403)
+    assert client.get("/v1/cycles").get_json()["cycles"] == []
+
+
 def test_a_signed_write_with_a_foreign_origin_is_refused_too(client, runner):
     key = create_key(runner)
     response = client.post("/v1/cycles", json={"name": "Q1"},

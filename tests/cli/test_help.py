@@ -91,7 +91,8 @@ def test_serve_help_shows_the_serving_options(capsys, tmp_path, monkeypatch, fla
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 @pytest.mark.parametrize("command", [["users"], ["users", "add"], ["users", "update"], ["users", "set-role"],
-                                     ["users", "invite"], ["users", "set-password"], ["keys", "list"],
+                                     ["users", "invite"], ["users", "set-password"], ["users", "unlock"],
+                                     ["keys", "list"],
                                      ["backup"], ["restore"], ["init-db"], ["auth-header"]])
 @pytest.mark.slow
 def test_every_command_has_help(tmp_path, command, flag):

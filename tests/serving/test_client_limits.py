@@ -11,7 +11,7 @@ import resource
 import socket
 import threading
 import time
-from contextlib import closing, contextmanager
+from contextlib import closing
 
 import pytest
 
@@ -23,7 +23,7 @@ from okr.db import init_db
 
 import helpers
 from attackers import (ATTACKER, GOOD, Server, WellBehavedClient, allow_open_files, closed_within, connect_from,
-                       open_sockets, seed_pages, what_came)
+                       open_sockets, pipeline, probed_server, read_answers, seed_pages, what_came)
 
 
 @pytest.fixture(autouse=True)
@@ -61,75 +61,10 @@ def pages(tmp_path):
 # --- pipelining ------------------------------------------------------------------------------------
 
 
-class Probe:
-    """A WSGI route that records how many of its requests run at once, by client address."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.running, self.most, self.served = {}, {}, []
-
-    def __call__(self, environ, start_response):
-        address = environ["REMOTE_ADDR"]
-        with self.lock:
-            self.running[address] = self.running.get(address, 0) + 1
-            self.most[address] = max(self.most.get(address, 0), self.running[address])
-        try:
-            time.sleep(float(environ.get("HTTP_X_SLEEP", "0.05")))
-            body = f"<{environ['QUERY_STRING']}>".encode().ljust(int(environ.get("HTTP_X_SIZE", "0")))
-            self.served.append(environ["QUERY_STRING"])
-            start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
-            return [body]
-        finally:
-            with self.lock:
-                self.running[address] -= 1
-
-
-@contextmanager
-def probed_server(tmp_path, **config):
-    """make_server's server, in a thread of this process, serving a Probe at /probe: (port, probe)."""
-    app = create_app({"DATABASE": tmp_path / "okr.db", "PORT": 0, "ACCESS_LOG": False, "THREADS": 4, **config})
-    probe = Probe()
-    app.wsgi_app = (lambda inner: lambda environ, start: (probe if environ["PATH_INFO"] == "/probe" else inner)(
-        environ, start))(app.wsgi_app)
-    server = make_server(app)
-    stopping = threading.Event()
-    thread = threading.Thread(target=helpers.serve_until, args=(server, stopping), daemon=True)
-    thread.start()
-    try:
-        yield int(server.effective_port), probe
-    finally:
-        # Closed by their clients first: waitress's close at exit leaves a closed connection's spooled
-        # output to the garbage collector.
-        deadline = time.monotonic() + 5
-        while server.active_channels and time.monotonic() < deadline:
-            time.sleep(0.05)
-        stopping.set()
-        thread.join(timeout=10)
-
-
 @pytest.fixture
 def probed(tmp_path):
     with probed_server(tmp_path) as served:
         yield served
-
-
-def read_answers(sock, count, timeout=10):
-    """What the server sent until count Probe answers have come whole, or it closed the connection."""
-    sock.settimeout(timeout)
-    received = b""
-    while len(re.findall(rb"<[^>]*>", received)) < count:
-        data = sock.recv(1 << 20)
-        if not data:
-            break
-        received += data
-    return received
-
-
-def pipeline(port, count, source=ATTACKER, headers=""):
-    sock = connect_from(port, source)
-    sock.sendall(b"".join(f"GET /probe?{i} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n".encode()
-                          for i in range(count)))
-    return sock
 
 
 @pytest.mark.slow

@@ -319,7 +319,8 @@ def test_access_log_health_and_serving_lock_with_workers(serve, tmp_path):
     for _ in range(4):
         assert answered(server, "/v1/cycles?page_size=7") == 200
     assert server.http.get("/healthz").json()["status"] == "ok"
-    assert eventually(lambda: server.log().count("okr.access: GET /v1/cycles?page_size=7 200") == 4), server.log()
+    assert eventually(lambda: server.log().count("okr.access: 127.0.0.1 GET /v1/cycles?page_size=7 200") == 4), \
+        server.log()
     backup = tmp_path / "backup.db"
     assert run_okr("--database", server.database, "backup", backup, cwd=tmp_path).returncode == 0
     refused_restore = run_okr("--database", server.database, "restore", backup, cwd=tmp_path)
@@ -358,10 +359,11 @@ def test_the_workers_access_log_lines_never_mix(serve):
     for thread in threads:
         thread.join(timeout=60)
     assert statuses == [200] * 1200
-    lines = eventually(lambda: [line for line in server.log().splitlines() if "okr.access: GET /v1" in line]
-                       if server.log().count("okr.access: GET /v1/cycles?") == 1200 else None)
+    lines = eventually(lambda: [line for line in server.log().splitlines() if "okr.access: 127.0.0.1 GET /v1" in line]
+                       if server.log().count("okr.access: 127.0.0.1 GET /v1/cycles?") == 1200 else None)
     assert lines, server.log()[-2000:]
-    shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO okr\.access: GET /v1/cycles\?page_size=5&n=\d+ 200 "
+    shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO okr\.access: 127\.0\.0\.1 GET "
+                       r"/v1/cycles\?page_size=5&n=\d+ 200 "
                        r"\d+\.\d ms")
     assert all(shape.fullmatch(line) for line in lines), [line for line in lines if not shape.fullmatch(line)][:3]
 

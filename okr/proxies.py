@@ -1,0 +1,173 @@
+"""Requests through a reverse proxy: who the client is, and which host and scheme it asked for.
+
+A proxy's requests all come from the proxy's own address. Only for a peer named with --trusted-proxies
+(OKR_TRUSTED_PROXIES: addresses or networks; none by default) does the server read what the proxy says:
+the client's address from X-Forwarded-For (else Forwarded's for=), and the host and scheme the browser used
+from X-Forwarded-Host and X-Forwarded-Proto (else Forwarded's host= and proto=). Anyone else's such headers
+are ignored: a client could write any address there.
+
+The client is the right-most address of the chain that is not a trusted proxy: a proxy appends the address
+it was reached from, so everything left of that is the client's own say. client_address is the one place
+that decides it, for the sign-in throttle (okr.web.sign_in), the access log (okr.cli.serve) and the share of
+threads per client (okr.cli.connections).
+"""
+import ipaddress
+import re
+
+from flask import current_app, request
+
+# Headers only a proxy adds: a request carrying any of them came through one (okr.access: never open mode).
+PROXY_HEADERS = ("HTTP_FORWARDED", "HTTP_VIA", "HTTP_X_REAL_IP")
+PROXY_HEADER_PREFIX = "HTTP_X_FORWARDED_"
+SCHEMES = ("http", "https")
+# One parameter of a Forwarded element: name=token or name="quoted string" (RFC 7239), and what ends it.
+FORWARDED_PAIR = re.compile(r'\s*([A-Za-z]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;,\s]*)\s*([;,]|$)')
+
+
+def trusted_networks(values):
+    """The setting (a list of addresses and networks, or one comma-separated text) as a tuple of networks;
+    ValueError naming the entry that is neither."""
+    if isinstance(values, str):
+        values = [values]
+    networks = []
+    for value in values:
+        for entry in str(value).split(","):
+            entry = entry.strip()
+            if not entry:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+            except ValueError:
+                raise ValueError(f"trusted proxies: {entry!r} is not an IP address or a network such as "
+                                 "10.0.0.0/8") from None
+    return tuple(networks)
+
+
+def as_address(text):
+    """An IP address from a header's node ("192.0.2.7", "[2001:db8::1]:4711", "192.0.2.7:80"), or None."""
+    text = text.strip().strip('"')
+    if text.startswith("["):
+        text = text[1:].partition("]")[0]
+    elif text.count(":") == 1:
+        text = text.partition(":")[0]
+    try:
+        address = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return None
+    return address.ipv4_mapped or address if address.version == 6 else address
+
+
+def is_trusted(address, trusted):
+    """Whether an address (an ipaddress object, or None) is one of the trusted proxies."""
+    return address is not None and any(address in network for network in trusted)
+
+
+def forwarded_values(header, name):
+    """The values of one parameter (for, host, proto) in a Forwarded header, element by element, left to
+    right; an element without it gives "" (RFC 7239 allows each to leave any out)."""
+    values, current, position = [], "", 0
+    while position < len(header):
+        match = FORWARDED_PAIR.match(header, position)
+        if match is None:
+            # Not the grammar: skip to the next element.
+            comma = header.find(",", position)
+            if comma < 0:
+                break
+            values.append(current)
+            current, position = "", comma + 1
+            continue
+        key, value, end = match.groups()
+        if key.lower() == name:
+            current = value[1:-1].replace('\\"', '"') if value.startswith('"') else value
+        position = match.end()
+        if end != ";":
+            values.append(current)
+            current = ""
+    return values
+
+
+def chain(x_forwarded_for, forwarded):
+    """The addresses a request passed, left to right, as its proxies wrote them: X-Forwarded-For's, else
+    Forwarded's for=."""
+    if x_forwarded_for:
+        return x_forwarded_for.split(",")
+    if forwarded:
+        return forwarded_values(forwarded, "for")
+    return []
+
+
+def client_address(peer, x_forwarded_for, forwarded, trusted):
+    """The client's address: the peer's, unless the peer is a trusted proxy; then the right-most address of
+    the forwarded chain that is not one, or the last trusted one there when every address is (or a proxy
+    wrote something that is no address)."""
+    if not trusted:
+        return peer
+    nearest = as_address(peer)
+    if not is_trusted(nearest, trusted):
+        return peer
+    for entry in reversed(chain(x_forwarded_for, forwarded)):
+        address = as_address(entry)
+        if address is None:
+            break  # "unknown", or a name: the proxy before could not tell, so it stands for its client
+        nearest = address
+        if not is_trusted(address, trusted):
+            break
+    return str(nearest)
+
+
+def environ_client(environ, trusted):
+    """The client's address of a WSGI request, kept in the environ: the access log and the app ask once."""
+    try:
+        return environ["okr.client"]
+    except KeyError:
+        client = environ["okr.client"] = client_address(
+            environ.get("REMOTE_ADDR") or "", environ.get("HTTP_X_FORWARDED_FOR"), environ.get("HTTP_FORWARDED"),
+            trusted)
+        return client
+
+
+def came_through_a_proxy(environ):
+    """Whether a request carries a header that only proxies add (Forwarded, Via, X-Real-IP, X-Forwarded-*)."""
+    return any(name in environ for name in PROXY_HEADERS) or any(
+        name.startswith(PROXY_HEADER_PREFIX) for name in environ)
+
+
+def last_value(header):
+    """The right-most of a header's comma-separated values: the one the nearest proxy wrote."""
+    return header.rpartition(",")[2].strip() if header else ""
+
+
+class ForwardedHostAndScheme:
+    """WSGI middleware: a trusted proxy's request gets the Host and scheme the browser used (X-Forwarded-Host,
+    X-Forwarded-Proto, else Forwarded's host= and proto=), so that the Host check, the Origin check and every
+    link the app makes go by them. environ["okr.proxy_scheme"] says the scheme came from the proxy."""
+
+    def __init__(self, app, trusted):
+        self.app, self.trusted = app, trusted
+
+    def __call__(self, environ, start_response):
+        if is_trusted(as_address(environ.get("REMOTE_ADDR") or ""), self.trusted):
+            forwarded = environ.get("HTTP_FORWARDED") or ""
+            host = last_value(environ.get("HTTP_X_FORWARDED_HOST")) or (
+                forwarded_values(forwarded, "host") or [""])[-1]
+            scheme = (last_value(environ.get("HTTP_X_FORWARDED_PROTO")) or (
+                forwarded_values(forwarded, "proto") or [""])[-1]).lower()
+            if host and host.isprintable():
+                environ["HTTP_HOST"] = host
+            if scheme in SCHEMES:
+                environ["wsgi.url_scheme"] = environ["okr.proxy_scheme"] = scheme
+        return self.app(environ, start_response)
+
+
+def install(app):
+    """Reads TRUSTED_PROXIES into networks (ValueError for a bad entry) and, when there are any, puts the
+    middleware in front of the app; without, nothing changes on a request's path."""
+    trusted = trusted_networks(app.config["TRUSTED_PROXIES"])
+    app.config["TRUSTED_PROXIES"] = trusted
+    if trusted:
+        app.wsgi_app = ForwardedHostAndScheme(app.wsgi_app, trusted)
+
+
+def request_client():
+    """This Flask request's client address (environ_client, with the app's trusted proxies)."""
+    return environ_client(request.environ, current_app.config["TRUSTED_PROXIES"])

@@ -1,0 +1,432 @@
+"""Behind a reverse proxy (issue 32, finding 18): --trusted-proxies makes the server take the client's address
+from X-Forwarded-For or Forwarded (the right-most address that is not a trusted proxy) for the sign-in
+throttle, the access log and the share of threads, and the host and scheme from X-Forwarded-Host and -Proto
+for the Host and Origin checks; an untrusted peer's such headers count for nothing. The last test floods
+wrong passwords through Debian's nginx, with TLS, on loopback."""
+import concurrent.futures
+import datetime
+import http.client
+import io
+import ipaddress
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import ssl
+import subprocess
+import time
+import urllib.parse
+from contextlib import closing
+
+import pytest
+from werkzeug.test import Client
+
+import helpers
+from attackers import GOOD, Server, connect_from, pipeline, probed_server, read_answers, what_came
+from okr import create_app
+from okr.__main__ import SERVE_HELP, parse_options
+from okr.cli.serve import AccessLog
+from okr.db import init_db
+from okr.proxies import client_address, trusted_networks
+from okr.store import sign_ins
+
+PASSWORD = "correct horse battery"
+HTML = {"Accept": "text/html"}
+PROXY = "127.0.0.1"
+TRUSTED = trusted_networks(["127.0.0.1", "10.0.0.0/8", "::1"])
+
+
+# --- who the client is --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("peer, x_forwarded_for, forwarded, client", [
+    # The proxy appends the address it was reached from: that one, whatever the client wrote before it.
+    (PROXY, "198.51.100.7", None, "198.51.100.7"),
+    (PROXY, "6.6.6.6, 198.51.100.7", None, "198.51.100.7"),
+    (PROXY, "6.6.6.6,198.51.100.7, 10.1.2.3", None, "198.51.100.7"),  # through two trusted proxies
+    (PROXY, "2001:db8::7", None, "2001:db8::7"),
+    (PROXY, "::ffff:198.51.100.7", None, "198.51.100.7"),
+    (PROXY, None, None, PROXY),  # nothing forwarded: the proxy itself
+    (PROXY, "10.1.2.3, 127.0.0.1", None, "10.1.2.3"),  # every hop trusted: the farthest
+    (PROXY, "198.51.100.7, unknown", None, PROXY),  # a proxy that could not tell: the one that said so
+    (PROXY, None, 'for=192.0.2.60;proto=http;by=203.0.113.43, for="[2001:db8:cafe::17]:4711"', "2001:db8:cafe::17"),
+    (PROXY, None, 'for="6.6.6.6", For=198.51.100.7:8443', "198.51.100.7"),
+    (PROXY, "198.51.100.7", "for=6.6.6.6", "198.51.100.7"),  # X-Forwarded-For first
+    ("::1", "198.51.100.7", None, "198.51.100.7"),
+    ("::ffff:127.0.0.1", "198.51.100.7", None, "198.51.100.7"),
+    # An untrusted peer's headers count for nothing.
+    ("192.0.2.66", "198.51.100.7", "for=198.51.100.8", "192.0.2.66"),
+])
+def test_the_client_is_the_right_most_address_that_is_not_a_trusted_proxy(peer, x_forwarded_for, forwarded, client):
+    assert client_address(peer, x_forwarded_for, forwarded, TRUSTED) == client
+
+
+def test_without_trusted_proxies_the_client_is_the_peer():
+    assert client_address(PROXY, "198.51.100.7", "for=198.51.100.8", ()) == PROXY
+
+
+# --- the setting ------------------------------------------------------------------------------------------------
+
+
+def test_the_setting_comes_from_the_flag_or_the_environment(monkeypatch, tmp_path):
+    overrides, rest = parse_options(["--trusted-proxies", "127.0.0.1", "--trusted-proxies", "10.0.0.0/8, ::1"])
+    assert rest == []
+    app = create_app({**overrides, "DATABASE": tmp_path / "okr.db"})
+    assert app.config["TRUSTED_PROXIES"] == TRUSTED
+    monkeypatch.setenv("OKR_TRUSTED_PROXIES", "192.0.2.1,2001:db8::/32")
+    assert create_app({"DATABASE": tmp_path / "okr.db"}).config["TRUSTED_PROXIES"] == (
+        ipaddress.ip_network("192.0.2.1/32"), ipaddress.ip_network("2001:db8::/32"))
+    monkeypatch.delenv("OKR_TRUSTED_PROXIES")
+    assert create_app({"DATABASE": tmp_path / "okr.db"}).config["TRUSTED_PROXIES"] == ()  # none by default
+    assert "--trusted-proxies IP  OKR_TRUSTED_PROXIES   none:" in SERVE_HELP
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("value", ["nginx.local", "10.0.0.0/33"])
+def test_a_bad_trusted_proxy_ends_with_one_line(tmp_path, value):
+    result = helpers.run_okr("--trusted-proxies", f"127.0.0.1,{value}", "--port", "0", "--database",
+                             tmp_path / "okr.db", cwd=tmp_path, timeout=30)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"okr: trusted proxies: {value!r} is not an IP address or a network "
+                                          "such as 10.0.0.0/8"]
+    assert not (tmp_path / "okr.db").exists()
+
+
+# --- the sign-in throttle -------------------------------------------------------------------------------------
+
+
+def proxied_app(tmp_path, **config):
+    app = create_app({"TESTING": True, "DATABASE": tmp_path / "okr.db", "TRUSTED_PROXIES": [PROXY],
+                      "ALLOWED_HOSTS": ["okr.example.com"], **config})
+    with app.app_context():
+        init_db()
+    return app
+
+
+def csrf(client, path="/login", environ_base=None, headers=None):
+    page = client.get(path, headers={**HTML, **(headers or {})}, environ_base=environ_base)
+    assert page.status_code == 200, page.status_code
+    return re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True)).group(1)
+
+
+def sign_in(client, email, password=PASSWORD, client_ip="198.51.100.1", peer=PROXY):
+    """A sign-in as a proxy forwards it: from peer, for the client at client_ip."""
+    request = {"environ_base": {"REMOTE_ADDR": peer}, "headers": {"X-Forwarded-For": client_ip}}
+    token = csrf(client, **request)
+    return client.post("/login", data={"csrf_token": token, "email": email, "password": password, "next": "/"},
+                       **request)
+
+
+@pytest.mark.usefixtures("fast_hashing")
+def test_behind_a_trusted_proxy_failures_hold_their_client_only(tmp_path):
+    app = proxied_app(tmp_path)
+    helpers.user_with_password(app, PASSWORD)
+    client = app.test_client()
+    for _ in range(sign_ins.FAILURES_PER_ACCOUNT + 1):  # 11 wrong passwords for one person
+        sign_in(client, "maya@example.com", "guess guess guess", "198.51.100.1")
+    assert sign_in(client, "maya@example.com", client_ip="198.51.100.1").status_code == 429
+    assert sign_in(app.test_client(), "maya@example.com", client_ip="198.51.100.2").status_code == 303
+
+
+@pytest.mark.usefixtures("fast_hashing")
+def test_a_flood_from_many_clients_through_the_proxy_holds_nobody_else(tmp_path):
+    app = proxied_app(tmp_path)
+    helpers.user_with_password(app, PASSWORD)
+    client = app.test_client()
+    for n in range(sign_ins.FAILURES_PER_ADDRESS + 5):  # 50 client addresses, 11 made-up emails
+        assert sign_in(client, f"guess{n % 11}@example.com", "guess guess guess", f"198.51.100.{n % 50}").status_code == 401
+    assert sign_in(app.test_client(), "maya@example.com", client_ip="203.0.113.5").status_code == 303
+
+
+@pytest.mark.usefixtures("fast_hashing")
+def test_an_untrusted_peer_cannot_choose_the_address_it_is_held_by(tmp_path):
+    app = proxied_app(tmp_path)
+    helpers.user_with_password(app, PASSWORD)
+    client = app.test_client()
+    for n in range(sign_ins.FAILURES_PER_ACCOUNT):
+        sign_in(client, "maya@example.com", "guess guess guess", f"198.51.100.{n}", peer="192.0.2.66")
+    held = sign_in(client, "maya@example.com", client_ip="198.51.100.99", peer="192.0.2.66")
+    assert held.status_code == 429
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        assert {row[0] for row in db.execute("SELECT address FROM sign_in_failures")} == {"192.0.2.66"}
+
+
+# --- the access log ---------------------------------------------------------------------------------------------
+
+
+def test_the_access_log_names_the_client_a_trusted_proxy_forwarded(tmp_path):
+    app = proxied_app(tmp_path)
+    stream = io.StringIO()
+    access_log = AccessLog(stream, flush_seconds=3600)
+    client = Client(access_log.wrap(app, app.config["TRUSTED_PROXIES"]))
+    client.get("/healthz", headers={"X-Forwarded-For": "6.6.6.6, 198.51.100.7"}, environ_base={"REMOTE_ADDR": PROXY})
+    client.get("/healthz", headers={"X-Forwarded-For": "198.51.100.7"}, environ_base={"REMOTE_ADDR": "192.0.2.66"})
+    client.get("/healthz", environ_base={"REMOTE_ADDR": PROXY})
+    access_log.flush()
+    clients = [line.split("okr.access: ")[1].split(" ")[0] for line in stream.getvalue().splitlines()]
+    assert clients == ["198.51.100.7", "192.0.2.66", PROXY]
+
+
+# --- host and scheme ---------------------------------------------------------------------------------------------
+
+
+def through_the_proxy(host="okr.example.com", scheme="https", peer=PROXY, **headers):
+    """What a TLS-ending proxy on this machine sends along: its own address, and the browser's host and scheme."""
+    return {"environ_base": {"REMOTE_ADDR": peer},
+            "headers": {"Host": f"127.0.0.1:8080", "X-Forwarded-For": "198.51.100.7", "X-Forwarded-Host": host,
+                        "X-Forwarded-Proto": scheme, **headers}}
+
+
+@pytest.mark.usefixtures("fast_hashing")
+def test_a_trusted_proxy_s_host_and_scheme_are_the_browser_s(tmp_path):
+    app = proxied_app(tmp_path)
+    maya = helpers.user_with_password(app, PASSWORD)
+    client = app.test_client()
+    assert client.get("/healthz", **through_the_proxy()).status_code == 200
+    assert client.get("/healthz", **through_the_proxy("attacker.example")).status_code == 421
+    login = {"email": "maya@example.com", "password": PASSWORD, "next": "/"}
+    origin = {"Origin": "https://okr.example.com"}
+    token = csrf(client, **through_the_proxy())
+    # The browser's own origin may sign in; the same name over plain HTTP is another origin.
+    assert client.post("/login", data={**login, "csrf_token": token},
+                       **through_the_proxy(Origin="http://okr.example.com")).status_code == 403
+    assert client.post("/login", data={**login, "csrf_token": token},
+                       **through_the_proxy(**origin)).status_code == 303
+    # Links the app makes go by them too: the People page's invitation link.
+    invited = client.post(f"/people/{maya['id']}/invitation", data={"csrf_token": csrf(client, "/people",
+                                                                                      **through_the_proxy())},
+                          **through_the_proxy(**origin))
+    link = re.search(r'id="invitation-url" class="link" value="([^"]+)"', invited.get_data(as_text=True)).group(1)
+    assert link.startswith("https://okr.example.com/invitations/")
+
+
+def test_an_untrusted_peer_s_host_and_scheme_count_for_nothing(tmp_path):
+    app = proxied_app(tmp_path)
+    client = app.test_client()
+    # Its Host is what counts: an address, served; the forwarded name would be the attacker's.
+    assert client.get("/healthz", **through_the_proxy("attacker.example", peer="192.0.2.66")).status_code == 200
+    assert client.get("/healthz", **through_the_proxy("okr.example.com", peer="192.0.2.66",
+                                                      Host="attacker.example")).status_code == 421
+    write = client.post("/v1/cycles", json={"name": "Q1"},
+                        **through_the_proxy(peer="192.0.2.66", Origin="https://okr.example.com"))
+    assert write.status_code == 403  # https://okr.example.com is not http://127.0.0.1:8080
+
+
+# --- connections and threads -----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_trusted_proxy_s_connections_are_not_capped_but_others_are(tmp_path):
+    with probed_server(tmp_path, CONNECTIONS_PER_ADDRESS=2, TRUSTED_PROXIES=[PROXY]) as (port, probe):
+        socks = [connect_from(port, PROXY) for _ in range(6)]
+        others = [connect_from(port, GOOD) for _ in range(3)]
+        try:
+            assert [what_came(sock, 0.3) for sock in socks] == [None] * 6
+            assert what_came(others[2], 5).startswith(b"HTTP/1.1 503 ")
+            for n, sock in enumerate(socks):
+                sock.sendall(f"GET /probe?{n} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Sleep: 0\r\n\r\n".encode())
+            assert all(f"<{n}>".encode() in read_answers(sock, 1) for n, sock in enumerate(socks))
+        finally:
+            for sock in socks + others:
+                sock.close()
+
+
+@pytest.mark.slow
+def test_each_forwarded_client_takes_its_own_share_of_the_threads(tmp_path):
+    with probed_server(tmp_path, TRUSTED_PROXIES=[PROXY]) as (port, probe):  # 4 threads: 2 for a client
+        # One proxy connection first, whose pipelined requests are of two clients in turn.
+        with closing(connect_from(port, PROXY)) as sock:
+            sock.sendall(b"".join(f"GET /probe?mixed{n} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Sleep: 0\r\n"
+                                  f"X-Forwarded-For: 198.51.100.{n % 2 + 1}\r\n\r\n".encode() for n in range(6)))
+            assert read_answers(sock, 6).count(b"HTTP/1.1 200 OK") == 6
+        busy = [pipeline(port, 2, PROXY, "X-Sleep: 0.6\r\nX-Forwarded-For: 198.51.100.1\r\n") for _ in range(4)]
+        try:
+            time.sleep(0.1)
+            started = time.monotonic()
+            other = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            other.request("GET", "/probe?other", headers={"X-Sleep": "0", "X-Forwarded-For": "198.51.100.2"})
+            assert other.getresponse().status == 200
+            assert time.monotonic() - started < 0.3  # a free thread, though every request came from the proxy
+            other.close()
+            assert all(read_answers(sock, 2).count(b"HTTP/1.1 200 OK") == 2 for sock in busy)
+        finally:
+            for sock in busy:
+                sock.close()
+    assert probe.most.get("198.51.100.1") == 2, probe.most
+
+
+# --- through nginx, with TLS --------------------------------------------------------------------------------------
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+PUBLIC_NAME = "okr.test"
+# The okr part of the nginx configuration, as docs/operations.md has it.
+NGINX_CONFIG = """\
+daemon off;
+master_process off;
+pid {folder}/nginx.pid;
+events {{ worker_connections 512; }}
+http {{
+    access_log off;
+    client_body_temp_path {folder}/client_body;
+    proxy_temp_path {folder}/proxy;
+    fastcgi_temp_path {folder}/fastcgi;
+    uwsgi_temp_path {folder}/uwsgi;
+    scgi_temp_path {folder}/scgi;
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        server_name {name};
+        ssl_certificate {folder}/cert.pem;
+        ssl_certificate_key {folder}/key.pem;
+        location / {{
+            proxy_pass http://127.0.0.1:{upstream};
+            proxy_set_header Host $host;
+            proxy_set_header X-Forwarded-Host $host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+        }}
+    }}
+}}
+"""
+
+
+def self_signed_certificate(folder):
+    """cert.pem and key.pem in folder, for PUBLIC_NAME and 127.0.0.1, valid for a day."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, PUBLIC_NAME)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(PUBLIC_NAME),
+                                                    x509.IPAddress(ipaddress.ip_address(PROXY))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256()))
+    (folder / "cert.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
+
+
+class Nginx:
+    """Debian's nginx in the foreground, on a free loopback port with TLS, proxying to upstream."""
+
+    def __init__(self, folder, upstream):
+        folder.mkdir()
+        self_signed_certificate(folder)
+        self.port, self.folder = helpers.free_port(), folder
+        (folder / "nginx.conf").write_text(NGINX_CONFIG.format(folder=folder, port=self.port, name=PUBLIC_NAME,
+                                                               upstream=upstream))
+        self.process = subprocess.Popen([NGINX, "-p", str(folder), "-c", str(folder / "nginx.conf"),
+                                         "-e", str(folder / "error.log")],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.tls = ssl.create_default_context(cafile=str(folder / "cert.pem"))
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection((PROXY, self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.stop()
+                    pytest.fail(f"nginx did not start: {self.errors()}")
+                time.sleep(0.05)
+
+    def errors(self):
+        log = self.folder / "error.log"
+        return log.read_text() if log.exists() else ""
+
+    def request(self, method, path, source, headers=None, form=None):
+        """(status, headers, body) of a request from the client at source (a loopback address) over HTTPS."""
+        body = urllib.parse.urlencode(form) if form is not None else None
+        connection = http.client.HTTPSConnection(PROXY, self.port, timeout=60, context=self.tls,
+                                                 source_address=(source, 0))
+        try:
+            connection.request(method, path, body=body, headers={
+                "Host": PUBLIC_NAME, **({"Content-Type": "application/x-www-form-urlencoded"} if form else {}),
+                **(headers or {})})
+            response = connection.getresponse()
+            return response.status, response.headers, response.read()
+        finally:
+            connection.close()
+
+    def stop(self):
+        helpers.stop_process(self.process)
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    """start(upstream port): nginx proxying https://okr.test (on its port) to the server there."""
+    if not os.access(NGINX, os.X_OK):
+        message = f"no nginx at {NGINX}: apt-get install nginx"
+        if helpers.in_ci():
+            pytest.fail(f"{message} (CI is set, so this fails instead of skipping)", pytrace=False)
+        pytest.skip(message)
+    started = []
+
+    def start(upstream):
+        started.append(Nginx(tmp_path / "nginx", upstream))
+        return started[-1]
+
+    yield start
+    for proxy in started:
+        proxy.stop()
+
+
+class Browser:
+    """A client at one loopback address: its session cookie and the sign-in form's CSRF token."""
+
+    def __init__(self, proxy, source):
+        self.proxy, self.source = proxy, source
+        status, headers, body = proxy.request("GET", "/login", source, HTML)
+        assert status == 200, (status, body[:300])
+        self.cookie = headers["Set-Cookie"].split(";")[0]
+        self.token = re.search(rb'name="csrf_token" value="([^"]+)"', body).group(1).decode()
+
+    def sign_in(self, email, password, headers=None):
+        status, _, _ = self.proxy.request(
+            "POST", "/login", self.source, {"Cookie": self.cookie, "Origin": f"https://{PUBLIC_NAME}", **(headers or {})},
+            {"csrf_token": self.token, "email": email, "password": password, "next": "/"})
+        return status
+
+
+@pytest.mark.slow
+def test_a_flood_of_wrong_passwords_through_nginx_holds_only_its_own_clients(tmp_path, nginx):
+    database = tmp_path / "okr.db"
+    app = create_app({"DATABASE": database})
+    with app.app_context():
+        init_db()
+    helpers.user_with_password(app, PASSWORD)  # hashed for real, as the server checks it
+    server = Server(tmp_path, "--database", database, "--workers", "1", "--cpu", "all", "--allowed-host", PUBLIC_NAME,
+                    "--trusted-proxies", PROXY)
+    try:
+        proxy = nginx(server.port)
+        # 105 wrong passwords from 50 client addresses for 11 made-up emails, a few at once: more than the
+        # 100 that would hold every sign-in from one address, and every one of them comes from nginx's.
+        flood = [Browser(proxy, f"127.0.0.{10 + n}") for n in range(50)]
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            statuses = list(pool.map(lambda n: flood[n % 50].sign_in(f"guess{n % 11}@example.com", "guess guess guess"),
+                                     range(105)))
+        assert statuses == [401] * 105 and time.monotonic() - started < 300
+        # Someone else's right password still signs in.
+        assert Browser(proxy, "127.0.0.100").sign_in("maya@example.com", PASSWORD) == 303
+        # 10 wrong passwords for Maya from one laptop hold her there, and there only, whatever it claims to be.
+        laptop = Browser(proxy, "127.0.0.101")
+        assert [laptop.sign_in("maya@example.com", "guess guess guess") for _ in range(10)] == [401] * 10
+        assert laptop.sign_in("maya@example.com", PASSWORD) == 429
+        assert laptop.sign_in("maya@example.com", PASSWORD, {"X-Forwarded-For": "198.51.100.9"}) == 429
+        assert Browser(proxy, "127.0.0.102").sign_in("maya@example.com", PASSWORD) == 303
+        unlocked = helpers.run_okr("--database", database, "users", "unlock", "maya@example.com", cwd=tmp_path)
+        assert unlocked.returncode == 0, unlocked.stderr
+        assert laptop.sign_in("maya@example.com", PASSWORD) == 303
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert "okr.access: 127.0.0.10 POST /login 401 " in log and "okr.access: 127.0.0.101 POST /login 429 " in log
+    assert "okr.access: 127.0.0.1 POST" not in log
