@@ -277,6 +277,8 @@ def what(event, names):
         return [verb, on]
     if kind == "key" and action == "created":
         return ["created the API key ", quoted(data.get("name"))]
+    if kind == "user" and action == "unlinked":
+        return ["unlinked ", data.get("name") or "someone", " from their sign-in with the identity provider"]
     if kind == "user" and action == "sign_in_refused":
         return ["was refused for ", data.get("name") or "someone", ", whose account is linked to another sign-in"]
     if kind == "data" and action == "imported":

@@ -28,7 +28,7 @@ from .common import address, echo_json, logger, read_database, reports_errors, u
 
 
 users_cli = AppGroup("users", help="Users: add, list, update, import, deactivate, activate, set-role, invite, "
-                                   "set-password, unlock.")
+                                   "set-password, unlock, unlink.")
 ROLE_CHOICE = click.Choice(users.ROLES)
 
 
@@ -326,6 +326,29 @@ def unlock_user(email):
         forgotten = sign_ins.forget_person(db, user)
     click.echo(f"{user['email']} may sign in again: {forgotten} failed sign-in{'' if forgotten == 1 else 's'} "
                "of theirs forgotten")
+
+
+@users_cli.command("unlink")
+@click.argument("email")
+@reports_errors
+def unlink_user(email):
+    """Forget who the user with EMAIL is at the identity provider.
+
+    A user is linked to the provider's account at their first sign-in there,
+    and another account there with the same verified email is then refused
+    ("linked to another sign-in"). When the person's own account at the
+    provider was made anew, unlink them: their next sign-in with a verified
+    email links the account it comes with. The activity feed records it.
+    """
+    use_database()
+    with transaction() as db, refusals(email):
+        user = users.found(db, email)
+        unlinked = users.unlink(db, user)
+    if unlinked is None:
+        click.echo(f"{user['email']} is linked to no sign-in with the identity provider; nothing changed")
+    else:
+        click.echo(f"{user['email']} is no longer linked to a sign-in with the identity provider: their next "
+                   "sign-in there links the account it comes with")
 
 
 COLUMNS = "name,email (in that order)"

@@ -154,6 +154,17 @@ def set_oidc_subject(db, user, issuer, subject):
                       " RETURNING *", (issuer, subject, user["seq"])).fetchone()
 
 
+def unlink(db, user):
+    """Forgets who the user (its row) is at the identity provider, so that their next sign-in there with a
+    verified email links the subject it comes with: for a person whose account there was made anew. Records
+    user.unlinked. The row after, or None when the user had no link (nothing changes then)."""
+    row = db.execute("UPDATE users SET oidc_issuer = NULL, oidc_subject = NULL"
+                     " WHERE seq = ? AND oidc_subject IS NOT NULL RETURNING *", (user["seq"],)).fetchone()
+    if row is not None:
+        events.record(db, "user", "unlinked", row["id"], user_role_json(row))
+    return row
+
+
 def record_refused_sign_in(db, user, issuer, subject):
     """Records the event user.sign_in_refused: someone the identity provider (issuer) knows as subject
     has the email of the user (its row), who is linked to another subject. data is the user as the API shows

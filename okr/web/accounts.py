@@ -252,6 +252,16 @@ def unlock_person(user_id):
     return redirect(url_for("web.show_people") + f"#u-{user_id}", 303)
 
 
+@bp.post("/people/<user_id>/unlink")
+@sessions.people_managers_only
+def unlink_person(user_id):
+    """Forgets who a person is at the identity provider: their next sign-in there links the account it comes
+    with."""
+    db = get_db()
+    users.unlink(db, users.get(db, user_id))
+    return redirect(url_for("web.show_people") + f"#u-{user_id}", 303)
+
+
 @bp.post("/people/<user_id>/status")
 @sessions.people_managers_only
 def change_status(user_id):

@@ -92,6 +92,7 @@ def test_serve_help_shows_the_serving_options(capsys, tmp_path, monkeypatch, fla
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 @pytest.mark.parametrize("command", [["users"], ["users", "add"], ["users", "update"], ["users", "set-role"],
                                      ["users", "invite"], ["users", "set-password"], ["users", "unlock"],
+                                     ["users", "unlink"],
                                      ["keys", "list"],
                                      ["backup"], ["restore"], ["init-db"], ["auth-header"]])
 @pytest.mark.slow

@@ -296,6 +296,18 @@ def test_a_verified_email_never_takes_over_an_account_linked_to_another_subject(
 
 
 @pytest.mark.slow
+def test_after_okr_users_unlink_her_new_account_at_the_provider_links_and_signs_in(app, client, fake):
+    maya = person(app)
+    assert sign_in(client, fake).status_code == 303
+    remade = app.test_client()
+    refused(sign_in(remade, fake, sub="sub-maya-remade"), 403, LINKED)
+    result = app.test_cli_runner().invoke(args=["users", "unlink", "maya@example.com"])
+    assert result.exit_code == 0, result.output
+    assert sign_in(remade, fake, sub="sub-maya-remade").status_code == 303 and signed_in_as(remade) == "Maya Admin"
+    assert rows(app, "SELECT id, oidc_subject FROM users") == [(maya["id"], "sub-maya-remade")]
+
+
+@pytest.mark.slow
 def test_an_account_linked_at_another_issuer_is_not_taken_by_email_either(app, client, fake):
     maya = person(app)
     with app.app_context(), transaction() as db:
