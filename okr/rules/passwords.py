@@ -3,8 +3,9 @@
 The parameters: 2 passes over 64 MiB in 1 lane, above OWASP's minimum (19 MiB, 2 passes,
 1 lane). RFC 9106's low-memory profile (argon2-cffi's default) takes 3 passes in 4 lanes, but
 the server runs on one CPU by default, where lanes run one after another: docs/design.md gives
-the time a sign-in takes. At most HASHING_AT_ONCE hashes run at a time, so that a burst of
-sign-ins costs that many times 64 MiB, not one per server thread.
+the time a sign-in takes. At most HASHING_AT_ONCE hashes run at a time in a process, so that a
+burst of sign-ins costs that many times 64 MiB, not one per server thread; okr.web.sign_in also
+bounds how many sign-ins may wait for one.
 
 The common passwords are the 10,000 most common of the list Django ships
 (common-passwords.txt.gz beside this file: Royce Williams's list of 20,000, most common

@@ -78,8 +78,10 @@ def show_invitation(token):
     problem = passwords.problem(password)
     if problem:
         return render_template("invitation.html", user=user, error=problem), 400
+    password_hash = sign_in.new_password_hash(password)  # before the write transaction: it takes a while
     db = get_db()
-    users.set_password(db, user, passwords.hash_password(password))
+    user = sign_in.still_invited(db, token)
+    users.set_password(db, user, password_hash)
     invitations.use(db, token)
     sessions.log_in(user_id=user["id"])
     return redirect(url_for("web.show_dashboard"), 303)
@@ -103,11 +105,12 @@ def render_account(errors=None, changed=False):
 
 
 def signed_in_user():
-    """The signed-in person's row; a 403 page for a service key's session or an open server."""
+    """The signed-in person's row, read outside any transaction (a password change hashes after it); a 403 page
+    for a service key's session or an open server."""
     actor = access.current_actor()
     if actor is None or actor.user_id is None:
         raise PageError(403, "No account", "Only a person signed in as themselves has an account to change.")
-    return users.get(get_db(), actor.user_id)
+    return users.get(sign_in.reads(), actor.user_id)
 
 
 @bp.post("/account/password")
@@ -125,7 +128,8 @@ def change_password():
         errors["password"] = problem
     if errors:
         return render_account(errors), 400
-    users.set_password(get_db(), user, passwords.hash_password(new), keep_token=sessions.session_token())
+    password_hash = sign_in.new_password_hash(new)  # before the write transaction: it takes a while
+    users.set_password(get_db(), user, password_hash, keep_token=sessions.session_token())
     return render_account(changed=True)
 
 

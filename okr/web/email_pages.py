@@ -78,8 +78,11 @@ def reset_password(token):
     problem = passwords.problem(password)
     if problem:
         return render_template("password-choose.html", user=user, error=problem), 400
+    password_hash = sign_in.new_password_hash(password)  # before the write transaction: it takes a while
+    db = get_db()
+    user = sign_in.still_reset(db, token)
     # Ends every session of theirs, and the reset itself (okr.store.users.set_password).
-    users.set_password(get_db(), user, passwords.hash_password(password))
+    users.set_password(db, user, password_hash)
     sessions.log_in(user_id=user["id"])
     return redirect(url_for("web.show_dashboard"), 303)
 

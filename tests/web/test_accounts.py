@@ -1,15 +1,21 @@
 """People in the dashboard: sign-in with email and password, sessions that end, throttling, invitations,
-the account page, the People page, and roles in the pages (issue 22)."""
+the account page, the People page, and roles in the pages (issue 22); password hashes that hold no lock and
+take a bounded share of the threads (issue 32)."""
+import http.client
 import re
 import sqlite3
+import threading
 import time
+from urllib.parse import urlencode
 
 import pytest
+from flask import g, has_request_context
 
-from helpers import signed
+from helpers import served_in_thread, signed
 from okr.db import transaction
 from okr.rules import passwords
-from okr.store import invitations, keys, sign_ins, team_members, teams, users
+from okr.store import invitations, keys, password_resets, sign_ins, team_members, teams, users
+from okr.web import sign_in as web_sign_in
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
@@ -238,6 +244,186 @@ def test_invitation_links_are_throttled_like_sign_ins(app, client):
         assert client.get(f"/invitations/made-up-{n}", environ_base={"REMOTE_ADDR": HERE}).status_code == 404
     assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": HERE}).status_code == 429
     assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": THERE}).status_code == 200
+
+
+# --- a password's hash holds no lock, and a bounded share of the threads (issue 32) -------------------
+
+
+def watch_hashing(monkeypatch, watch):
+    """Calls watch() on the request's thread before each hash or check of a password a request makes."""
+    real_hash, real_verify = passwords.hash_password, passwords.verify
+
+    def hash_password(password):
+        if has_request_context():
+            watch()
+        return real_hash(password)
+
+    def verify(password_hash, password):
+        if has_request_context():
+            watch()
+        return real_verify(password_hash, password)
+
+    monkeypatch.setattr(passwords, "hash_password", hash_password)
+    monkeypatch.setattr(passwords, "verify", verify)
+
+
+@pytest.fixture
+def locks_while_hashing(monkeypatch):
+    """What each hash or check of a password found: (this process's writers' lock held, a transaction open)."""
+    found = []
+    watch_hashing(monkeypatch, lambda: found.append(
+        (g.get("holds_writers_lock", False), g.get("db") is not None and g.db.in_transaction)))
+    return found
+
+
+class Gate:
+    """Holds every hash and check of a password until opened; counts those waiting at it."""
+
+    def __init__(self):
+        self.opened, self.entered, self.lock = threading.Event(), 0, threading.Lock()
+
+    def __call__(self):
+        with self.lock:
+            self.entered += 1
+        assert self.opened.wait(30)
+
+    def wait_for(self, count, seconds=10):
+        deadline = time.monotonic() + seconds
+        while self.entered < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.entered >= count
+
+
+@pytest.fixture
+def gate(monkeypatch):
+    """A Gate before every hash and check of a password a request makes; opened at the end of the test."""
+    held = Gate()
+    watch_hashing(monkeypatch, held)
+    yield held
+    held.opened.set()
+
+
+def change_password_in(client, current=PASSWORD):
+    return post(client, "/account/password", current_password=current, password="a brand new password")
+
+
+def invitation_sign_in(app, client):
+    new = person(app, "New Person", "new@example.com", "editor", password=None)
+    token = invite(app, new["id"])
+    return lambda: post(client, f"/invitations/{token}", csrf_token=csrf(client, f"/invitations/{token}"),
+                        password="my own good password")
+
+
+def reset_sign_in(app, client):
+    with app.app_context(), transaction() as db:
+        token = password_resets.create(db, users.find_by_email(db, "maya@example.com"))
+    path = f"/password-reset/{token}"
+    return lambda: post(client, path, csrf_token=csrf(client, path), password="my own good password")
+
+
+def account_change(app, client):
+    sign_in(client, "maya@example.com")
+    return lambda: change_password_in(client)
+
+
+@pytest.mark.parametrize("way, status, hashes", [
+    (lambda app, client: lambda: sign_in(client, "maya@example.com", "guess guess guess"), 401, 1),
+    (lambda app, client: lambda: sign_in(client, "nobody@example.com"), 401, 1),
+    (lambda app, client: lambda: sign_in(client, "maya@example.com"), 303, 1),
+    (invitation_sign_in, 303, 1),
+    (reset_sign_in, 303, 1),
+    (account_change, 200, 2),
+], ids=["wrong password", "unknown email", "right password", "invitation", "password reset", "password change"])
+def test_no_transaction_nor_writers_lock_is_held_while_a_password_is_hashed(app, client, locks_while_hashing, way,
+                                                                            status, hashes):
+    person(app)
+    send = way(app, client)
+    locks_while_hashing.clear()  # the sign-in before a password change
+    assert send().status_code == status
+    assert locks_while_hashing == [(False, False)] * hashes
+
+
+def test_a_sign_in_that_finds_every_turn_taken_is_told_at_once_to_retry(app, gate):
+    person(app)
+    turns = web_sign_in.turns_allowed(app.config)
+    assert 1 <= turns <= app.config["THREADS"] // 2
+    answers = []
+
+    def try_one(address):
+        answers.append(sign_in(app.test_client(), "maya@example.com", "guess guess guess", address))
+
+    waiting = [threading.Thread(target=try_one, args=(f"192.0.2.{n}",)) for n in range(turns)]
+    for thread in waiting:
+        thread.start()
+    assert gate.wait_for(turns)
+    late = threading.Thread(target=try_one, args=(THERE,))
+    late.start()
+    late.join(5)
+    finished = not late.is_alive()
+    gate.opened.set()
+    for thread in [*waiting, late]:
+        thread.join(10)
+    assert finished, "the sign-in waited for a turn"
+    refused = [answer for answer in answers if answer.status_code == 503]
+    assert len(refused) == 1 and refused[0].headers["Retry-After"] == "1"
+    assert "Many sign-ins are being checked just now" in text(refused[0])
+    assert sorted(answer.status_code for answer in answers) == [401] * turns + [503]
+    # Turned away before its check: no failure counted for it.
+    assert db_rows(app, "SELECT count(*) FROM sign_in_failures WHERE address = ?", THERE) == [(0,)]
+
+
+def signed_in_over_http(port, address="127.0.0.1"):
+    """A keep-alive connection with a sign-in page's cookie and CSRF token: (connection, headers, token)."""
+    connection = http.client.HTTPConnection(address, port, timeout=30)
+    connection.request("GET", "/login", headers=HTML)
+    response = connection.getresponse()
+    page = response.read().decode()
+    headers = {**HTML, "Content-Type": "application/x-www-form-urlencoded",
+               "Cookie": response.getheader("Set-Cookie").partition(";")[0]}
+    return connection, headers, re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+
+
+@pytest.mark.slow
+def test_check_ins_go_on_while_sign_ins_wait_for_their_hashes(app, key_result, gate):
+    person(app)  # after the key result, made while the API was open
+    with app.app_context(), transaction() as db:
+        credential, secret = keys.create(db, "script")
+    statuses = []
+
+    def guess(port):
+        try:
+            connection, headers, token = signed_in_over_http(port)
+            connection.request("POST", "/login", headers=headers, body=urlencode(
+                {"csrf_token": token, "email": "maya@example.com", "password": "guess guess guess"}))
+            statuses.append(connection.getresponse().status)
+            connection.close()
+        except OSError as error:
+            statuses.append(repr(error))
+
+    with served_in_thread(app, threads=app.config["THREADS"]) as served:
+        guesses = [threading.Thread(target=guess, args=(served.port,)) for _ in range(2 * app.config["THREADS"])]
+        for thread in guesses:
+            thread.start()
+        assert gate.wait_for(1)
+        time.sleep(0.5)  # the other guesses arrive
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=3)
+        started = time.monotonic()
+        try:
+            connection.request("POST", f"/v1/keyresults/{key_result['id']}/checkins", body='{"value": "7"}',
+                               headers={"Content-Type": "application/json",
+                                        **signed({"credential": credential, "secret": secret})})
+            status = connection.getresponse().status
+        except OSError as error:
+            status = repr(error)
+        finally:
+            connection.close()
+        seconds = time.monotonic() - started
+        gate.opened.set()
+        for thread in guesses:
+            thread.join(30)
+    assert status == 200 and seconds < 1, (status, seconds)
+    # The guesses that found no turn were told to retry; the others were checked.
+    assert set(statuses) <= {401, 503} and statuses.count(401) == web_sign_in.turns_allowed(app.config), statuses
 
 
 # --- invitations ------------------------------------------------------------------------------------
