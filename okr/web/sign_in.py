@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from flask import current_app, request
 
 from .. import access
+from ..addresses import address_key
 from ..db import get_connection, get_db, own_write
 from ..emails import email_key
 from ..rules import passwords
@@ -40,6 +41,12 @@ def client_address():
     return request.remote_addr or ""
 
 
+def throttled_address():
+    """What the throttle counts this client by: its IPv4 address, or its IPv6 /64, as the connection cap does
+    (a host commonly holds a whole /64, and would otherwise get the throttle's guesses once per address in it)."""
+    return address_key(client_address())
+
+
 def reads():
     """This request's connection for the reads before a password's hash: outside any transaction (each statement
     reads on its own), so that neither a snapshot nor the writers' lock is held while the hash runs."""
@@ -48,7 +55,7 @@ def reads():
 
 def refuse_if_throttled(account):
     """A 429 page with Retry-After when this address failed too often, for this account or for all."""
-    wait = sign_ins.wait_seconds(reads(), client_address(), account, int(time.time()))
+    wait = sign_ins.wait_seconds(reads(), throttled_address(), account, int(time.time()))
     if wait:
         minutes = -(-wait // 60)
         raise PageError(429, "Too many tries",
@@ -60,7 +67,7 @@ def record_failure(account):
     """Records a failure in a short write of its own, committed at once: it stays though the request then
     answers with an error (which rolls the request's transaction back)."""
     with own_write() as db:
-        sign_ins.record_failure(db, client_address(), account, int(time.time()))
+        sign_ins.record_failure(db, throttled_address(), account, int(time.time()))
 
 
 def failed(account, message):
@@ -186,4 +193,4 @@ def count_reset_request(email):
     for the email asked for and for the address. A 429 page once there were too many."""
     account = sign_ins.RESET_REQUEST + email_key(email)
     refuse_if_throttled(account)
-    sign_ins.record_failure(get_db(), client_address(), account, int(time.time()))
+    sign_ins.record_failure(get_db(), throttled_address(), account, int(time.time()))

@@ -218,6 +218,16 @@ def test_a_hundred_failures_from_one_address_hold_every_sign_in_from_it(app):
     assert sign_in(app.test_client(), "maya@example.com", PASSWORD, THERE).status_code == 303
 
 
+def test_the_addresses_of_one_ipv6_64_share_their_failures(app):
+    person(app)
+    client = app.test_client()
+    for n in range(sign_ins.FAILURES_PER_ACCOUNT):  # each from an address of its own in 2001:db8:1:2::/64
+        assert sign_in(client, "maya@example.com", "guess guess guess", f"2001:db8:1:2::{n + 1:x}").status_code == 401
+    assert sign_in(client, "maya@example.com", PASSWORD, "2001:db8:1:2:ffff::1").status_code == 429
+    assert sign_in(app.test_client(), "maya@example.com", PASSWORD, "2001:db8:1:3::1").status_code == 303
+    assert db_rows(app, "SELECT DISTINCT address FROM sign_in_failures") == [("2001:db8:1:2::/64",)]
+
+
 def test_failures_are_kept_though_the_failed_sign_in_is_rolled_back(app, client):
     person(app)
     sign_in(client, "maya@example.com", "guess guess guess")
