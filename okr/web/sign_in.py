@@ -1,6 +1,8 @@
 """Signing in, throttled: with an email and password, with an API key's credential and secret (for
 wallboards), or with an invitation or password reset link. Each way records its failures (okr.store.sign_ins)
-and refuses, with a 429 page and Retry-After, an address that failed too often.
+and refuses, with a 429 page and Retry-After, an address that failed too often. Only what sends a password or a
+secret counts: a link merely opened counts nothing, and sign-in with the identity provider is never counted
+(okr.web.oidc_pages).
 
 A wrong email and a wrong password get the same answer and take the same time: an unknown email, or a
 user without a password, is checked against a dummy hash. Only after a correct password is a deactivated
@@ -19,7 +21,7 @@ from flask import current_app, request
 
 from .. import access
 from ..addresses import address_key
-from ..db import get_connection, get_db, own_write
+from ..db import READ_METHODS, get_connection, get_db, own_write
 from ..emails import email_key
 from ..rules import passwords
 from ..store import invitations, password_resets, sign_ins, users
@@ -150,12 +152,21 @@ RESET_NOT_VALID = ("Reset link not valid",
                    "page.")
 
 
+def counts_as_a_try():
+    """Whether a wrong link counts as a failed sign-in: only when a password is sent with it (a POST, which needs
+    the form's CSRF token). Opening a link counts nothing: another site's page can make its visitors' browsers
+    open any link, and would hold the sign-ins of everyone behind their addresses."""
+    return request.method not in READ_METHODS
+
+
 def invited_user(token):
-    """The user a valid invitation with this token is for; a 404 page otherwise (counted as a failure)."""
+    """The user a valid invitation with this token is for; a 404 page otherwise (a failure when a password was
+    sent with it)."""
     refuse_if_throttled(sign_ins.INVITATION)
     user = invitations.invited_user(reads(), token)
     if user is None:
-        record_failure(sign_ins.INVITATION)
+        if counts_as_a_try():
+            record_failure(sign_ins.INVITATION)
         raise PageError(404, *INVITATION_NOT_VALID)
     return user
 
@@ -170,11 +181,13 @@ def still_invited(db, token):
 
 
 def reset_user(token):
-    """The user a valid password reset with this token is for; a 404 page otherwise (counted as a failure)."""
+    """The user a valid password reset with this token is for; a 404 page otherwise (a failure when a password
+    was sent with it)."""
     refuse_if_throttled(sign_ins.PASSWORD_RESET)
     user = password_resets.user_for(reads(), token)
     if user is None:
-        record_failure(sign_ins.PASSWORD_RESET)
+        if counts_as_a_try():
+            record_failure(sign_ins.PASSWORD_RESET)
         raise PageError(404, *RESET_NOT_VALID)
     return user
 

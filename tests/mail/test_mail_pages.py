@@ -106,13 +106,23 @@ def test_reset_requests_are_throttled_like_sign_ins(app, client, smtp_server):
     assert ask_reset(client, "someone@example.com").status_code == 200  # another account from here
 
 
-def test_a_wrong_reset_token_counts_as_a_failure(app, client):
+def test_a_wrong_reset_token_sent_with_a_password_counts_as_a_failure(app, client):
     with_password(app, "Ada", "ada@example.com")
-    for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
-        assert client.get("/password-reset/not-a-token", headers=HTML,
-                          environ_base={"REMOTE_ADDR": HERE}).status_code == 404
+    for n in range(sign_ins.FAILURES_PER_ACCOUNT):
+        assert post(client, f"/password-reset/not-a-token-{n}", password="a brand new password").status_code == 404
     assert client.get("/password-reset/not-a-token", headers=HTML,
                       environ_base={"REMOTE_ADDR": HERE}).status_code == 429
+
+
+def test_opening_a_wrong_reset_link_counts_nothing(app, client):
+    # What another site's page can make a visitor's browser open, as often as it likes (<img src=...>).
+    with_password(app, "Ada", "ada@example.com")
+    for n in range(sign_ins.FAILURES_PER_ADDRESS + 1):
+        assert client.get(f"/password-reset/not-a-token-{n}", headers=HTML,
+                          environ_base={"REMOTE_ADDR": HERE}).status_code == 404
+    with sqlite3.connect(app.config["DATABASE"]) as db:
+        assert db.execute("SELECT count(*) FROM sign_in_failures").fetchone() == (0,)
+    assert sign_in(client, "ada@example.com").status_code == 303
 
 
 def test_the_people_page_emails_the_invitation(app, client, smtp_server):

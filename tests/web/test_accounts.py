@@ -246,14 +246,27 @@ def test_api_key_sign_in_is_throttled_like_passwords(app, client, runner):
     assert held.status_code == 429 and "Retry-After" in held.headers
 
 
-def test_invitation_links_are_throttled_like_sign_ins(app, client):
+def test_invitation_links_sent_with_a_password_are_throttled_like_sign_ins(app, client):
     maya = person(app)
     with app.app_context(), transaction() as db:
         token = invitations.create(db, users.get(db, maya["id"]))
     for n in range(sign_ins.FAILURES_PER_ACCOUNT):
-        assert client.get(f"/invitations/made-up-{n}", environ_base={"REMOTE_ADDR": HERE}).status_code == 404
+        assert post(client, f"/invitations/made-up-{n}", csrf_token=csrf(client),
+                    password="my own good password").status_code == 404
     assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": HERE}).status_code == 429
     assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": THERE}).status_code == 200
+
+
+def test_opening_a_wrong_invitation_link_counts_nothing(app, client):
+    # What another site's page can make a visitor's browser open, as often as it likes (<img src=...>).
+    maya = person(app)
+    new = person(app, "New Person", "new@example.com", "editor", password=None)
+    token = invite(app, new["id"])
+    for n in range(sign_ins.FAILURES_PER_ADDRESS + 1):
+        assert client.get(f"/invitations/made-up-{n}", environ_base={"REMOTE_ADDR": HERE}).status_code == 404
+    assert db_rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]
+    assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": HERE}).status_code == 200
+    assert sign_in(app.test_client(), maya["email"]).status_code == 303
 
 
 # --- a password's hash holds no lock, and a bounded share of the threads (issue 32) -------------------
