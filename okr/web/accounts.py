@@ -2,7 +2,8 @@
 okr.web.team_pages.
 
 Who may open which is okr.access's to say, through the guards in okr.web.sessions: the
-People page's views are marked with sessions.people_managers_only.
+People page's views are marked with sessions.people_managers_only, the account page's forms, which every role
+may send, with sessions.own_account.
 """
 
 from flask import redirect, render_template, request, session, url_for
@@ -114,6 +115,7 @@ def signed_in_user():
 
 
 @bp.post("/account/password")
+@sessions.own_account
 def change_password():
     """Changes the signed-in person's password; their other sessions end."""
     user = signed_in_user()
@@ -134,6 +136,7 @@ def change_password():
 
 
 @bp.post("/account/weekly-email")
+@sessions.own_account
 def set_weekly_email():
     """Turns the signed-in person's weekly emails (check-in reminders and team digest) on or off."""
     user = signed_in_user()
@@ -145,6 +148,7 @@ def set_weekly_email():
 
 
 @bp.post("/account/sign-out-everywhere")
+@sessions.own_account
 def log_out_everywhere():
     """Ends every session of the signed-in person, this one included."""
     user = signed_in_user()

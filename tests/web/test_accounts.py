@@ -571,6 +571,35 @@ def test_a_viewer_sees_no_check_in_form_and_a_write_is_refused(app, client, key_
     assert db_rows(app, "SELECT count(*) FROM checkins") == [(1,)]
 
 
+def test_a_viewer_changes_their_own_password_and_signs_out_everywhere(app):
+    person(app)
+    vi = person(app, "Vi Ewer", "vi@example.com", "viewer")
+    here, elsewhere = app.test_client(), app.test_client()
+    for client in (here, elsewhere):
+        assert sign_in(client, "vi@example.com").status_code == 303
+    changed = change_password_in(here)
+    assert changed.status_code == 200 and "Your password is changed" in text(changed)
+    assert not is_signed_in(elsewhere)
+    assert sign_in(app.test_client(), "vi@example.com", "a brand new password").status_code == 303
+    ended = post(here, "/account/sign-out-everywhere")
+    assert ended.status_code == 303 and not is_signed_in(here)
+    assert db_rows(app, "SELECT count(*) FROM web_sessions WHERE user_id = ? AND ended_at IS NULL",
+                   vi["id"]) == [(0,)]
+
+
+def test_a_read_only_keys_session_changes_no_account(app, client):
+    ed = person(app, "Ed Itor", "ed@example.com", "editor")
+    with app.app_context(), transaction() as db:
+        credential, secret = keys.create(db, "wallboard", read_only=True, user_id=ed["id"])
+    assert client.post("/login", data={"csrf_token": csrf(client), "credential": credential, "secret": secret,
+                                       "next": "/"}).status_code == 303
+    for path, fields in (("/account/password", {"current_password": PASSWORD, "password": "a brand new password"}),
+                         ("/account/sign-out-everywhere", {}), ("/account/weekly-email", {"weekly_email": "off"})):
+        refused = post(client, path, **fields)
+        assert refused.status_code == 403 and "read-only API key" in text(refused), path
+    assert sign_in(app.test_client(), "ed@example.com").status_code == 303  # the password is as it was
+
+
 def test_a_check_in_from_the_page_is_signed_by_its_author(app, client, key_result):
     person(app)
     ed = person(app, "Ed Itor", "ed@example.com", "editor")
