@@ -474,6 +474,28 @@ def test_an_invitation_sets_a_password_once_and_signs_in(app, client):
     assert sign_in(app.test_client(), "new@example.com", "my own good password").status_code == 303
 
 
+@pytest.mark.parametrize("link", ["invitations", "password-reset"])
+def test_a_link_used_while_its_new_password_was_hashed_sets_nothing(app, client, monkeypatch, link):
+    person(app)
+    new = person(app, "New Person", "new@example.com", "editor", password=None)
+    with app.app_context(), transaction() as db:
+        made = invitations.create if link == "invitations" else password_resets.create
+        token = made(db, users.get(db, new["id"]))
+    path = f"/{link}/{token}"
+    form_token = csrf(client, path)
+
+    def used_meanwhile():  # by another request, while this one hashes outside its transaction
+        with transaction() as db:
+            users.set_password(db, users.get(db, new["id"]), "set elsewhere")
+
+    watch_hashing(monkeypatch, used_meanwhile)
+    answer = post(client, path, csrf_token=form_token, password="my own good password")
+    assert answer.status_code == 404 and "not valid" in text(answer)
+    assert db_rows(app, "SELECT password_hash FROM users WHERE id = ?", new["id"]) == [("set elsewhere",)]
+    assert not is_signed_in(client)
+    assert db_rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]  # it was valid a moment before
+
+
 def test_a_new_invitation_voids_the_old_one_and_only_a_digest_is_kept(app, client):
     person(app)
     new = person(app, "New Person", "new@example.com", "editor", password=None)
