@@ -1402,13 +1402,16 @@ class FloodSlot:
         self.slot, self.turn, self.checked = slot, 0, 0
         self.lock = threading.Lock()
 
+    def address_now(self):
+        return f"127.{self.turn % 250}.{self.turn // 250 % 250}.{self.slot + 2}"
+
     def address(self):
         with self.lock:
-            return f"127.{self.turn % 250}.{self.turn // 250 % 250}.{self.slot + 2}"
+            return self.address_now()
 
     def answered(self, address, status):
         with self.lock:
-            if address != f"127.{self.turn % 250}.{self.turn // 250 % 250}.{self.slot + 2}":
+            if address != self.address_now():
                 return  # the slot has moved on already
             self.checked += status == 401
             if status == 429 or self.checked >= FLOOD_ROTATE_AFTER:
@@ -1455,7 +1458,8 @@ def flood_connection(port, slot, stop, outcomes):
 
 def flood(port, stop, results):
     """The flood, in a process of its own (its clients' Python does not slow the check-ins' clients): FLOOD_ADDRESSES
-    x FLOOD_CONNECTIONS connections until stop is set; puts {status: count, "addresses": used} on results."""
+    x FLOOD_CONNECTIONS connections until stop is set; puts {status: count, "addresses": used, "seconds": its
+    length} on results."""
     random.seed()  # not the parent's sequence
     slots, halt, threads, outcomes = [FloodSlot(n) for n in range(FLOOD_ADDRESSES)], threading.Event(), [], []
     for slot in slots:
@@ -1463,13 +1467,15 @@ def flood(port, stop, results):
             outcomes.append({})
             threads.append(threading.Thread(target=flood_connection, args=(port, slot, halt, outcomes[-1]),
                                             daemon=True))
+    started = time.monotonic()
     for thread in threads:
         thread.start()
     stop.wait()
     halt.set()
+    seconds = time.monotonic() - started
     for thread in threads:
         thread.join(timeout=90)
-    total = {"addresses": sum(slot.turn + 1 for slot in slots)}
+    total = {"addresses": sum(slot.turn + 1 for slot in slots), "seconds": round(seconds, 1)}
     for each in outcomes:
         for status, count in each.items():
             total[str(status)] = total.get(str(status), 0) + count
@@ -1540,14 +1546,12 @@ def time_sign_in_flood(folder, args):
             flooding.start()
             try:
                 time.sleep(1)  # the flood under way
-                started = time.monotonic()
                 busy = check_ins_for(port, key, key_results, args.flood_seconds)
-                elapsed = time.monotonic() - started
             finally:
                 stop.set()
                 outcomes = results.get(timeout=120)
                 flooding.join(timeout=30)
-            rounds.append({"quiet": quiet, "busy": busy, "flood": outcomes, "seconds": elapsed})
+            rounds.append({"quiet": quiet, "busy": busy, "flood": outcomes})
         busy_logged = Path(log).read_text(errors="replace").count("database busy")
     finally:
         server.stop()
@@ -1571,10 +1575,10 @@ def sign_in_flood_rows(rounds):
     busy_p99 = statistics.median(b[1] for b in busy)
     refused = sum(b[2] for b in busy)
     limit = 2 * quiet_p99 + 0.1
-    checked = statistics.median(r["flood"].get("401", 0) / r["seconds"] for r in rounds)
+    checked = statistics.median(r["flood"].get("401", 0) / r["flood"]["seconds"] for r in rounds)
     rows = [
-        (f"check-ins ({CHECKIN_CLIENTS} clients), no flood", f"p50 {statistics.median(q[0] for q in quiet) * 1000:,.1f} ms",
-         f"p99 {quiet_p99 * 1000:,.1f} ms", ""),
+        (f"check-ins ({CHECKIN_CLIENTS} clients), no flood",
+         f"p50 {statistics.median(q[0] for q in quiet) * 1000:,.1f} ms", f"p99 {quiet_p99 * 1000:,.1f} ms", ""),
         ("  ... refused (non-200 or socket error)", f"{sum(q[2] for q in quiet)}", "", ""),
         (f"check-ins under {FLOOD_ADDRESSES} x {FLOOD_CONNECTIONS} connections of wrong passwords",
          f"p50 {statistics.median(b[0] for b in busy) * 1000:,.1f} ms", f"p99 {busy_p99 * 1000:,.1f} ms",
