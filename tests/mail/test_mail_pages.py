@@ -3,7 +3,6 @@ email, the weekly-email switch; and, without email set up, pages that say so (is
 import re
 import sqlite3
 import statistics
-import threading
 import time
 
 import pytest
@@ -12,7 +11,7 @@ from okr.rules import passwords
 from okr.db import transaction
 from okr.store import sign_ins, users
 
-from mail_helpers import BASE_URL, person
+from mail_helpers import BASE_URL, mail_sent, person
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
@@ -101,13 +100,6 @@ def test_an_unknown_email_gets_the_same_answer_and_no_email(app, client, smtp_se
     assert text(unknown).replace("nobody@example.com", "X") == text(known).replace("ada@example.com", "X")
     smtp_server.wait_for(1)
     assert not smtp_server.to("nobody@example.com")
-
-
-def mail_sent():
-    """Waits for the page's emailing threads to end."""
-    for thread in threading.enumerate():
-        if thread.name.startswith("okr-mail"):
-            thread.join(10)
 
 
 def test_a_known_email_and_an_unknown_one_take_the_same_time(app, client, smtp_server):
