@@ -9,7 +9,8 @@ proxy (sign_in_needed_because decides, in one place).
 Once it is on, every request has an Actor: the person signed in (a password session),
 or the API key that signed the request or opened the session, and the key's user if it
 has one. What an actor may do is its role's:
-- viewer: read (GET, HEAD, OPTIONS), nothing else;
+- viewer: read (GET, HEAD, OPTIONS), and act on their own account (change their password, sign out
+  everywhere, turn their weekly emails off or on), which every role may;
 - editor: read, and write cycles, teams and their members, objectives, key results, check-ins, comments
   (changing or deleting only their own comments);
 - admin: all of that, change or delete anyone's comment, and manage people (the /people page).
@@ -188,6 +189,13 @@ def require_write(actor, method):
     refusal = write_refusal(actor, method)
     if refusal is not None:
         raise Forbidden(refusal)
+
+
+def may_change_own_account(actor):
+    """Whether this actor (None: auth is off) may act on its own account (its password, its sessions, its weekly
+    emails): a person of any role may, so that a viewer too can change a leaked password; a read-only key's
+    session may not."""
+    return actor is None or not actor.read_only
 
 
 def may_manage_people(actor):

@@ -298,10 +298,25 @@ def finish_transaction(response):
     return response
 
 
-def commit_now(db):
-    """Commits the request's transaction before its answer: for what must stay even though the request then
-    fails (a failed sign-in's record), whose failure would roll it back. What follows runs in a new one."""
-    commit(db)
+@contextmanager
+def own_write():
+    """A short write transaction of its own within a request, committed at the end of the block, after which this
+    process's writers' lock is given back: for what must stay whatever the request then answers (a failed
+    sign-in's record), written after slow work (a password's hash) rather than around it. A transaction the
+    request has open ends with a commit first (its callers have only read); what follows the block runs in a
+    new one."""
+    db = get_connection()
+    if db.in_transaction:
+        commit(db)
+    begin_write(db)
+    try:
+        yield db
+        commit(db)
+    finally:
+        if db.in_transaction:
+            with suppress(sqlite3.Error):  # a failed rollback is left to close_db, which drops the connection
+                db.execute("ROLLBACK")
+        release_writers()
 
 
 def commit(db):

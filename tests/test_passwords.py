@@ -1,5 +1,8 @@
 """Passwords: argon2id at or above OWASP's minimum, 12 to 1,024 characters, the 10,000 most common refused."""
 import gzip
+import os
+import sys
+import threading
 
 import pytest
 from argon2.low_level import Type
@@ -53,3 +56,26 @@ def test_bad_new_passwords_are_refused_with_a_reason(password, wanted):
 @pytest.mark.parametrize("password", ["twelve chars", "x" * 1024, "correct horse battery staple", "ünïcödé pässwörd"])
 def test_good_new_passwords_need_no_composition(password):
     assert passwords.problem(password) is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread has a nice value of its own on Linux only")
+def test_hashes_run_on_threads_of_their_own_at_a_lower_priority(monkeypatch):
+    seen = []
+    real = passwords.hasher
+
+    class Watched:
+        def hash(self, password):
+            seen.append((threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+            return real.hash(password)
+
+        def verify(self, stored, password):
+            self.hash(password)
+            return real.verify(stored, password)
+
+    monkeypatch.setattr(passwords, "hasher", Watched())
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    made = passwords.hash_password("a long enough password")
+    assert passwords.verify(made, "a long enough password")
+    assert len(seen) == 2 and all(name.startswith("okr-hash") for name, _ in seen)
+    assert all(niceness >= passwords.HASHING_NICENESS for _, niceness in seen)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the caller's is left as it was

@@ -18,7 +18,6 @@
 docs/design.md says how each attack is stopped; docs/operations.md has the settings.
 """
 import hashlib
-import ipaddress
 import json
 import logging
 import mmap
@@ -30,6 +29,7 @@ from collections import deque, namedtuple
 from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 
+from ..addresses import address_key
 from ..proxies import as_address, client_address, is_trusted
 
 logger = logging.getLogger("okr")
@@ -57,22 +57,6 @@ def limits_of(config):
                   # 0: no share, as behind a proxy that is not trusted, whose address every request has.
                   threads_per_address=max(1, int(config["THREADS"]) // 2) if per_address else 0,
                   trusted=tuple(config["TRUSTED_PROXIES"]))
-
-
-def address_key(host):
-    """What the per-address cap counts a client by: its IPv4 address, or its IPv6 /64.
-
-    One IPv6 host commonly holds a whole /64, so counting single IPv6 addresses would cap nothing.
-    """
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return host  # not an IP address (a Unix socket's peer): one key for all
-    if address.version == 6:
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return f"{ipaddress.IPv6Network((address, 64), strict=False).network_address}/64"
-    return str(address)
 
 
 class AddressCounts:

@@ -1,4 +1,5 @@
-"""Failed sign-ins, for throttling: per client address and account, and per address.
+"""Failed sign-ins, for throttling: per client address and account, and per address. An address is what
+okr.addresses.address_key makes of the client's (an IPv6 client's /64).
 
 From one address, after FAILURES_PER_ACCOUNT failures for one account within WINDOW seconds,
 that account's sign-in from that address waits; after FAILURES_PER_ADDRESS failures in the

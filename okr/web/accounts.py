@@ -2,7 +2,8 @@
 okr.web.team_pages.
 
 Who may open which is okr.access's to say, through the guards in okr.web.sessions: the
-People page's views are marked with sessions.people_managers_only.
+People page's views are marked with sessions.people_managers_only, the account page's forms, which every role
+may send, with sessions.own_account.
 """
 import time
 
@@ -79,8 +80,10 @@ def show_invitation(token):
     problem = passwords.problem(password)
     if problem:
         return render_template("invitation.html", user=user, error=problem), 400
+    password_hash = sign_in.new_password_hash(password)  # before the write transaction: it takes a while
     db = get_db()
-    users.set_password(db, user, passwords.hash_password(password))
+    user = sign_in.still_invited(db, token)
+    users.set_password(db, user, password_hash)
     invitations.use(db, token)
     sessions.log_in(user_id=user["id"])
     return redirect(url_for("web.show_dashboard"), 303)
@@ -104,14 +107,16 @@ def render_account(errors=None, changed=False):
 
 
 def signed_in_user():
-    """The signed-in person's row; a 403 page for a service key's session or an open server."""
+    """The signed-in person's row, read outside any transaction (a password change hashes after it); a 403 page
+    for a service key's session or an open server."""
     actor = access.current_actor()
     if actor is None or actor.user_id is None:
         raise PageError(403, "No account", "Only a person signed in as themselves has an account to change.")
-    return users.get(get_db(), actor.user_id)
+    return users.get(sign_in.reads(), actor.user_id)
 
 
 @bp.post("/account/password")
+@sessions.own_account
 def change_password():
     """Changes the signed-in person's password; their other sessions end."""
     user = signed_in_user()
@@ -126,11 +131,13 @@ def change_password():
         errors["password"] = problem
     if errors:
         return render_account(errors), 400
-    users.set_password(get_db(), user, passwords.hash_password(new), keep_token=sessions.session_token())
+    password_hash = sign_in.new_password_hash(new)  # before the write transaction: it takes a while
+    users.set_password(get_db(), user, password_hash, keep_token=sessions.session_token())
     return render_account(changed=True)
 
 
 @bp.post("/account/weekly-email")
+@sessions.own_account
 def set_weekly_email():
     """Turns the signed-in person's weekly emails (check-in reminders and team digest) on or off."""
     user = signed_in_user()
@@ -142,6 +149,7 @@ def set_weekly_email():
 
 
 @bp.post("/account/sign-out-everywhere")
+@sessions.own_account
 def log_out_everywhere():
     """Ends every session of the signed-in person, this one included."""
     user = signed_in_user()

@@ -1,7 +1,11 @@
 """Sign-in with the company's identity provider (OpenID Connect, okr.oidc): the button's form posts to
 /login/oidc, which sends the browser to the provider; the provider sends it back to /login/oidc/callback, which
-matches the person to a user and opens a session like a password sign-in (okr.web.sessions), throttled like
-one (okr.web.sign_in).
+matches the person to a user and opens a session like a password sign-in (okr.web.sessions).
+
+Neither counts for the throttle of password sign-ins (okr.web.sign_in), nor is held by it: nothing here is a
+guess at a secret this server keeps. Another site's page can make a browser open the callback with anything in
+it, and a provider's refusal (a wrong state or nonce, an unverified email) is no password guess; counted, they
+would let any page hold the sign-ins of everyone behind its visitor's address.
 
 The start is a POST with the CSRF token, not a link: another site cannot start a sign-in in this browser.
 The person is matched by the (issuer, subject) remembered at their first sign-in, else by the ID token's email
@@ -16,7 +20,7 @@ from flask import current_app, g, redirect, render_template, request, session
 from marshmallow import ValidationError
 
 from .. import oidc
-from ..db import READ_METHODS, begin_write, commit_now, get_connection, get_db, release_writers
+from ..db import READ_METHODS, begin_write, commit, get_connection, get_db, release_writers
 from ..errors import Conflict
 from ..rules.schemas import user_schema
 from ..store import events, users
@@ -27,8 +31,6 @@ from .views import bp, local_path
 
 # A sign-in not finished within this many seconds is started again.
 PENDING_SECONDS = 600
-# The account under which sign_in throttles the failures of provider sign-ins from an address.
-THROTTLE_ACCOUNT = "identity provider"
 # Who the activity feed says added a person at their first sign-in, or was refused as another's linked
 # account (okr.activity.actor_name words it).
 CREATED_BY = events.system("single sign-on")
@@ -69,7 +71,6 @@ def start_oidc_sign_in():
     chosen = provider()
     if chosen is None:
         raise PageError(404, "Page not found", "Sign-in with an identity provider is not set up on this server.")
-    sign_in.refuse_if_throttled(THROTTLE_ACCOUNT)
     no_transaction()
     try:
         url, pending = chosen.start()
@@ -92,22 +93,21 @@ def finish_oidc_sign_in():
     if chosen is None:
         raise PageError(404, "Page not found", "Sign-in with an identity provider is not set up on this server.")
     settings = chosen.settings
-    sign_in.refuse_if_throttled(THROTTLE_ACCOUNT)
     kept = session.pop("oidc", None)  # once: a second answer to one start is refused
     state = request.args.get("state", "")
     if (not isinstance(kept, dict) or not isinstance(kept.get("state"), str)
             or not hmac.compare_digest(state.encode("utf-8"), kept["state"].encode("utf-8"))):
-        return failed("Sign-in not accepted", "This answer from the sign-in provider does not belong to a sign-in "
-                                              "started in this browser, or was already used. Start again from "
-                                              "the sign-in page.", 400)
+        return refusal("Sign-in not accepted", "This answer from the sign-in provider does not belong to a sign-in "
+                                               "started in this browser, or was already used. Start again from "
+                                               "the sign-in page.", 400)
     if time.time() - kept.get("at", 0) > PENDING_SECONDS:
-        return failed("Sign-in not accepted", "This sign-in took too long. Start again from the sign-in page.", 400)
+        return refusal("Sign-in not accepted", "This sign-in took too long. Start again from the sign-in page.", 400)
     if request.args.get("error"):
         said = request.args.get("error_description") or request.args.get("error")
-        return failed("Not signed in", f"{settings.name} did not sign you in: {said[:300]}")
+        return refusal("Not signed in", f"{settings.name} did not sign you in: {said[:300]}")
     code = request.args.get("code", "")
     if not code:
-        return failed("Sign-in not accepted", "The sign-in provider's answer has no code.", 400)
+        return refusal("Sign-in not accepted", "The sign-in provider's answer has no code.", 400)
     no_transaction()
     try:
         claims = chosen.finish(code, oidc.Pending(kept["state"], kept["nonce"], kept["verifier"]))
@@ -116,21 +116,15 @@ def finish_oidc_sign_in():
         return provider_down(settings)
     except oidc.Refused as error:
         current_app.logger.warning("sign-in with the identity provider refused: %s", error)
-        return failed("Not signed in", f"The answer from {settings.name} could not be trusted, so nobody was "
-                                       f"signed in: {error} Start again from the sign-in page.")
+        return refusal("Not signed in", f"The answer from {settings.name} could not be trusted, so nobody was "
+                                        f"signed in: {error} Start again from the sign-in page.")
     try:
         user = matched_user(settings, claims)
     except sign_in.SignInRefused as error:
-        return failed("Not signed in", str(error), 403)
+        return refusal("Not signed in", str(error), 403)
     sessions.log_in(user_id=user["id"])
     session["via"] = "oidc"  # so that signing out offers to sign out of the provider too
     return redirect(request.script_root + (kept.get("next") or "/"), 303)
-
-
-def failed(title, message, status=401):
-    """Records a failed sign-in (for throttling) and answers with a page saying why."""
-    sign_in.record_failure(THROTTLE_ACCOUNT)
-    return refusal(title, message, status)
 
 
 def no_transaction():
@@ -188,7 +182,7 @@ def refused_as_linked(db, user, issuer, subject):
     about the user changes, and the event user.sign_in_refused is kept although the answer is an error."""
     with events.acting_as(CREATED_BY):
         users.record_refused_sign_in(db, user, issuer, subject)
-    commit_now(db)
+    commit(db)  # kept, although the request then answers with an error (which rolls back)
     current_app.logger.warning("sign-in with the identity provider refused: %s %s has the email of user %s, who "
                                "is linked to another subject", issuer, subject, user["id"])
     raise sign_in.SignInRefused(LINKED_ELSEWHERE)

@@ -221,8 +221,8 @@ def require_session():
         forget_session()
         return redirect(url_for("web.show_login", next=request.full_path.rstrip("?")), 303)
     g.actor = actor
-    if request.endpoint in OWN_SETTINGS_ENDPOINTS and not actor.read_only:
-        return None  # a viewer's own preferences are theirs to change
+    if request.endpoint in OWN_ACCOUNT_ENDPOINTS and access.may_change_own_account(actor):
+        return None
     if not access.may_write(actor, request.method):
         raise PageError(403, "Not allowed", WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
     if request.endpoint in EDITOR_ENDPOINTS and not access.may_write(actor, "POST"):
@@ -233,8 +233,9 @@ def require_session():
     return None
 
 
-# The account page's forms that change a person's own preferences, which a viewer may send too.
-OWN_SETTINGS_ENDPOINTS = frozenset({"web.set_weekly_email"})
+# The endpoints of the account page's forms, which act on the signed-in person's own account
+# (okr.access.may_change_own_account): a viewer may send them too.
+OWN_ACCOUNT_ENDPOINTS = set()
 
 
 # The endpoints of the views only those who manage people may open (okr.access.may_manage_people).
@@ -248,6 +249,12 @@ EDITOR_ENDPOINTS = set()
 def editors_only(view):
     """Marks a dashboard view as an edit page: viewers and read-only keys are refused it, its GET included."""
     EDITOR_ENDPOINTS.add(f"web.{view.__name__}")
+    return view
+
+
+def own_account(view):
+    """Marks a dashboard view as one that acts on the signed-in person's own account, which every role may."""
+    OWN_ACCOUNT_ENDPOINTS.add(f"web.{view.__name__}")
     return view
 
 

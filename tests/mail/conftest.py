@@ -20,7 +20,7 @@ from okr import create_app, mail
 from okr.db import init_db, transaction
 from okr.store import users
 
-from mail_helpers import BASE_URL, REMINDERS_MADE, person
+from mail_helpers import BASE_URL, REMINDERS_MADE, mail_sent, person
 
 
 def free_port():
@@ -80,6 +80,7 @@ def smtp_server():
     recorder = Recorder()
     controller, port = start(recorder)
     yield Server(controller, recorder, f"smtp://127.0.0.1:{port}")
+    mail_sent()  # a page's email still on its way would meet a server stopped under it
     controller.stop()
 
 

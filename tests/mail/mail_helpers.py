@@ -1,5 +1,6 @@
 """What the email tests share besides fixtures (tests/mail/conftest.py): the links' base, the reminders' clock,
-and people and teams made through the store."""
+people and teams made through the store, and waiting for the pages' emails."""
+import threading
 from datetime import datetime, timezone
 
 from okr.db import transaction
@@ -35,3 +36,10 @@ def moment(stamp):
 REMINDERS_MADE = "2026-06-01T08:00:00Z"  # a Monday
 NOW = moment("2026-06-15T09:00:00Z")  # two weeks later, a Monday at 09:00 UTC
 WEEK = "2026-W25"
+
+
+def mail_sent():
+    """Waits for the pages' emailing threads (okr.web.email_pages, started once an answer is sent) to end."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("okr-mail"):
+            thread.join(10)

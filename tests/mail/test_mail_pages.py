@@ -2,6 +2,8 @@
 email, the weekly-email switch; and, without email set up, pages that say so (issue 24)."""
 import re
 import sqlite3
+import statistics
+import time
 
 import pytest
 
@@ -9,7 +11,7 @@ from okr.rules import passwords
 from okr.db import transaction
 from okr.store import sign_ins, users
 
-from mail_helpers import BASE_URL, person
+from mail_helpers import BASE_URL, mail_sent, person
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
@@ -31,8 +33,11 @@ def csrf(client, path="/login"):
 
 
 def post(client, path, csrf_from="/login", **fields):
-    return client.post(path, data={"csrf_token": csrf(client, csrf_from), **fields},
-                       environ_base={"REMOTE_ADDR": HERE})
+    """The form's answer, closed as a server closes it once sent (a reset link is emailed then)."""
+    response = client.post(path, data={"csrf_token": csrf(client, csrf_from), **fields},
+                           environ_base={"REMOTE_ADDR": HERE})
+    response.close()
+    return response
 
 
 def text(response):
@@ -102,6 +107,29 @@ def test_an_unknown_email_gets_the_same_answer_and_no_email(app, client, smtp_se
 
 
 @pytest.mark.slow
+def test_a_known_email_and_an_unknown_one_take_the_same_time(app, client, smtp_server):
+    with_password(app, "Ada", "ada@example.com")
+    token = csrf(client)
+    times = {"ada@example.com": [], "nobody@example.com": []}
+    for n in range(100):
+        pair = list(times) if n % 2 else list(times)[::-1]  # each first in turn
+        for email in pair:
+            # Each from an address of its own, which the throttle never holds.
+            started = time.perf_counter()
+            answer = client.post("/password-reset", data={"csrf_token": token, "email": email},
+                                 environ_base={"REMOTE_ADDR": f"10.{n // 250}.{n % 250}.{len(times[email])}"})
+            seconds = time.perf_counter() - started
+            answer.close()  # as a server closes it once sent
+            assert answer.status_code == 200
+            mail_sent()
+            if n >= 10:  # warmed up
+                times[email].append(seconds)
+    known, unknown = (statistics.median(each) for each in times.values())
+    assert max(known, unknown) / min(known, unknown) <= 1.2, (known, unknown)
+    assert len(smtp_server.wait_for(100)) == 100 and not smtp_server.to("nobody@example.com")
+
+
+@pytest.mark.slow
 def test_reset_requests_are_throttled_like_sign_ins(app, client, smtp_server):
     with_password(app, "Ada", "ada@example.com")
     for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
@@ -112,13 +140,24 @@ def test_reset_requests_are_throttled_like_sign_ins(app, client, smtp_server):
 
 
 @pytest.mark.slow
-def test_a_wrong_reset_token_counts_as_a_failure(app, client):
+def test_a_wrong_reset_token_sent_with_a_password_counts_as_a_failure(app, client):
     with_password(app, "Ada", "ada@example.com")
-    for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
-        assert client.get("/password-reset/not-a-token", headers=HTML,
-                          environ_base={"REMOTE_ADDR": HERE}).status_code == 404
+    for n in range(sign_ins.FAILURES_PER_ACCOUNT):
+        assert post(client, f"/password-reset/not-a-token-{n}", password="a brand new password").status_code == 404
     assert client.get("/password-reset/not-a-token", headers=HTML,
                       environ_base={"REMOTE_ADDR": HERE}).status_code == 429
+
+
+@pytest.mark.slow
+def test_opening_a_wrong_reset_link_counts_nothing(app, client):
+    # What another site's page can make a visitor's browser open, as often as it likes (<img src=...>).
+    with_password(app, "Ada", "ada@example.com")
+    for n in range(sign_ins.FAILURES_PER_ADDRESS + 1):
+        assert client.get(f"/password-reset/not-a-token-{n}", headers=HTML,
+                          environ_base={"REMOTE_ADDR": HERE}).status_code == 404
+    with sqlite3.connect(app.config["DATABASE"]) as db:
+        assert db.execute("SELECT count(*) FROM sign_in_failures").fetchone() == (0,)
+    assert sign_in(client, "ada@example.com").status_code == 303
 
 
 @pytest.mark.slow

@@ -3,9 +3,10 @@
     python tests/perf/bench.py [--rounds 5] [--seconds 5] [--objectives 100000]
                                [--report-objectives 1000] [--report-repetitions 5]
                                [--sign-ins 20] [--pin] [--webhooks-only | --replicate-only]
+                               [--sign-in-flood-only [--flood-seconds 10]]
                                [--events-only [--large-events 4000]]
 
-Needs wrk (apt-get install wrk), but for --events-only. Seeds a fresh database in a temporary
+Needs wrk (apt-get install wrk), but for --events-only and --sign-in-flood-only. Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
 ("hello", 4 waitress threads) as separate processes, and prints a table.
 Throughput and latency goals are ratios to figures taken in the same round,
@@ -122,6 +123,18 @@ next_page_token). Each worker's resident memory (VmRSS of the processes holding 
 sampled every 50 ms: before the first burst, its peak in each, and 3 s after each one's last answer. The
 goals: each worker back within 100 MB of its memory before the first burst, after each. A page's size in
 bytes and events is printed beside it.
+
+A flood of wrong passwords (issue 32; --sign-in-flood-only runs this section alone, and
+needs no wrk): a server as users start it, on a database of 100 key results with a
+password and a service key (so sign-in is on). In each round, 2 clients check in
+(signed POST /v1/keyresults/:id/checkins, one after another over a keep-alive
+connection, 10 ms apart) for --flood-seconds without the flood, then as long with it:
+4 addresses (127.0.0.2 to .5) x 4 connections, from a process of their own, POSTing
+wrong passwords for made-up emails to /login as fast as the answers come, each
+address moving on to another (127.1.0.2, ...) after 80 of its failures were checked
+or at a 429, so that the throttle (100 per address) lets the flood be hashed. Goals:
+no check-in refused under the flood, and its p99 at most 2 x the p99 without it
++ 100 ms (each the median of the rounds' p99s).
 
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
@@ -1579,6 +1592,234 @@ def events_only(args, placement):
             f"{r['walk elapsed']:.1f} s")
 
 
+# --- a flood of wrong passwords (issue 32) ---------------------------------------------------------------------
+# Check-ins from CHECKIN_CLIENTS keep-alive connections, one after another with FLOOD_CHECKIN_PAUSE between, without
+# and with FLOOD_ADDRESSES x FLOOD_CONNECTIONS connections POSTing wrong passwords to /login as fast as answers come.
+CHECKIN_CLIENTS = 2
+FLOOD_CHECKIN_PAUSE = 0.01
+FLOOD_ADDRESSES = 4
+FLOOD_CONNECTIONS = 4
+# Each flooding address moves to another after this many of its wrong passwords were checked (401), under the
+# throttle's 100 per address, so that the flood is hashed rather than held (429) at once.
+FLOOD_ROTATE_AFTER = 80
+
+
+class FloodSlot:
+    """One flooding address and its connections: 127.0.0.(2 + slot) first, then 127.1.0.(2 + slot), and so on (every
+    127.x.y.z is this machine's). It moves on after FLOOD_ROTATE_AFTER of its wrong passwords were checked, or at a
+    429."""
+
+    def __init__(self, slot):
+        self.slot, self.turn, self.checked = slot, 0, 0
+        self.lock = threading.Lock()
+
+    def address_now(self):
+        return f"127.{self.turn % 250}.{self.turn // 250 % 250}.{self.slot + 2}"
+
+    def address(self):
+        with self.lock:
+            return self.address_now()
+
+    def answered(self, address, status):
+        with self.lock:
+            if address != self.address_now():
+                return  # the slot has moved on already
+            self.checked += status == 401
+            if status == 429 or self.checked >= FLOOD_ROTATE_AFTER:
+                self.turn, self.checked = self.turn + 1, 0
+
+
+def flood_connection(port, slot, stop, outcomes):
+    """One flooding connection: wrong passwords for made-up emails, one after another, from its slot's address;
+    counts each answer's status in outcomes."""
+    connection = address = None
+    while not stop.is_set():
+        try:
+            if connection is None or slot.address() != address:
+                if connection is not None:
+                    connection.close()
+                address = slot.address()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60, source_address=(address, 0))
+                connection.request("GET", "/login", headers={"Accept": "text/html"})
+                response = connection.getresponse()
+                page = response.read().decode()
+                token = CSRF_FIELD.search(page)
+                if token is None:
+                    raise OSError(f"GET /login answered {response.status} without a form")
+                headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html",
+                           "Cookie": (response.getheader("Set-Cookie") or "").partition(";")[0]}
+                csrf = token.group(1)
+            form = urlencode({"csrf_token": csrf, "next": "/", "password": "not the password, surely",
+                              "email": f"guess-{random.randrange(10**12)}@example.com"})
+            connection.request("POST", "/login", body=form, headers=headers)
+            response = connection.getresponse()
+            response.read()
+            status = response.status
+        except OSError:
+            status = "socket error"
+            if connection is not None:
+                connection.close()
+            connection = None
+            time.sleep(0.01)
+        outcomes[status] = outcomes.get(status, 0) + 1
+        slot.answered(address, status)
+    if connection is not None:
+        connection.close()
+
+
+def flood(port, stop, results):
+    """The flood, in a process of its own (its clients' Python does not slow the check-ins' clients): FLOOD_ADDRESSES
+    x FLOOD_CONNECTIONS connections until stop is set; puts {status: count, "addresses": used, "seconds": its
+    length} on results."""
+    random.seed()  # not the parent's sequence
+    slots, halt, threads, outcomes = [FloodSlot(n) for n in range(FLOOD_ADDRESSES)], threading.Event(), [], []
+    for slot in slots:
+        for _ in range(FLOOD_CONNECTIONS):
+            outcomes.append({})
+            threads.append(threading.Thread(target=flood_connection, args=(port, slot, halt, outcomes[-1]),
+                                            daemon=True))
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    stop.wait()
+    halt.set()
+    seconds = time.monotonic() - started
+    for thread in threads:
+        thread.join(timeout=90)
+    total = {"addresses": sum(slot.turn + 1 for slot in slots), "seconds": round(seconds, 1)}
+    for each in outcomes:
+        for status, count in each.items():
+            total[str(status)] = total.get(str(status), 0) + count
+    results.put(total)
+
+
+def check_in_steadily(port, key, key_results, until, samples):
+    """Check-ins over one keep-alive connection, one after another, until the monotonic time until; appends
+    (seconds, status) for each (status "socket error" when the connection failed)."""
+    body = json.dumps({"value": "12.5", "comment": "weekly"})
+    headers = {"Content-Type": "application/json", **dict(signature(key))}
+    connection, index = keep_alive(port), random.randrange(len(key_results))
+    try:
+        while time.monotonic() < until:
+            index += 1
+            started = time.perf_counter()
+            try:
+                connection.request("POST", f"/v1/keyresults/{key_results[index % len(key_results)]}/checkins",
+                                   body=body, headers=headers)
+                response = connection.getresponse()
+                response.read()
+                status = response.status
+            except OSError:
+                status = "socket error"
+                connection.close()
+                connection = keep_alive(port)
+            samples.append((time.perf_counter() - started, status))
+            time.sleep(FLOOD_CHECKIN_PAUSE)
+    finally:
+        connection.close()
+
+
+def check_ins_for(port, key, key_results, seconds):
+    """CHECKIN_CLIENTS clients checking in steadily for seconds: every (seconds, status)."""
+    samples, until = [], time.monotonic() + seconds
+    clients = [threading.Thread(target=check_in_steadily, args=(port, key, key_results, until, samples))
+               for _ in range(CHECKIN_CLIENTS)]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+    return samples
+
+
+def time_sign_in_flood(folder, args):
+    """Per round: the check-ins' samples without the flood and with it, and the flood's answers by status."""
+    import multiprocessing
+    database = os.path.join(folder, "flood.db")
+    cycle, _, _ = seed_objectives(database, 100, key_results_each=1)
+    with closing_db(database) as db:
+        key_results = [row[0] for row in db.execute("SELECT id FROM key_results WHERE cycle_id = ?", (cycle,))]
+    name, email, password = BENCH_EDITOR
+    app = create_app({"DATABASE": database})
+    with app.app_context(), transaction() as db:
+        users.set_password(db, users.create(db, name, email, "editor"), hash_password(password))
+        key = keys.create(db, "bench service key")
+    port = free_port()
+    log = os.path.join(folder, "flood.log")
+    server = Process(okr_command(database, port, args.threads), port, "/healthz", PLACEMENT["okr"], log=log)
+    rounds = []
+    try:
+        check_ins_for(port, key, key_results, 1)  # warms every worker up
+        for round_number in range(1, args.rounds + 1):
+            print(f"sign-in flood round {round_number}/{args.rounds} ...", flush=True)
+            quiet = check_ins_for(port, key, key_results, args.flood_seconds)
+            stop, results = multiprocessing.Event(), multiprocessing.Queue()
+            flooding = multiprocessing.Process(target=flood, args=(port, stop, results))
+            flooding.start()
+            try:
+                time.sleep(1)  # the flood under way
+                busy = check_ins_for(port, key, key_results, args.flood_seconds)
+            finally:
+                stop.set()
+                outcomes = results.get(timeout=120)
+                flooding.join(timeout=30)
+            rounds.append({"quiet": quiet, "busy": busy, "flood": outcomes})
+        busy_logged = Path(log).read_text(errors="replace").count("database busy")
+    finally:
+        server.stop()
+    return rounds, busy_logged
+
+
+def check_in_figures(samples):
+    """p50 and p99 in seconds of the 200s' times, and the count of everything else (refusals, errors)."""
+    times = [seconds for seconds, status in samples if status == 200]
+    refused = sum(1 for _, status in samples if status != 200)
+    if not times:
+        return float("inf"), float("inf"), refused
+    return percentile(times, 0.5), percentile(times, 0.99), refused
+
+
+def sign_in_flood_rows(rounds):
+    """The table's rows of the sign-in flood section, and their goals' verdicts."""
+    quiet = [check_in_figures(r["quiet"]) for r in rounds]
+    busy = [check_in_figures(r["busy"]) for r in rounds]
+    quiet_p99 = statistics.median(q[1] for q in quiet)
+    busy_p99 = statistics.median(b[1] for b in busy)
+    refused = sum(b[2] for b in busy)
+    limit = 2 * quiet_p99 + 0.1
+    checked = statistics.median(r["flood"].get("401", 0) / r["flood"]["seconds"] for r in rounds)
+    rows = [
+        (f"check-ins ({CHECKIN_CLIENTS} clients), no flood",
+         f"p50 {statistics.median(q[0] for q in quiet) * 1000:,.1f} ms", f"p99 {quiet_p99 * 1000:,.1f} ms", ""),
+        ("  ... refused (non-200 or socket error)", f"{sum(q[2] for q in quiet)}", "", ""),
+        (f"check-ins under {FLOOD_ADDRESSES} x {FLOOD_CONNECTIONS} connections of wrong passwords",
+         f"p50 {statistics.median(b[0] for b in busy) * 1000:,.1f} ms", f"p99 {busy_p99 * 1000:,.1f} ms",
+         f"<= {limit * 1000:,.0f} ms (2 x p99 + 100)"),
+        ("  ... refused (non-200 or socket error)", f"{refused}", f"of {sum(len(r['busy']) for r in rounds)}", "0"),
+        ("wrong passwords checked (401)", f"{checked:,.1f} /s", "", ""),
+    ]
+    return rows, [busy_p99 <= limit, refused == 0]
+
+
+def sign_in_flood_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        with clients_placed_by_the_system():
+            rounds, busy_logged = time_sign_in_flood(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = sign_in_flood_rows(rounds)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {args.flood_seconds} s each "
+          f"way, default workers: {worker_count('auto')}, {placement.split(',')[0]}; "
+          f"{busy_logged} 'database busy' logged")
+    for r in rounds:
+        quiet, busy = check_in_figures(r["quiet"]), check_in_figures(r["busy"])
+        flood = ", ".join(f"{status}: {count}" for status, count in sorted(r["flood"].items()))
+        print(f"  round: check-ins p50/p99 {quiet[0] * 1000:,.1f}/{quiet[1] * 1000:,.1f} ms ({len(r['quiet'])}, "
+              f"{quiet[2]} refused), flooded {busy[0] * 1000:,.1f}/{busy[1] * 1000:,.1f} ms ({len(r['busy'])}, "
+              f"{busy[2]} refused); the flood's answers {{{flood}}}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -1602,14 +1843,21 @@ def main():
                         help="build every report in memory, as before issue 25, for comparison")
     parser.add_argument("--workers-only", action="store_true", help="run the worker processes' section alone")
     parser.add_argument("--events-only", action="store_true", help="run the activity feed's memory section alone")
+    parser.add_argument("--sign-in-flood-only", action="store_true",
+                        help="run the section of check-ins under a flood of wrong passwords alone (needs no wrk)")
+    parser.add_argument("--flood-seconds", type=int, default=10,
+                        help="seconds of check-ins without the flood, and as many with it, per round")
     parser.add_argument("--large-events", type=int, default=4_000,
                         help="events of about 30 KB each in the activity feed's section")
     parser.add_argument("--pin", action="store_true",
                         help="pin the service to the first CPU from outside, as the hello ceiling is")
     args = parser.parse_args()
     placement = place_processes(args.pin)
-    if args.events_only:  # the one section that needs no wrk
+    if args.events_only:  # the sections that need no wrk
         events_only(args, placement)
+        return
+    if args.sign_in_flood_only:
+        sign_in_flood_only(args, placement)
         return
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")

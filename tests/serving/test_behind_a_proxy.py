@@ -174,7 +174,7 @@ def test_the_access_log_names_the_client_a_trusted_proxy_forwarded(tmp_path):
 def through_the_proxy(host="okr.example.com", scheme="https", peer=PROXY, **headers):
     """What a TLS-ending proxy on this machine sends along: its own address, and the browser's host and scheme."""
     return {"environ_base": {"REMOTE_ADDR": peer},
-            "headers": {"Host": f"127.0.0.1:8080", "X-Forwarded-For": "198.51.100.7", "X-Forwarded-Host": host,
+            "headers": {"Host": "127.0.0.1:8080", "X-Forwarded-For": "198.51.100.7", "X-Forwarded-Host": host,
                         "X-Forwarded-Proto": scheme, **headers}}
 
 

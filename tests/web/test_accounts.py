@@ -1,15 +1,21 @@
 """People in the dashboard: sign-in with email and password, sessions that end, throttling, invitations,
-the account page, the People page, and roles in the pages (issue 22)."""
+the account page, the People page, and roles in the pages (issue 22); password hashes that hold no lock and
+take a bounded share of the threads (issue 32)."""
+import http.client
 import re
 import sqlite3
+import threading
 import time
+from urllib.parse import urlencode
 
 import pytest
+from flask import g, has_request_context
 
-from helpers import signed
+from helpers import served_in_thread, signed
 from okr.db import transaction
 from okr.rules import passwords
-from okr.store import invitations, keys, sign_ins, team_members, teams, users
+from okr.store import invitations, keys, password_resets, sign_ins, team_members, teams, users
+from okr.web import sign_in as web_sign_in
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
@@ -226,6 +232,16 @@ def test_a_hundred_failures_from_one_address_hold_every_sign_in_from_it(app):
     assert sign_in(app.test_client(), "maya@example.com", PASSWORD, THERE).status_code == 303
 
 
+def test_the_addresses_of_one_ipv6_64_share_their_failures(app):
+    person(app)
+    client = app.test_client()
+    for n in range(sign_ins.FAILURES_PER_ACCOUNT):  # each from an address of its own in 2001:db8:1:2::/64
+        assert sign_in(client, "maya@example.com", "guess guess guess", f"2001:db8:1:2::{n + 1:x}").status_code == 401
+    assert sign_in(client, "maya@example.com", PASSWORD, "2001:db8:1:2:ffff::1").status_code == 429
+    assert sign_in(app.test_client(), "maya@example.com", PASSWORD, "2001:db8:1:3::1").status_code == 303
+    assert db_rows(app, "SELECT DISTINCT address FROM sign_in_failures") == [("2001:db8:1:2::/64",)]
+
+
 def test_failures_are_kept_though_the_failed_sign_in_is_rolled_back(app, client):
     person(app)
     sign_in(client, "maya@example.com", "guess guess guess")
@@ -244,14 +260,210 @@ def test_api_key_sign_in_is_throttled_like_passwords(app, client, runner):
     assert held.status_code == 429 and "Retry-After" in held.headers
 
 
-def test_invitation_links_are_throttled_like_sign_ins(app, client):
+def test_invitation_links_sent_with_a_password_are_throttled_like_sign_ins(app, client):
     maya = person(app)
     with app.app_context(), transaction() as db:
         token = invitations.create(db, users.get(db, maya["id"]))
     for n in range(sign_ins.FAILURES_PER_ACCOUNT):
-        assert client.get(f"/invitations/made-up-{n}", environ_base={"REMOTE_ADDR": HERE}).status_code == 404
+        assert post(client, f"/invitations/made-up-{n}", csrf_token=csrf(client),
+                    password="my own good password").status_code == 404
     assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": HERE}).status_code == 429
     assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": THERE}).status_code == 200
+
+
+def test_opening_a_wrong_invitation_link_counts_nothing(app, client):
+    # What another site's page can make a visitor's browser open, as often as it likes (<img src=...>).
+    maya = person(app)
+    new = person(app, "New Person", "new@example.com", "editor", password=None)
+    token = invite(app, new["id"])
+    for n in range(sign_ins.FAILURES_PER_ADDRESS + 1):
+        assert client.get(f"/invitations/made-up-{n}", environ_base={"REMOTE_ADDR": HERE}).status_code == 404
+    assert db_rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]
+    assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": HERE}).status_code == 200
+    assert sign_in(app.test_client(), maya["email"]).status_code == 303
+
+
+# --- a password's hash holds no lock, and a bounded share of the threads (issue 32) -------------------
+
+
+def watch_hashing(monkeypatch, watch):
+    """Calls watch() on the request's thread before each hash or check of a password a request makes."""
+    real_hash, real_verify = passwords.hash_password, passwords.verify
+
+    def hash_password(password):
+        if has_request_context():
+            watch()
+        return real_hash(password)
+
+    def verify(password_hash, password):
+        if has_request_context():
+            watch()
+        return real_verify(password_hash, password)
+
+    monkeypatch.setattr(passwords, "hash_password", hash_password)
+    monkeypatch.setattr(passwords, "verify", verify)
+
+
+@pytest.fixture
+def locks_while_hashing(monkeypatch):
+    """What each hash or check of a password found: (this process's writers' lock held, a transaction open)."""
+    found = []
+    watch_hashing(monkeypatch, lambda: found.append(
+        (g.get("holds_writers_lock", False), g.get("db") is not None and g.db.in_transaction)))
+    return found
+
+
+class Gate:
+    """Holds every hash and check of a password until opened; counts those waiting at it."""
+
+    def __init__(self):
+        self.opened, self.entered, self.lock = threading.Event(), 0, threading.Lock()
+
+    def __call__(self):
+        with self.lock:
+            self.entered += 1
+        assert self.opened.wait(30)
+
+    def wait_for(self, count, seconds=10):
+        deadline = time.monotonic() + seconds
+        while self.entered < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.entered >= count
+
+
+@pytest.fixture
+def gate(monkeypatch):
+    """A Gate before every hash and check of a password a request makes; opened at the end of the test."""
+    held = Gate()
+    watch_hashing(monkeypatch, held)
+    yield held
+    held.opened.set()
+
+
+def change_password_in(client, current=PASSWORD):
+    return post(client, "/account/password", current_password=current, password="a brand new password")
+
+
+def invitation_sign_in(app, client):
+    new = person(app, "New Person", "new@example.com", "editor", password=None)
+    token = invite(app, new["id"])
+    return lambda: post(client, f"/invitations/{token}", csrf_token=csrf(client, f"/invitations/{token}"),
+                        password="my own good password")
+
+
+def reset_sign_in(app, client):
+    with app.app_context(), transaction() as db:
+        token = password_resets.create(db, users.find_by_email(db, "maya@example.com"))
+    path = f"/password-reset/{token}"
+    return lambda: post(client, path, csrf_token=csrf(client, path), password="my own good password")
+
+
+def account_change(app, client):
+    sign_in(client, "maya@example.com")
+    return lambda: change_password_in(client)
+
+
+@pytest.mark.parametrize("way, status, hashes", [
+    (lambda app, client: lambda: sign_in(client, "maya@example.com", "guess guess guess"), 401, 1),
+    (lambda app, client: lambda: sign_in(client, "nobody@example.com"), 401, 1),
+    (lambda app, client: lambda: sign_in(client, "maya@example.com"), 303, 1),
+    (invitation_sign_in, 303, 1),
+    (reset_sign_in, 303, 1),
+    (account_change, 200, 2),
+], ids=["wrong password", "unknown email", "right password", "invitation", "password reset", "password change"])
+def test_no_transaction_nor_writers_lock_is_held_while_a_password_is_hashed(app, client, locks_while_hashing, way,
+                                                                            status, hashes):
+    person(app)
+    send = way(app, client)
+    locks_while_hashing.clear()  # the sign-in before a password change
+    assert send().status_code == status
+    assert locks_while_hashing == [(False, False)] * hashes
+
+
+def test_a_sign_in_that_finds_every_turn_taken_is_told_at_once_to_retry(app, gate):
+    person(app)
+    turns = web_sign_in.turns_allowed(app.config)
+    assert 1 <= turns <= app.config["THREADS"] // 2
+    answers = []
+
+    def try_one(address):
+        answers.append(sign_in(app.test_client(), "maya@example.com", "guess guess guess", address))
+
+    waiting = [threading.Thread(target=try_one, args=(f"192.0.2.{n}",)) for n in range(turns)]
+    for thread in waiting:
+        thread.start()
+    assert gate.wait_for(turns)
+    late = threading.Thread(target=try_one, args=(THERE,))
+    late.start()
+    late.join(5)
+    finished = not late.is_alive()
+    gate.opened.set()
+    for thread in [*waiting, late]:
+        thread.join(10)
+    assert finished, "the sign-in waited for a turn"
+    refused = [answer for answer in answers if answer.status_code == 503]
+    assert len(refused) == 1 and refused[0].headers["Retry-After"] == "1"
+    assert "Many sign-ins are being checked just now" in text(refused[0])
+    assert sorted(answer.status_code for answer in answers) == [401] * turns + [503]
+    # Turned away before its check: no failure counted for it.
+    assert db_rows(app, "SELECT count(*) FROM sign_in_failures WHERE address = ?", THERE) == [(0,)]
+
+
+def signed_in_over_http(port, address="127.0.0.1"):
+    """A keep-alive connection with a sign-in page's cookie and CSRF token: (connection, headers, token)."""
+    connection = http.client.HTTPConnection(address, port, timeout=30)
+    connection.request("GET", "/login", headers=HTML)
+    response = connection.getresponse()
+    page = response.read().decode()
+    headers = {**HTML, "Content-Type": "application/x-www-form-urlencoded",
+               "Cookie": response.getheader("Set-Cookie").partition(";")[0]}
+    return connection, headers, re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+
+
+@pytest.mark.slow
+def test_check_ins_go_on_while_sign_ins_wait_for_their_hashes(app, key_result, gate):
+    person(app)  # after the key result, made while the API was open
+    with app.app_context(), transaction() as db:
+        credential, secret = keys.create(db, "script")
+    statuses = []
+
+    def guess(port):
+        try:
+            connection, headers, token = signed_in_over_http(port)
+            connection.request("POST", "/login", headers=headers, body=urlencode(
+                {"csrf_token": token, "email": "maya@example.com", "password": "guess guess guess"}))
+            statuses.append(connection.getresponse().status)
+            connection.close()
+        except OSError as error:
+            statuses.append(repr(error))
+
+    turns = web_sign_in.turns_allowed(app.config)
+    with served_in_thread(app, threads=app.config["THREADS"]) as served:
+        guesses = [threading.Thread(target=guess, args=(served.port,)) for _ in range(2 * app.config["THREADS"])]
+        for thread in guesses:
+            thread.start()
+        assert gate.wait_for(turns)  # every turn taken, its thread held at the gate
+        deadline = time.monotonic() + 10
+        while len(statuses) < len(guesses) - turns and time.monotonic() < deadline:
+            time.sleep(0.01)  # the other guesses answered
+        connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=3)
+        started = time.monotonic()
+        try:
+            connection.request("POST", f"/v1/keyresults/{key_result['id']}/checkins", body='{"value": "7"}',
+                               headers={"Content-Type": "application/json",
+                                        **signed({"credential": credential, "secret": secret})})
+            status = connection.getresponse().status
+        except OSError as error:
+            status = repr(error)
+        finally:
+            connection.close()
+        seconds = time.monotonic() - started
+        gate.opened.set()
+        for thread in guesses:
+            thread.join(30)
+    assert status == 200 and seconds < 1, (status, seconds)
+    # The guesses that found no turn were told at once to retry; the others were checked once the gate opened.
+    assert sorted(statuses) == [401] * turns + [503] * (len(guesses) - turns), statuses
 
 
 # --- invitations ------------------------------------------------------------------------------------
@@ -277,6 +489,28 @@ def test_an_invitation_sets_a_password_once_and_signs_in(app, client):
     assert "Signed in as New Person" in text(client.get("/", headers=HTML))
     assert client.get(f"/invitations/{token}").status_code == 404  # once
     assert sign_in(app.test_client(), "new@example.com", "my own good password").status_code == 303
+
+
+@pytest.mark.parametrize("link", ["invitations", "password-reset"])
+def test_a_link_used_while_its_new_password_was_hashed_sets_nothing(app, client, monkeypatch, link):
+    person(app)
+    new = person(app, "New Person", "new@example.com", "editor", password=None)
+    with app.app_context(), transaction() as db:
+        made = invitations.create if link == "invitations" else password_resets.create
+        token = made(db, users.get(db, new["id"]))
+    path = f"/{link}/{token}"
+    form_token = csrf(client, path)
+
+    def used_meanwhile():  # by another request, while this one hashes outside its transaction
+        with transaction() as db:
+            users.set_password(db, users.get(db, new["id"]), "set elsewhere")
+
+    watch_hashing(monkeypatch, used_meanwhile)
+    answer = post(client, path, csrf_token=form_token, password="my own good password")
+    assert answer.status_code == 404 and "not valid" in text(answer)
+    assert db_rows(app, "SELECT password_hash FROM users WHERE id = ?", new["id"]) == [("set elsewhere",)]
+    assert not is_signed_in(client)
+    assert db_rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]  # it was valid a moment before
 
 
 def test_a_new_invitation_voids_the_old_one_and_only_a_digest_is_kept(app, client):
@@ -374,6 +608,35 @@ def test_a_viewer_sees_no_check_in_form_and_a_write_is_refused(app, client, key_
     refused = post(client, f"/keyresults/{key_result['id']}", value="200", confidence="0.5", comment="")
     assert refused.status_code == 403 and "viewer" in text(refused)
     assert db_rows(app, "SELECT count(*) FROM checkins") == [(1,)]
+
+
+def test_a_viewer_changes_their_own_password_and_signs_out_everywhere(app):
+    person(app)
+    vi = person(app, "Vi Ewer", "vi@example.com", "viewer")
+    here, elsewhere = app.test_client(), app.test_client()
+    for client in (here, elsewhere):
+        assert sign_in(client, "vi@example.com").status_code == 303
+    changed = change_password_in(here)
+    assert changed.status_code == 200 and "Your password is changed" in text(changed)
+    assert not is_signed_in(elsewhere)
+    assert sign_in(app.test_client(), "vi@example.com", "a brand new password").status_code == 303
+    ended = post(here, "/account/sign-out-everywhere")
+    assert ended.status_code == 303 and not is_signed_in(here)
+    assert db_rows(app, "SELECT count(*) FROM web_sessions WHERE user_id = ? AND ended_at IS NULL",
+                   vi["id"]) == [(0,)]
+
+
+def test_a_read_only_keys_session_changes_no_account(app, client):
+    ed = person(app, "Ed Itor", "ed@example.com", "editor")
+    with app.app_context(), transaction() as db:
+        credential, secret = keys.create(db, "wallboard", read_only=True, user_id=ed["id"])
+    assert client.post("/login", data={"csrf_token": csrf(client), "credential": credential, "secret": secret,
+                                       "next": "/"}).status_code == 303
+    for path, fields in (("/account/password", {"current_password": PASSWORD, "password": "a brand new password"}),
+                         ("/account/sign-out-everywhere", {}), ("/account/weekly-email", {"weekly_email": "off"})):
+        refused = post(client, path, **fields)
+        assert refused.status_code == 403 and "read-only API key" in text(refused), path
+    assert sign_in(app.test_client(), "ed@example.com").status_code == 303  # the password is as it was
 
 
 def test_a_check_in_from_the_page_is_signed_by_its_author(app, client, key_result):

@@ -652,13 +652,34 @@ def test_a_password_sessions_sign_out_offers_no_provider_link(app, client, fake)
 
 
 @pytest.mark.slow
-def test_failed_provider_sign_ins_are_throttled_like_passwords(app, client, fake):
-    person(app)
-    for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
-        assert callback(client, {"code": "x", "state": "forged"}).status_code == 400
-    response = client.post("/login/oidc", data={"csrf_token": csrf(client)})
-    assert response.status_code == 429 and "Retry-After" in response.headers
-    assert callback(client, {"code": "x", "state": "forged"}).status_code == 429
+def test_callbacks_without_a_sign_in_started_count_nothing(app, client, fake):
+    # What another site's page can make a visitor's browser open, as often as it likes (<img src=...>).
+    person(app, password=PASSWORD)
+    for n in range(sign_ins.FAILURES_PER_ADDRESS + 1):
+        refused(callback(client, {"code": f"junk-{n}", "state": "forged"}), 400, "does not belong to a sign-in")
+    assert rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]
+    assert sign_in(client, fake).status_code == 303
+    other = app.test_client()  # from the same address
+    assert other.post("/login", data={"csrf_token": csrf(other), "email": "maya@example.com",
+                                      "password": PASSWORD}).status_code == 303
+
+
+@pytest.mark.slow
+def test_a_providers_refusals_are_no_password_guesses_and_hold_nobody(app, client, fake):
+    person(app, password=PASSWORD)
+    for _ in range(sign_ins.FAILURES_PER_ACCOUNT + 1):
+        answer, _ = fake.grant(start(client))
+        refused(callback(client, {**answer, "state": answer["state"][:-1] + "x"}), 400, "does not belong")
+        state = parse_qs(urlsplit(start(client)).query)["state"][0]
+        refused(callback(client, {"error": "access_denied", "state": state}), 401, "did not sign you in")
+        refused(sign_in(client, fake, claims={"nonce": "another-nonce"}), 401, "nonce")
+        refused(sign_in(client, fake, email="maya@example.com", sub="sub-other", verified=False), 403,
+                "has not verified")
+    assert rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]
+    assert sign_in(client, fake).status_code == 303
+    other = app.test_client()  # from the same address
+    assert other.post("/login", data={"csrf_token": csrf(other), "email": "maya@example.com",
+                                      "password": PASSWORD}).status_code == 303
 
 
 # --- settings -----------------------------------------------------------------------------------------
