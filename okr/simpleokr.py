@@ -52,6 +52,7 @@ from datetime import datetime, timezone
 from .client import ApiError
 from .db import connect, migrate, new_id
 from .emails import RULE_WORDS, email_key
+from .rules import names
 from .rules.ids import UUID_PATTERN
 from .scratch import remove_leftovers, scratch_folder
 from .store import bulk
@@ -154,6 +155,10 @@ def as_record(name, item):
             record[field] = lower_uuid(value)
         elif field in ("created_at", "modified_at"):
             record[field] = canonical_time(value)
+    if name == "users" and isinstance(record.get("name"), str):
+        # A person's name here holds no control character (okr.rules.names); the source's may: copied on one
+        # line, rather than the person refused and everything assigned to them with them.
+        record["name"] = names.one_line(record["name"]) or record["name"]
     record["revision"] = 0
     return record
 

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from okr import simpleokr
+from okr.db import transaction
 
 pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
 
@@ -155,11 +156,15 @@ def test_control_characters_from_the_source_are_escaped_on_the_terminal(app, run
     assert "name: holds the control character U+001B" in result.stdout
 
 
-def test_a_name_with_a_tab_or_newline_is_taken(app, runner):
+def test_a_name_with_a_tab_or_newline_is_taken_on_one_line(app, runner):
+    # A name here holds no control character: the source's person is copied with spaces in their place, rather
+    # than refused with everything assigned to them.
     with hostile(lists([{**USER, "name": "Ada\tLovelace\n"}])) as url:
         result = run(runner, url, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["users"]["created"] == 1
+    with app.app_context(), transaction(write=False) as db:
+        assert db.execute("SELECT name FROM users").fetchall()[-1][0] == "Ada Lovelace"
 
 
 def test_a_source_that_redirects_is_refused(app, runner):
