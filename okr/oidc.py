@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
-from .emails import email_domain, email_key
+from .emails import email_key
 
 TIMEOUT = 10
 SCOPE = "openid email profile"

@@ -23,7 +23,6 @@ STALE_AFTER = timedelta(days=14)
 # A key result needs an update (its owner's week lists it first) after this long without a check-in.
 NEEDS_UPDATE_AFTER = timedelta(days=7)
 NO_UPDATE = "no_update"
-CYCLE_STATES = ("current", "upcoming", "finished")
 ZERO, ONE = Fraction(0), Fraction(1)
 
 

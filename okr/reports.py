@@ -168,14 +168,6 @@ def key_result_report(db, key_result_id, now):
     return None if row is None else key_result_node(row, stale_test(db, now))[0]
 
 
-def key_results_report(db, where, params, now):
-    """The report entries of the key results a condition on k (key_results) picks, in creation order, whatever
-    their cycles: the rows of KEY_RESULTS_WITH_HISTORY and the nodes, as pairs."""
-    rows = dict_rows(db, KEY_RESULTS_WITH_HISTORY.format(where=where), params)
-    stale = stale_test(db, now)
-    return [(row, key_result_node(row, stale)[0]) for row in rows]
-
-
 def never_stale(row):
     return False
 

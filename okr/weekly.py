@@ -148,7 +148,7 @@ LIMIT :limit
 
 
 def team_digest(db, team, now, base_url=None):
-    """A team's week, built once for all its members and for chat (digest_text, digest_slack_message).
+    """A team's week, built once for all its members and for chat (digest_lines, digest_slack_message).
 
     team: its row (id, name). {"team", "week_ending", "since", "base_url", "objectives": [{"id", "name",
     "cycle", "progress", "progress_week_ago", "new"}], "checkins": [...], "off_track": [{"id", "name",
@@ -284,10 +284,6 @@ def digest_email(entry, base_url):
     lines.append(footer(base_url))
     return f"Weekly digest: {names}", "\n".join(lines) + "\n"
 
-
-def digest_text(digest):
-    """One team's digest as plain text (for email or chat)."""
-    return "\n".join(digest_lines(digest)) + "\n"
 
 
 def digest_slack_message(digest):

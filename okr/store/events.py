@@ -134,8 +134,6 @@ def page(db, after, size, kind=None, resource_id=None, cycle_id=None, max_bytes=
         cursor.close()
 
 
-DEFAULT_RETENTION_DAYS = 400
-
 
 def prune(db, retention_days, now=None):
     """Deletes the events older than retention_days but those still waiting in a webhook's outbox; how many."""

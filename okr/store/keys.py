@@ -47,10 +47,6 @@ def revoke(db, credential):
     return row["revoked_at"]
 
 
-def any_exists(db):
-    """Whether any key was ever created, revoked ones included."""
-    return db.execute("SELECT EXISTS (SELECT 1 FROM api_keys)").fetchone()[0] == 1
-
 
 def user_has_keys(db, user_id):
     """Whether the user has any live key."""

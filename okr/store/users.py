@@ -129,10 +129,6 @@ def void_links(db, user_id):
     db.execute("DELETE FROM password_resets WHERE user_id = ?", (user_id,))
 
 
-def any_password(db):
-    """Whether any user has a password."""
-    return db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE password_hash IS NOT NULL)").fetchone()[0] == 1
-
 
 def set_weekly_email(db, user, on):
     """Turns the user's weekly emails (check-in reminders and team digest) on or off. A private preference

@@ -21,6 +21,7 @@ from marshmallow import ValidationError
 
 from .. import oidc
 from ..db import READ_METHODS, begin_write, commit, get_connection, get_db, release_writers
+from ..emails import email_domain
 from ..errors import Conflict
 from ..rules.schemas import user_schema
 from ..store import events, users
@@ -189,7 +190,7 @@ def refused_as_linked(db, user, issuer, subject):
 
 
 def check_domain(settings, email):
-    domain = oidc.email_domain(email)
+    domain = email_domain(email)
     if settings.allowed_domains and domain not in settings.allowed_domains:
         raise sign_in.SignInRefused(f"Addresses at {domain} may not sign in here. Ask an admin if you should.")
 

@@ -63,7 +63,7 @@ def test_nothing_new_in_a_quiet_week(app, world):
         later = weekly.team_digest(db, platform, moment("2026-06-29T09:00:00Z"))
     assert later["checkins"] == [] and later["off_track"] == []
     assert later["objectives"][0]["progress"] == later["objectives"][0]["progress_week_ago"] == "0.25"
-    text = weekly.digest_text(later)
+    text = "\n".join(weekly.digest_lines(later))
     assert "No check-ins this week." in text and "Nothing went off track." in text and "no change" in text
 
 
