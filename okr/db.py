@@ -37,7 +37,7 @@ def connect(path, busy_timeout_ms):
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     # Connections live as long as the server, so the WAL would otherwise keep
-    # its largest size (after a big cycle delete: docs/design.md, Serving) until shutdown.
+    # its largest size (after a big cycle delete: docs/design.md, What was chosen) until shutdown.
     db.execute("PRAGMA journal_size_limit = 16777216")
     if wal_autocheckpoint != 1000:
         db.execute(f"PRAGMA wal_autocheckpoint = {int(wal_autocheckpoint)}")

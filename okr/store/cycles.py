@@ -102,7 +102,7 @@ def delete(db, cycle_id):
         # The foreign keys would cascade to the key results too, but a range delete
         # on the cycle's index is twice as fast as a cascade step per objective.
         # Their check-ins go by cascade: a delete of its own would list every key result
-        # in memory first, for little time saved (docs/design.md, Serving).
+        # in memory first, for little time saved (docs/design.md, What was chosen).
         db.execute("DELETE FROM key_results WHERE cycle_id = ?", (cycle_id,))
         row = deleted_or_missing("cycle", db.execute("DELETE FROM cycles WHERE id = ? RETURNING *", (cycle_id,)))
     # One event for the cycle and everything that went with it.

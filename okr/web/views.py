@@ -252,7 +252,7 @@ def render_key_result(key_result_id, form=None, errors=None):
 
 
 # Pages this big or more go out gzipped to clients that take it (every browser): a big cycle's page is
-# megabytes of HTML, and a tenth of that compressed (docs/design.md, Serving).
+# megabytes of HTML, and a tenth of that compressed (docs/design.md, What was chosen).
 GZIP_FROM_BYTES = 16 * 1024
 
 
