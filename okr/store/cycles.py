@@ -107,3 +107,8 @@ def delete(db, cycle_id):
         row = deleted_or_missing("cycle", db.execute("DELETE FROM cycles WHERE id = ? RETURNING *", (cycle_id,)))
     # One event for the cycle and everything that went with it.
     events.record(db, "cycle", "deleted", cycle_id, cycle_dates_json(row), cycle_id=cycle_id)
+
+
+def pick_list(db):
+    """Every cycle's id and name, the newest first: the choices of a page's cycle filter or select."""
+    return db.execute("SELECT id, name FROM cycles ORDER BY seq DESC").fetchall()

@@ -33,3 +33,8 @@ def doomed(db, team_id):
     memberships that end}."""
     return {"objectives": count(db, "SELECT count(*) FROM objectives WHERE team_id = ?", team_id),
             "members": count(db, "SELECT count(*) FROM team_members WHERE team_id = ?", team_id)}
+
+
+def pick_list(db):
+    """Every team's id and name, by name: the choices of a page's team filter or select."""
+    return db.execute("SELECT id, name FROM teams ORDER BY name, seq").fetchall()

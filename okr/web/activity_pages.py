@@ -7,6 +7,7 @@ from flask import render_template, request, url_for
 
 from .. import activity
 from ..db import get_db
+from ..store import cycles, teams, users
 from .errors import PageError
 from .views import bp, filter_arg, has_endpoint, now
 
@@ -52,9 +53,7 @@ def show_activity():
         "activity.html", entries=shown(db, entries), older=older, chosen=chosen, moment=now(),
         older_link=url_for("web.show_activity", before=older, **{k: v for k, v in chosen.items() if v}),
         filtered=any(chosen.values()),
-        teams=db.execute("SELECT id, name FROM teams ORDER BY name, seq").fetchall(),
-        people=db.execute("SELECT id, name FROM users ORDER BY name, seq").fetchall(),
-        cycles=db.execute("SELECT id, name FROM cycles ORDER BY seq DESC").fetchall())
+        teams=teams.pick_list(db), people=users.pick_list(db), cycles=cycles.pick_list(db))
 
 
 def change_history(kind, resource_id):

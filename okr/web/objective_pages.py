@@ -16,7 +16,7 @@ from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..reports import DESCENDANTS
 from ..rules.schemas import objective_schema, objective_update_schema
-from ..store import cycles, objectives
+from ..store import cycles, objectives, teams
 from . import editing, sessions
 from .tree import key_result_html
 from .views import bp, now
@@ -127,10 +127,10 @@ def choices(db, row, form):
                         keep).fetchall()
     return {
         "teams": [(t["id"], t["name"] or "Unnamed team")
-                  for t in db.execute("SELECT id, name FROM teams ORDER BY name, seq")],
+                  for t in teams.pick_list(db)],
         "people": [(u["id"], u["name"] + ("" if u["is_active"] else " (inactive)")) for u in people],
         "cycles": [(c["id"], c["name"] or "Unnamed cycle")
-                   for c in db.execute("SELECT id, name FROM cycles ORDER BY seq DESC")],
+                   for c in cycles.pick_list(db)],
     }
 
 

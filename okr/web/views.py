@@ -19,7 +19,7 @@ from ..db import get_db, utc_now
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..rules.ids import MAX_ROW_ID, UUID_RE
-from ..store import checkins, cycles, objectives
+from ..store import checkins, cycles, objectives, teams, users
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import forms, sessions, week, words
 from .errors import PageError, wants_page
@@ -123,19 +123,18 @@ def show_cycle(cycle_id):
 def render_cycle(db, cycle, chosen):
     moment = now()
     report = reports.cycle_report(db, cycle, moment, **chosen)
-    teams = db.execute("SELECT id, name FROM teams ORDER BY name, seq").fetchall()
-    users = db.execute("SELECT id, name FROM users ORDER BY name, seq").fetchall()
+    team_rows, user_rows = teams.pick_list(db), users.pick_list(db)
     tree = tree_html(
         report["objectives"],
-        team_names={row["id"]: row["name"] for row in teams},
-        user_names={row["id"]: row["name"] for row in users},
+        team_names={row["id"]: row["name"] for row in team_rows},
+        user_names={row["id"]: row["name"] for row in user_rows},
         sparks=reports.recent_values(db, cycle["id"], SPARK_POINTS),
         now=moment,
         root=request.script_root,
         link_objectives=has_endpoint("web.show_objective"),
     )
     board = request.args.get("board", "") not in ("", "0")
-    return render_template("cycle.html", report=report, chosen=chosen, teams=teams, users=users, tree=tree,
+    return render_template("cycle.html", report=report, chosen=chosen, teams=team_rows, users=user_rows, tree=tree,
                            board=board, refresh=BOARD_REFRESH_SECONDS)
 
 
