@@ -1,4 +1,6 @@
 """Check-ins, the history of a key result: /v1/keyresults/<id>/checkins."""
+from functools import partial
+
 from flask import Blueprint, request
 from marshmallow import ValidationError
 from werkzeug.exceptions import BadRequest
@@ -40,10 +42,4 @@ def check_in(key_result_id, body):
 def list_checkins(key_result_id):
     """Lists a key result's check-ins in creation order, a page at a time."""
     key_result = key_results.get(get_db(), key_result_id)
-    return paginate(
-        "checkins",
-        # Check-ins point at their key result's seq; the JSON names its id.
-        "SELECT *, ? AS key_result_id FROM checkins WHERE key_result_seq = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (key_result_id, key_result["seq"]),
-        checkin_json,
-    )
+    return paginate("checkins", partial(checkins.page, key_result=key_result), checkin_json)

@@ -1,4 +1,6 @@
 """Comments: /v1/objectives/<id>/comments, /v1/keyresults/<id>/comments and /v1/comments/<id>."""
+from functools import partial
+
 from flask import Blueprint
 from werkzeug.exceptions import Forbidden
 
@@ -9,7 +11,7 @@ from ..rules.schemas import comment_schema
 from ..store import comments, key_results, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged
-from .paging import list_sql, paginate
+from .paging import paginate
 from .responses import deleted
 
 bp = Blueprint("comments", __name__, url_prefix="/v1")
@@ -26,7 +28,7 @@ def write_comment(kind, parent_id):
 
 def list_comments(column, parent_id):
     """A page of the comments on a parent, oldest first."""
-    return paginate("comments", list_sql("comments", (f"{column} = ?",)), (parent_id,), comment_json)
+    return paginate("comments", partial(comments.page, column=column, parent_id=parent_id), comment_json)
 
 
 @bp.post("/objectives/<objective_id>/comments")

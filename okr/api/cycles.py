@@ -24,7 +24,7 @@ def create_cycle():
 @bp.get("")
 def list_cycles():
     """Lists cycles in creation order, a page at a time."""
-    return paginate("cycles", "SELECT * FROM cycles WHERE seq > ? ORDER BY seq LIMIT ?", (), cycle_json)
+    return paginate("cycles", cycles.page, cycle_json)
 
 
 @bp.get("/<cycle_id>")

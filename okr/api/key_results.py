@@ -1,4 +1,6 @@
 """Key results: /v1/keyresults, and creating and listing them under their objective."""
+from functools import partial
+
 from flask import Blueprint
 
 from .. import access
@@ -8,7 +10,7 @@ from ..rules.schemas import KEY_RESULT_TYPES, key_result_edit_schema, key_result
 from ..store import cycles, key_results, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged
-from .paging import choice_arg, list_sql, paginate, query_arg
+from .paging import choice_arg, paginate, query_arg
 from .responses import deleted
 
 bp = Blueprint("key_results", __name__, url_prefix="/v1")
@@ -31,34 +33,19 @@ def create_key_result(objective_id):
 @bp.get("/objectives/<objective_id>/keyresults")
 def list_objective_key_results(objective_id):
     """Lists an objective's key results in creation order, a page at a time."""
-    conditions, params = type_filter()
+    kind = choice_arg("type", KEY_RESULT_TYPES)
     objectives.get(get_db(), objective_id)
-    return paginate(
-        "keyresults",
-        list_sql("key_results", ("objective_id = ?", *conditions)),
-        (objective_id, *params),
-        key_result_json,
-    )
+    return paginate("keyresults", partial(key_results.page, of={"objective_id": objective_id}, kind=kind),
+                    key_result_json)
 
 
 @bp.get("/keyresults")
 def list_key_results():
     """Lists the key results of one cycle's objectives, a page at a time."""
     cycle_id = query_arg("cycle_id", required=True)
-    conditions, params = type_filter()
-    cycles.get(get_db(), cycle_id)
-    return paginate(
-        "keyresults",
-        list_sql("key_results", ("cycle_id = ?", *conditions)),
-        (cycle_id, *params),
-        key_result_json,
-    )
-
-
-def type_filter():
-    """The SQL condition and parameter of the optional type filter, when given."""
     kind = choice_arg("type", KEY_RESULT_TYPES)
-    return (["type = ?"], [kind]) if kind is not None else ([], [])
+    cycles.get(get_db(), cycle_id)
+    return paginate("keyresults", partial(key_results.page, of={"cycle_id": cycle_id}, kind=kind), key_result_json)
 
 
 @bp.get("/keyresults/<key_result_id>")

@@ -1,4 +1,6 @@
 """Objectives: /v1/objectives."""
+from functools import partial
+
 from flask import Blueprint
 
 from ..db import get_db
@@ -7,7 +9,7 @@ from ..rules.schemas import objective_schema, objective_update_schema
 from ..store import cycles, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged
-from .paging import bool_arg, list_sql, paginate, query_arg, uuid_arg
+from .paging import bool_arg, paginate, query_arg, uuid_arg
 from .responses import deleted
 
 bp = Blueprint("objectives", __name__, url_prefix="/v1/objectives")
@@ -29,36 +31,27 @@ def create_objective():
 def list_objectives():
     """Lists the objectives of one cycle in creation order, a page at a time, maybe filtered."""
     cycle_id = query_arg("cycle_id", required=True)
-    conditions, params = objective_filters()
+    filters = objective_filters()
     cycles.get(get_db(), cycle_id)
-    return paginate(
-        "objectives",
-        list_sql("objectives", ("cycle_id = ?", *conditions)),
-        (cycle_id, *params),
-        objective_json,
-    )
+    return paginate("objectives", partial(objectives.page, cycle_id=cycle_id, filters=filters), objective_json)
 
 
 def objective_filters():
-    """The SQL conditions and parameters of the optional list filters given."""
-    conditions, params = [], []
+    """The optional list filters given, as the values their columns must hold (None: parent_objective_id
+    none)."""
+    filters = {}
     for name in ("team_id", "assignee_id"):
         value = uuid_arg(name)
         if value is not None:
-            conditions.append(f"{name} = ?")
-            params.append(value)
+            filters[name] = value
     parent = uuid_arg("parent_objective_id", words=("none",))
-    if parent == "none":
-        conditions.append("parent_objective_id IS NULL")
-    elif parent is not None:
-        conditions.append("parent_objective_id = ?")
-        params.append(parent)
+    if parent is not None:
+        filters["parent_objective_id"] = None if parent == "none" else parent
     for name in ("is_company", "is_personal"):
         value = bool_arg(name)
         if value is not None:
-            conditions.append(f"{name} = ?")
-            params.append(int(value))
-    return conditions, params
+            filters[name] = int(value)
+    return filters
 
 
 @bp.get("/<objective_id>")

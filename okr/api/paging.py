@@ -66,12 +66,6 @@ def bool_arg(name):
     return None if value is None else value == "true"
 
 
-def list_sql(table, conditions):
-    """The keyset page query over table: conditions (fixed SQL with ? only) ANDed, then paging."""
-    where = " AND ".join((*conditions, "seq > ?"))
-    return f"SELECT * FROM {table} WHERE {where} ORDER BY seq LIMIT ?"
-
-
 def page_size():
     text = query_arg("page_size")
     if text is None:
@@ -89,15 +83,16 @@ def page_token_arg():
     return decode_token(token) if token else 0
 
 
-def paginate(name, sql, params, to_json):
-    """Runs sql, which ends with "seq > ? ORDER BY seq LIMIT ?", and builds a page.
+def paginate(name, fetch, to_json):
+    """A page of the list name: fetch(db, after, limit) is the store's function that reads it, up to limit
+    rows after the row whose seq the page token names, in seq order.
 
     Fetches one row more than the page holds, so next_page_token is null
     exactly when no further rows exist.
     """
     after = page_token_arg()
     size = page_size()
-    rows = get_db().execute(sql, (*params, after, size + 1)).fetchall()
+    rows = fetch(get_db(), after, size + 1)
     has_more = len(rows) > size
     rows = rows[:size]
     return {

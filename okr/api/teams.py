@@ -23,7 +23,7 @@ def create_team():
 @bp.get("")
 def list_teams():
     """Lists teams in creation order, a page at a time."""
-    return paginate("teams", "SELECT * FROM teams WHERE seq > ? ORDER BY seq LIMIT ?", (), team_json)
+    return paginate("teams", teams.page, team_json)
 
 
 @bp.get("/<team_id>")

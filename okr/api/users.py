@@ -13,7 +13,7 @@ bp = Blueprint("users", __name__, url_prefix="/v1/users")
 @bp.get("")
 def list_users():
     """Lists users in creation order, a page at a time."""
-    return paginate("users", "SELECT * FROM users WHERE seq > ? ORDER BY seq LIMIT ?", (), user_json)
+    return paginate("users", users.page, user_json)
 
 
 @bp.get("/<user_id>")

@@ -62,3 +62,11 @@ def key_result_updated(db, before, row):
     events.record(db, "key_result", "updated", row["id"], key_result_details_json(row),
                   before=key_result_details_json(before), parent_id=row["objective_id"], cycle_id=row["cycle_id"],
                   team_id=row["team_id"])
+
+
+def page(db, after, limit, key_result):
+    """A page of a key result's (its row) check-ins, oldest first. Check-ins point at their key result's seq;
+    each row also names its id, as the API shows it."""
+    return db.execute(
+        "SELECT *, ? AS key_result_id FROM checkins WHERE key_result_seq = ? AND seq > ? ORDER BY seq LIMIT ?",
+        (key_result["id"], key_result["seq"], after, limit)).fetchall()

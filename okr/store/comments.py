@@ -4,6 +4,7 @@ from ..db import new_id, utc_now
 from ..errors import NotFound
 from ..records import comment_json
 from . import events
+from .common import keyset_page
 
 # A comment with where its events go: parent_id (its objective or key result), and that one's cycle and team
 # (a key result's team is its objective's).
@@ -81,3 +82,9 @@ def delete(db, stored):
     if db.execute("DELETE FROM comments WHERE id = ?", (stored["id"],)).rowcount == 0:
         raise NotFound("comment")
     record(db, "deleted", stored, stored)
+
+
+def page(db, after, limit, column, parent_id):
+    """A page of the comments on one objective or key result (column: objective_id or key_result_id), oldest
+    first."""
+    return keyset_page("comments", db, after, limit, {column: parent_id})

@@ -41,3 +41,18 @@ def rename_group(table, resource, db, row_id, name):
 def count(db, sql, *params):
     """The one number a SELECT count(*) answers."""
     return db.execute(sql, params).fetchone()[0]
+
+
+def keyset_page(table, db, after, limit, columns=None):
+    """Up to limit rows of table after the row whose seq is after, in seq order (the API's pages), whose
+    columns hold the values given ({column: value}, None for NULL). The columns are this package's own
+    names, never a client's; the values go in as parameters."""
+    conditions, params = [], []
+    for column, value in (columns or {}).items():
+        if value is None:
+            conditions.append(f"{column} IS NULL")
+        else:
+            conditions.append(f"{column} = ?")
+            params.append(value)
+    where = " AND ".join((*conditions, "seq > ?"))
+    return db.execute(f"SELECT * FROM {table} WHERE {where} ORDER BY seq LIMIT ?", (*params, after, limit)).fetchall()

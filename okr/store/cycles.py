@@ -6,7 +6,7 @@ from ..rules.schemas import DEFAULT_CONFIDENCE
 from ..records import cycle_dates_json, objective_json
 from . import events
 from .checkins import record, with_team
-from .common import count, deleted_or_missing, fetch, rename_group
+from .common import count, deleted_or_missing, fetch, keyset_page, rename_group
 from .key_results import key_result_created
 
 get = partial(fetch, "cycles", "cycle")
@@ -112,3 +112,7 @@ def delete(db, cycle_id):
 def pick_list(db):
     """Every cycle's id and name, the newest first: the choices of a page's cycle filter or select."""
     return db.execute("SELECT id, name FROM cycles ORDER BY seq DESC").fetchall()
+
+
+# page(db, after, limit): a page of cycles, oldest first.
+page = partial(keyset_page, "cycles")

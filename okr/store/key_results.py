@@ -7,7 +7,7 @@ from ..errors import Invalid
 from ..records import key_result_details_json
 from . import events
 from .checkins import key_result_updated, record, with_team
-from .common import count, deleted_or_missing, fetch
+from .common import count, deleted_or_missing, fetch, keyset_page
 
 get = partial(fetch, "key_results", "key result")
 
@@ -82,3 +82,9 @@ def delete(db, key_result_id):
         "DELETE FROM key_results WHERE id = ? RETURNING *", (key_result_id,))))
     events.record(db, "key_result", "deleted", key_result_id, key_result_details_json(row),
                   parent_id=row["objective_id"], cycle_id=row["cycle_id"], team_id=row["team_id"])
+
+
+def page(db, after, limit, of, kind=None):
+    """A page of key results, oldest first: of is {"objective_id": id} or {"cycle_id": id}; kind, when
+    given, keeps those of that type."""
+    return keyset_page("key_results", db, after, limit, {**of, **({"type": kind} if kind is not None else {})})

@@ -6,7 +6,7 @@ from ..db import new_id, utc_now
 from ..errors import Invalid
 from ..records import objective_json
 from . import events
-from .common import count, deleted_or_missing, fetch
+from .common import count, deleted_or_missing, fetch, keyset_page
 
 get = partial(fetch, "objectives", "objective")
 
@@ -104,3 +104,9 @@ def delete(db, objective_id):
                                                      (objective_id,)))
     events.record(db, "objective", "deleted", objective_id, objective_json(row), cycle_id=row["cycle_id"],
                   team_id=row["team_id"])
+
+
+def page(db, after, limit, cycle_id, filters):
+    """A page of one cycle's objectives, oldest first, whose columns hold the filters' values ({team_id,
+    assignee_id, parent_objective_id (None: none), is_company, is_personal}, each given or not)."""
+    return keyset_page("objectives", db, after, limit, {"cycle_id": cycle_id, **filters})

@@ -25,3 +25,12 @@ def remove(db, team_id, user_id):
         raise NotFound("team member")
     events.record(db, "team", "member_removed", team_id, membership_json(team_id, users.get(db, user_id)),
                   team_id=team_id)
+
+
+def page(db, after, limit, team_id):
+    """A page of a team's members' user rows, in the order they joined; a row's seq (its page token) is its
+    membership's."""
+    return db.execute(
+        """SELECT m.seq, u.id, u.name, u.email, u.is_active, u.created_at
+           FROM team_members m JOIN users u ON u.id = m.user_id
+           WHERE m.team_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?""", (team_id, after, limit)).fetchall()

@@ -3,7 +3,7 @@ from functools import partial
 
 from ..records import team_json
 from . import events
-from .common import count, create_group, deleted_or_missing, fetch, rename_group
+from .common import count, create_group, deleted_or_missing, fetch, keyset_page, rename_group
 
 get = partial(fetch, "teams", "team")
 
@@ -38,3 +38,7 @@ def doomed(db, team_id):
 def pick_list(db):
     """Every team's id and name, by name: the choices of a page's team filter or select."""
     return db.execute("SELECT id, name FROM teams ORDER BY name, seq").fetchall()
+
+
+# page(db, after, limit): a page of teams, oldest first.
+page = partial(keyset_page, "teams")

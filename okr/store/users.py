@@ -15,7 +15,7 @@ from ..emails import email_key
 from ..errors import Conflict, NotFound
 from ..records import user_role_json
 from . import events, web_sessions
-from .common import fetch
+from .common import fetch, keyset_page
 
 get = partial(fetch, "users", "user")
 ROLES = ("admin", "editor", "viewer")
@@ -172,3 +172,7 @@ def record_refused_sign_in(db, user, issuer, subject):
 def pick_list(db):
     """Every user's id and name, by name: the choices of a page's person filter."""
     return db.execute("SELECT id, name FROM users ORDER BY name, seq").fetchall()
+
+
+# page(db, after, limit): a page of users, oldest first.
+page = partial(keyset_page, "users")
