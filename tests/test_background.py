@@ -13,18 +13,9 @@ import pytest
 from okr.cli.background import lock_path
 from okr.store import events
 
-from helpers import REPO, free_port, start_service, stop_process
+from helpers import REPO, children_of, free_port, start_service, stop_process
 
 pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
-
-
-def children_of(pid):
-    """The pids of a process's children (Linux)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(child) for child in f.read().split()]
-    except FileNotFoundError:
-        return []
 
 
 def alive(pid):

@@ -4,6 +4,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+import people_page
+
 
 @pytest.fixture
 def key_result_fields():
@@ -40,3 +42,15 @@ def later(clock, monkeypatch):
     """The clock to move (it starts on 2026-06-01): list it after the fixtures that make data, which is then
     made before the clock moves."""
     return Later(clock, monkeypatch)
+
+
+@pytest.fixture
+def maya(app):
+    """Maya Lee, an admin with people_page.PASSWORD."""
+    return people_page.make_maya(app)
+
+
+@pytest.fixture
+def ed(app):
+    """Ed Itor, an editor with people_page.PASSWORD."""
+    return people_page.make_ed(app)

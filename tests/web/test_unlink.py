@@ -6,25 +6,13 @@ import re
 
 import pytest
 
-from helpers import user_with_password
 from okr.db import transaction
 from okr.store import users
+from people_page import HTML, csrf, people_row, sign_in
 
 pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")
 
-PASSWORD = "correct horse battery"
-HTML = {"Accept": "text/html"}
 ISSUER = "https://sso.example.com"
-
-
-def csrf(client, path="/login"):
-    page = client.get(path, headers=HTML)
-    return re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True)).group(1)
-
-
-def sign_in(client, email):
-    return client.post("/login", data={"csrf_token": csrf(client), "email": email, "password": PASSWORD,
-                                       "next": "/"})
 
 
 def link(app, user, subject="sub-old"):
@@ -42,16 +30,6 @@ def unlinked_events(app):
     with app.app_context(), transaction(write=False) as db:
         return [(row["resource_id"], json.loads(row["actor"]), json.loads(row["data"]))
                 for row in db.execute("SELECT * FROM events WHERE type = 'user.unlinked'")]
-
-
-@pytest.fixture
-def maya(app):
-    return user_with_password(app, PASSWORD)
-
-
-@pytest.fixture
-def ed(app):
-    return user_with_password(app, PASSWORD, "Ed Itor", "ed@example.com", "editor")
 
 
 def test_unlink_forgets_the_subject_and_records_it(app, runner, maya):
@@ -78,12 +56,6 @@ def test_unlink_of_an_unknown_email_is_one_line(runner):
     result = runner.invoke(args=["users", "unlink", "nobody@example.com"])
     assert result.exit_code == 1 and result.output.strip().count("\n") == 0
     assert "nobody@example.com" in result.output
-
-
-def people_row(client, user):
-    page = client.get("/people", headers=HTML)
-    assert page.status_code == 200
-    return re.search(rf'<tr id="u-{user["id"]}">.*?</tr>', page.text, re.S).group(0)
 
 
 def test_the_people_page_shows_a_linked_person_and_its_button_unlinks_them(app, maya, ed):

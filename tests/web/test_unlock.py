@@ -5,25 +5,12 @@ import time
 
 import pytest
 
-from helpers import create_key, user_with_password
+from helpers import create_key
 from okr.db import transaction
 from okr.store import sign_ins
+from people_page import HERE, THERE, csrf, people_row, sign_in
 
 pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")
-
-PASSWORD = "correct horse battery"
-HTML = {"Accept": "text/html"}
-HERE, THERE = "192.0.2.10", "198.51.100.20"
-
-
-def csrf(client, path="/login", address=HERE):
-    page = client.get(path, headers=HTML, environ_base={"REMOTE_ADDR": address})
-    return re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True)).group(1)
-
-
-def sign_in(client, email, password=PASSWORD, address=HERE):
-    return client.post("/login", data={"csrf_token": csrf(client, address=address), "email": email,
-                                       "password": password, "next": "/"}, environ_base={"REMOTE_ADDR": address})
 
 
 def hold(app, email, address=HERE):
@@ -32,16 +19,6 @@ def hold(app, email, address=HERE):
     for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
         assert sign_in(client, email, "guess guess guess", address).status_code == 401
     assert sign_in(client, email, address=address).status_code == 429
-
-
-@pytest.fixture
-def maya(app):
-    return user_with_password(app, PASSWORD)
-
-
-@pytest.fixture
-def ed(app):
-    return user_with_password(app, PASSWORD, "Ed Itor", "ed@example.com", "editor")
 
 
 def test_unlock_forgets_her_failures_from_every_address(app, runner, maya, ed):
@@ -74,12 +51,6 @@ def test_unlock_forgets_her_api_keys_and_reset_requests_too(app, runner, maya):
 def test_unlock_of_an_unknown_email_is_one_line(runner):
     result = runner.invoke(args=["users", "unlock", "nobody@example.com"])
     assert result.exit_code == 1 and result.output == "Error: no user with email nobody@example.com\n"
-
-
-def people_row(client, user):
-    page = client.get("/people", headers=HTML)
-    assert page.status_code == 200
-    return re.search(rf'<tr id="u-{user["id"]}">.*?</tr>', page.text, re.S).group(0)
 
 
 def test_the_people_page_shows_a_held_person_and_its_button_unlocks_them(app, maya, ed):
