@@ -5,6 +5,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import socket
 import sqlite3
 import stat
@@ -365,3 +366,16 @@ def user_with_password(app, password, name="Maya Lee", email="maya@example.com",
 def in_ci():
     """Whether CI is set: a test then fails, rather than skips, when a program it needs is missing."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def loopback_certificate(folder):
+    """(cert.pem, key.pem) in folder: a self-signed certificate for 127.0.0.1, made with openssl (skips the test
+    without it), for the TLS servers of the mail and webhook tests."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: no certificate for the TLS tests")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+

@@ -5,9 +5,8 @@ slow. A server with STARTTLS or TLS uses a self-signed certificate made by opens
 """
 import email
 import email.policy
-import shutil
 import socket
-import subprocess
+import ssl
 import threading
 import time
 
@@ -15,7 +14,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
-from helpers import make_cycle, make_key_result, make_objective
+from helpers import loopback_certificate, make_cycle, make_key_result, make_objective
 from okr import create_app, mail
 from okr.db import init_db, transaction
 from okr.store import users
@@ -87,22 +86,12 @@ def smtp_server():
 @pytest.fixture
 def certificate(tmp_path_factory, monkeypatch):
     """A self-signed certificate for 127.0.0.1 (cert.pem, key.pem), which okr.mail then trusts."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed: no certificate for the TLS tests")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    import ssl
-
+    cert, key = loopback_certificate(tmp_path_factory.mktemp("tls"))
     monkeypatch.setattr(mail, "tls_context", lambda: ssl.create_default_context(cafile=str(cert)))
     return cert, key
 
 
 def server_context(certificate):
-    import ssl
-
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(*map(str, certificate))
     return context

@@ -1,9 +1,8 @@
-import shutil
 import ssl
-import subprocess
 
 import pytest
 
+from helpers import loopback_certificate
 from okr import delivery
 from okr.deliverer import Deliverer
 
@@ -40,13 +39,7 @@ def deliverer(app):
 @pytest.fixture
 def certificate(tmp_path_factory, monkeypatch):
     """A server-side TLS context with a self-signed certificate for 127.0.0.1, which deliveries then trust."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed: no certificate for the TLS tests")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    cert, key = loopback_certificate(tmp_path_factory.mktemp("tls"))
     monkeypatch.setattr(delivery, "tls_context", lambda: ssl.create_default_context(cafile=str(cert)))
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server.load_cert_chain(str(cert), str(key))
