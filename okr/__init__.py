@@ -163,7 +163,7 @@ def create_app(test_config=None):
 
     # The pipeline first: its after-request hooks then run last, on every answer, a failed commit's too.
     pipeline.init_app(app)
-    db.init_app(app)
+    db.init_app(app, pipeline.request_writes)
     api.init_app(app)
     web.init_app(app)
     cli.init_app(app)

@@ -27,9 +27,10 @@ from flask import current_app, g, has_request_context, request
 from werkzeug.exceptions import Forbidden
 
 from . import proxies
-from .db import READ_METHODS
 from .store import keys, ways_in
 
+# The methods that only read: a viewer's and a read-only key's, and the requests whose transaction reads.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Compared against when the credential is unknown, so timing does not tell.
 UNKNOWN_KEY_SECRET = secrets.token_hex(32)
 

@@ -10,9 +10,9 @@ Knows nothing of Flask: it reads a config mapping and opens its own connections.
 import logging
 from contextlib import closing
 
-from . import delivery, mail, weekly
-from .db import connect, utc_now
+from . import clock, delivery, mail, weekly
 from .store import webhooks, weekly_mail
+from .store.schema import connect
 
 logger = logging.getLogger("okr")
 
@@ -47,7 +47,7 @@ def finish(db, hook, recipient, week, outcome):
     """Logs the attempt in the hook's delivery log; releases the claim of a failed one."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        webhooks.log_attempts(db, hook["seq"], [(recipient, "digest", utc_now(), outcome.status, outcome.error)])
+        webhooks.log_attempts(db, hook["seq"], [(recipient, "digest", clock.utc_now(), outcome.status, outcome.error)])
         if not outcome.ok:
             weekly_mail.release(db, CHAT, recipient, week)
         db.execute("COMMIT")

@@ -23,8 +23,8 @@ from contextlib import closing
 from datetime import datetime, timezone
 
 from . import delivery
-from .db import connect
 from .store import events, webhooks
+from .store.schema import connect
 
 logger = logging.getLogger("okr")
 

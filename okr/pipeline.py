@@ -3,7 +3,9 @@
 A guard returns None to let the request go on, or refuses it by returning a response or
 raising. Every failure, a guard's or a view's, is answered by answer_failure: in the
 contract's JSON error shape on /v1 and /healthz (and at / for an API client, which gets the
-JSON index there), as a page in the dashboard's layout everywhere else.
+JSON index there), as a page in the dashboard's layout everywhere else. A SQLite error is
+answered as the project's own error okr.db makes of it (503 with Retry-After, 507 for a full disk).
+The pipeline also decides which requests may write (request_writes), for the request's transaction.
 """
 import ipaddress
 from functools import lru_cache
@@ -12,6 +14,7 @@ from urllib.parse import urlsplit
 from flask import current_app, g, request
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound, RequestEntityTooLarge
 
+from . import db
 from .access import READ_METHODS, answers_as_api, event_actor, is_loopback
 from .api import auth
 from .api import errors as api_errors
@@ -159,8 +162,15 @@ def answers_in_json():
     return answers_as_api(path)
 
 
+def request_writes():
+    """Whether this request may write: its connection then checks the file first, and its transaction takes the
+    write lock up front (okr.db); a read gets a snapshot."""
+    return request.method not in READ_METHODS
+
+
 def answer_failure(error):
     """The one error handler: every exception a guard or a view raised, as JSON or as a page."""
+    error = db.project_error(error)  # a busy, full or unwritable database, in the project's words
     return api_errors.answer(error) if answers_in_json() else page_errors.answer(error)
 
 

@@ -50,13 +50,14 @@ from contextlib import closing
 from datetime import datetime, timezone
 
 from .client import ApiError
-from .db import connect, migrate, new_id
+from .clock import new_id
 from .emails import RULE_WORDS, email_key
 from .rules import names
 from .rules.ids import UUID_PATTERN
 from .scratch import remove_leftovers, scratch_folder
 from .store import bulk
 from .store.bulk import NOT_GIVEN, OPTIONAL
+from .store.schema import connect, migrate
 from .transfer.rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
 
 RESOURCES = ("users", "teams", "cycles", "objectives", "key_results")

@@ -23,9 +23,9 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import mail, progress, reports
-from .db import connect
 from .records import cycle_details_json
 from .store import weekly_mail
+from .store.schema import connect
 
 logger = logging.getLogger("okr")
 

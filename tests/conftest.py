@@ -4,16 +4,11 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 
 import pytest
 
-# Loaded here, so that the clock fixture finds every module that imported utc_now.
 import okr
-import okr.api
-import okr.cli
-import okr.db
-import okr.web.views
+import okr.clock
 from okr import create_app
 from okr.db import init_db
 
@@ -115,11 +110,9 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch):
-    """Every okr module that imported utc_now reads this clock instead, whichever module a view lives in."""
-    fake, real = Clock(), okr.db.utc_now
-    for name, module in list(sys.modules.items()):
-        if name.startswith("okr") and getattr(module, "utc_now", None) is real:
-            monkeypatch.setattr(module, "utc_now", fake)
+    """The one clock every okr module reads (okr.clock.utc_now), set to this one."""
+    fake = Clock()
+    monkeypatch.setattr(okr.clock, "utc_now", fake)
     return fake
 
 

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from okr import create_app
-from okr.db import connect, init_db, new_id, utc_now
+from okr.clock import new_id, utc_now
+from okr.db import init_db
+from okr.store.schema import connect
 
 from helpers import APP_PY, HttpClient, free_port, process_tree, stop_process
 

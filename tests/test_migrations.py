@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 import helpers
-import okr.db
+import okr.store.schema
 from okr import create_app, schema_path
 from okr.signing import authorization_header
-from okr.db import SCHEMA_VERSION, SchemaTooNew, init_db, utc_now
+from okr.clock import utc_now
+from okr.db import init_db
+from okr.store.schema import SCHEMA_VERSION, SchemaTooNew
 
 
 def user_version(path):
@@ -402,14 +404,14 @@ def test_a_migration_failing_midway_leaves_the_database_as_it_was(tmp_path, monk
         expected = sqlite3.OperationalError
     else:
         # after the check-ins are recorded, the last step fails
-        fill = okr.db.FILLS[2]
+        fill = okr.store.schema.FILLS[2]
 
         def fill_then_fail(db):
             fill(db)
             assert db.execute("SELECT count(*) FROM checkins").fetchone()[0] == len(V1_KEY_RESULTS)
             raise Boom("disk on fire")
 
-        monkeypatch.setitem(okr.db.FILLS, 2, fill_then_fail)
+        monkeypatch.setitem(okr.store.schema.FILLS, 2, fill_then_fail)
         expected = Boom
     with create_app(config).app_context(), pytest.raises(expected):
         init_db()

@@ -17,10 +17,12 @@ from helpers import (APP_PY, assert_error, file_mode, free_port, make_cycle, mak
 from marshmallow import ValidationError
 
 import okr.api.cycles
+import okr.clock
 import okr.db
 import okr.api.objectives
 from okr import create_app
-from okr.db import connect, get_db, init_db
+from okr.db import get_db, init_db
+from okr.store.schema import connect
 
 UUID_A = "0f8fad5b-d9cb-469f-a165-70867728950e"
 NOW = "2026-01-01T00:00:00Z"
@@ -465,7 +467,7 @@ def test_new_ids_are_distinct_lowercase_uuid4s_in_every_thread():
     ids = []
 
     def make_ids():
-        ids.extend(okr.db.new_id() for _ in range(1000))
+        ids.extend(okr.clock.new_id() for _ in range(1000))
 
     threads = [threading.Thread(target=make_ids) for _ in range(4)]
     for thread in threads:

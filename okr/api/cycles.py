@@ -1,7 +1,8 @@
 """Delivery cycles: /v1/cycles."""
 from flask import Blueprint
 
-from ..db import get_db, utc_now
+from .. import clock
+from ..db import get_db
 from ..progress import parse_timestamp
 from ..records import cycle_details_json, cycle_json
 from ..rules.schemas import cycle_schema, cycle_update_schema, group_update_schema
@@ -50,7 +51,7 @@ def patch_cycle(cycle_id):
     body = load_merge_patch(cycle_update_schema, {"name": stored["name"], "starts_on": stored["starts_on"],
                                                   "ends_on": stored["ends_on"]})
     row = cycles.update(get_db(), cycle_id, body)
-    today = parse_timestamp(utc_now()).date()
+    today = parse_timestamp(clock.utc_now()).date()
     return tagged(cycle_details_json(row, today), row["revision"], tag_of=cycle_json(row))
 
 

@@ -1,12 +1,9 @@
 """Turns every failure on /v1 and /healthz into the contract's {code, message, details} JSON body."""
-import sqlite3
-
 from flask import current_app, jsonify
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
-from .. import db
-from ..errors import Busy, Conflict, Invalid, NotFound
+from ..errors import Busy, Conflict, DatabaseTrouble, DatabaseUnusable, DiskFull, Invalid, NotFound
 from ..rules.messages import flatten
 
 # Short, stable summaries; werkzeug's default descriptions talk about browsers.
@@ -42,8 +39,12 @@ def answer(error):
         return error_response(404, str(error))
     if isinstance(error, Conflict):
         return error_response(409, str(error))
-    if isinstance(error, db.DatabaseUnusable):
+    if isinstance(error, DatabaseUnusable):
         return error_response(503, "the database is unusable", {"database": str(error)})
+    if isinstance(error, DiskFull):
+        return error_response(507, str(error))
+    if isinstance(error, DatabaseTrouble):
+        return error_response(503, str(error), headers=[("Retry-After", "1")])
     if isinstance(error, Busy):
         return error_response(503, str(error), headers=[("Retry-After", str(error.retry_after))])
     return unexpected(error)
@@ -62,10 +63,5 @@ def http_error(error):
 
 
 def unexpected(error):
-    if isinstance(error, sqlite3.Error):
-        trouble = db.database_trouble(error)
-        if trouble is not None:
-            status, message, retry = trouble
-            return error_response(status, message, headers=[("Retry-After", "1")] if retry else None)
     current_app.logger.exception("unhandled error")
     return error_response(500, "internal error")

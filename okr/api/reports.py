@@ -5,10 +5,10 @@ file, the same bytes, and sent from it; with no slot free in time the answer is 
 """
 from flask import Blueprint, Response
 
-from .. import bounded, progress, report_writer, reports
+from .. import bounded, clock, progress, report_writer, reports
+from ..db import get_db
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from ..errors import NotFound
-from ..db import get_db, utc_now
 from ..store import cycles
 from .paging import uuid_arg
 
@@ -21,7 +21,7 @@ def report_cycle(cycle_id):
     team_id, assignee_id = uuid_arg("team_id"), uuid_arg("assignee_id")
     db = get_db()
     cycle = cycles.get(db, cycle_id)
-    now = progress.parse_timestamp(utc_now())
+    now = progress.parse_timestamp(clock.utc_now())
     encode = bounded.compact_json()
     if encode is None or not bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"], team_id,
                                                                                  assignee_id)):
@@ -34,7 +34,7 @@ def report_cycle(cycle_id):
 def report_objective(objective_id):
     """Reports an objective and its aligned descendants, with progress."""
     db = get_db()
-    now = progress.parse_timestamp(utc_now())
+    now = progress.parse_timestamp(clock.utc_now())
     encode = bounded.compact_json()
     if encode is None or not bounded.is_big(report_writer.descendant_count(db, objective_id)):
         report = reports.objective_report(db, objective_id, now)
@@ -58,7 +58,7 @@ def report_cycle_csv(cycle_id):
     """A cycle's key results as CSV: the file okr export --format csv --cycle writes."""
     db = get_db()
     cycle = cycles.get(db, cycle_id)
-    now = progress.parse_timestamp(utc_now())
+    now = progress.parse_timestamp(clock.utc_now())
     headers = {"Content-Disposition": f'attachment; filename="cycle-{cycle["id"]}.csv"'}
     if not bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"])):
         return Response(cycle_csv_bytes(db, cycle["id"], now), mimetype="text/csv", headers=headers)

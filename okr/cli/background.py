@@ -20,9 +20,9 @@ import time
 from contextlib import closing
 
 from ..chat_digest import chat_digest_job
-from ..db import connect
 from ..deliverer import deliver_webhooks
 from ..store import events
+from ..store.schema import connect
 from ..weekly import weekly_mail_job
 from .workers import STARTING_CHILDREN
 

@@ -11,7 +11,8 @@ from contextlib import closing
 import click
 from flask import current_app
 
-from ..db import SCHEMA_VERSION, init_db, schema_version
+from ..db import init_db
+from ..store.schema import SCHEMA_VERSION, schema_version
 
 # The app's logger: `okr COMMAND` shows what it logs on stderr, as `okr: ...` lines.
 logger = logging.getLogger("okr")

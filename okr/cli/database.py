@@ -13,8 +13,9 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from .. import replication, scratch
-from ..db import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, init_db, migrate, schema_objects,
-                  schema_version, table_columns)
+from ..db import init_db
+from ..store.schema import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, migrate,
+                            schema_objects, schema_version, table_columns)
 from ..transfer.importer import check_stored
 from ..transfer.rows import Refusal
 from . import serving_lock

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 from .. import db as okr_db
+from ..clock import stamped_time
 from ..rules import passwords
 from ..store import events as activity
 from ..store import users
@@ -473,16 +474,16 @@ def new_password():
 
 @contextmanager
 def clock():
-    """Sets the time every write stamps (okr.db.stamped_time): yields a function that sets it; unset on leaving."""
-    token = okr_db.stamped_time.set(None)
+    """Sets the time every write stamps (okr.clock.stamped_time): yields a function that sets it; unset on leaving."""
+    token = stamped_time.set(None)
 
     def set_time(when):
-        okr_db.stamped_time.set(when.astimezone(timezone.utc))
+        stamped_time.set(when.astimezone(timezone.utc))
 
     try:
         yield set_time
     finally:
-        okr_db.stamped_time.reset(token)
+        stamped_time.reset(token)
 
 
 def fill(app, events, password_hash=None):

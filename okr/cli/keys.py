@@ -2,8 +2,9 @@
 import click
 from flask.cli import AppGroup
 
+from .. import clock
+from ..db import transaction
 from ..signing import authorization_header
-from ..db import transaction, utc_now
 from ..errors import NotFound
 from ..store import keys, users
 from .common import echo_json, read_database, reports_errors, use_database
@@ -103,5 +104,5 @@ def revoke_key(credential):
 @click.option("--timestamp", help="RFC 3339 UTC time to sign; default: now.")
 def auth_header(credential, secret, timestamp):
     """Print a signed Authorization header line, for curl -H."""
-    timestamp = timestamp or utc_now()
+    timestamp = timestamp or clock.utc_now()
     click.echo(f"Authorization: {authorization_header(credential, secret, timestamp)}")

@@ -25,7 +25,8 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from .. import db, replication
+from .. import replication
+from ..store import schema
 from .common import as_configured, echo_json, reports_errors
 from .workers import STARTING_CHILDREN
 
@@ -76,7 +77,7 @@ def start_replication(app):
         sys.exit(f"okr: another server already replicates {app.config['DATABASE']}; serve it without "
                  "--replicate, or stop that server first")
     # Litestream checkpoints the database alone from now on: docs/operations.md says why.
-    db.leave_checkpoints_to_litestream()
+    schema.leave_checkpoints_to_litestream()
     replicator = Replicator(binary, app.config["DATABASE"], replica, app.config["BUSY_TIMEOUT_MS"], max_lag=max_lag)
     app.config["REPLICATION_STATUS"] = replicator.status_path
     app.config["REPLICATE_MAX_LAG"] = max_lag

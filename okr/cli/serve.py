@@ -20,10 +20,11 @@ from waitress import create_server
 
 from .. import mail, weekly
 from ..access import is_loopback, sign_in_needed_because
-from ..db import connect, init_db
+from ..db import init_db
 from ..proxies import environ_client
 from ..scratch import remove_leftovers
 from ..store import ways_in
+from ..store.schema import connect
 from ..switches import switch
 from . import connections
 from .background import run_beside, stop_background

@@ -5,8 +5,8 @@ import stat
 import click
 from flask.cli import with_appcontext
 
-from .. import progress, transfer
-from ..db import transaction, utc_now
+from .. import clock, progress, transfer
+from ..db import transaction
 from .common import echo_json, read_database, reports_errors, use_database
 from .database import new_file_beside
 
@@ -53,7 +53,7 @@ def export_command(path, include_keys, file_format, cycle_id):
         if file_format == "csv":
             if db.execute("SELECT 1 FROM cycles WHERE id = ?", (cycle_id,)).fetchone() is None:
                 raise click.ClickException(f"no cycle with id {cycle_id}")
-            now = progress.parse_timestamp(utc_now())  # the clock the API's reports use
+            now = progress.parse_timestamp(clock.utc_now())  # the clock the API's reports use
             # A byte-order mark: Excel takes a CSV without one for the local code page.
             count = write_new_file(path, lambda f: transfer.export_csv(db, cycle_id, f, now),
                                    encoding=transfer.CSV_ENCODING, newline="")

@@ -2,8 +2,8 @@
 import click
 from flask.cli import AppGroup
 
-from .. import delivery
-from ..db import transaction, utc_now
+from .. import clock, delivery
+from ..db import transaction
 from ..errors import Invalid, NotFound
 from ..store import events, webhooks
 from .common import echo_json, read_database, reports_errors, use_database
@@ -121,7 +121,7 @@ def test_hook(hook_id):
         hook = found(db, hook_id)
     outcome, message_id = delivery.send_ping(hook, events.ACTOR.get())
     with transaction() as db:
-        webhooks.log_attempts(db, hook["seq"], [(message_id, "ping", utc_now(), outcome.status, outcome.error)])
+        webhooks.log_attempts(db, hook["seq"], [(message_id, "ping", clock.utc_now(), outcome.status, outcome.error)])
     if not outcome.ok:
         raise click.ClickException(f"ping failed: {outcome.error}")
     click.echo(f"ping delivered: HTTP {outcome.status}")

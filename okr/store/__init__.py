@@ -4,5 +4,5 @@ Each write is one function that takes a connection inside the caller's transacti
 (already validated) values, and returns the row as written; it raises okr.errors' NotFound,
 Invalid or Conflict, never anything of HTTP. The API, the pages, the commands, okr import,
 okr import-simpleokr and okr demo all write through here: SQL that writes lives nowhere else but
-in okr/db.py's migrations and schema.sql.
+in the migrations (okr/store/schema.py) and schema.sql.
 """

@@ -1,5 +1,6 @@
 """Check-ins, a key result's history: every write that moves a key result records one here."""
-from ..db import new_id, utc_now
+from .. import clock
+from ..clock import new_id
 from ..errors import Invalid, NotFound
 from ..records import checkin_json, key_result_details_json
 from . import events
@@ -43,7 +44,7 @@ def check_in(db, key_result_id, value, confidence=None, comment=None, author_id=
     """
     if author_id is not None and db.execute("SELECT 1 FROM users WHERE id = ?", (author_id,)).fetchone() is None:
         raise Invalid({"author_id": "No user with this id exists."})
-    now = utc_now()
+    now = clock.utc_now()
     before = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
     if before is None:
         raise NotFound("key result")

@@ -1,6 +1,7 @@
 """Comments on an objective or a key result: written, rewritten and deleted, each with its event placed under
 what it is on (parent_id, and that one's cycle and team). Who may change one is okr.access's rule."""
-from ..db import new_id, utc_now
+from .. import clock
+from ..clock import new_id
 from ..errors import NotFound
 from ..records import comment_json
 from . import events
@@ -52,7 +53,7 @@ def create(db, kind, parent_id, body, author_id):
     """A new comment on the objective or key result (kind) with parent_id, by author_id (None: a service key,
     open access); NotFound when that one does not exist."""
     on = parent(db, kind, parent_id)
-    now = utc_now()
+    now = clock.utc_now()
     row = {"id": new_id(), "body": body, "objective_id": None, "key_result_id": None, "author_id": author_id,
            "created_at": now, "modified_at": now}
     row[PARENTS[kind][1]] = on["id"]
@@ -69,7 +70,7 @@ def update(db, stored, body):
     """The stored comment (get's row) with a new body; its revision moves on."""
     row = db.execute(
         """UPDATE comments SET body = ?, modified_at = ?, revision = revision + 1 WHERE id = ? RETURNING *""",
-        (body, utc_now(), stored["id"]),
+        (body, clock.utc_now(), stored["id"]),
     ).fetchone()
     if row is None:
         raise NotFound("comment")

@@ -1,5 +1,6 @@
 """What the resources' modules share: finding a row by id, and the writes of a named group (cycle, team)."""
-from ..db import new_id, utc_now
+from .. import clock
+from ..clock import new_id
 from ..errors import NotFound
 
 
@@ -25,7 +26,7 @@ def deleted_or_missing(resource, answer):
 def create_group(table, db, name):
     """A new cycle or team."""
     return db.execute(
-        f"INSERT INTO {table} (id, name, created_at) VALUES (?, ?, ?) RETURNING *", (new_id(), name, utc_now())
+        f"INSERT INTO {table} (id, name, created_at) VALUES (?, ?, ?) RETURNING *", (new_id(), name, clock.utc_now())
     ).fetchone()
 
 

@@ -1,13 +1,15 @@
 """Delivery cycles: created (maybe with dates), renamed or edited, copied to a new cycle, deleted."""
 from functools import partial
 
-from ..db import bulk_delete, new_id, utc_now
+from .. import clock
+from ..clock import new_id
 from ..rules.schemas import DEFAULT_CONFIDENCE
 from ..records import cycle_dates_json, objective_json
 from . import events
 from .checkins import record, with_team
 from .common import count, deleted_or_missing, fetch, keyset_page, rename_group
 from .key_results import key_result_created
+from .schema import bulk_delete
 
 get = partial(fetch, "cycles", "cycle")
 
@@ -16,7 +18,7 @@ def create(db, name, starts_on=None, ends_on=None):
     """A new cycle (its row), maybe with its dates (ISO dates, checked by CycleSchema)."""
     row = db.execute(
         "INSERT INTO cycles (id, name, created_at, starts_on, ends_on) VALUES (?, ?, ?, ?, ?) RETURNING *",
-        (new_id(), name, utc_now(), starts_on, ends_on),
+        (new_id(), name, clock.utc_now(), starts_on, ends_on),
     ).fetchone()
     events.record(db, "cycle", "created", row["id"], cycle_dates_json(row), cycle_id=row["id"])
     return row
@@ -64,7 +66,7 @@ def copy(db, source_id, values, author_id=None):
     """
     get(db, source_id)
     cycle = create(db, values["name"], values["starts_on"], values["ends_on"])
-    now = utc_now()
+    now = clock.utc_now()
     sources = db.execute("SELECT * FROM objectives WHERE cycle_id = ? ORDER BY seq", (source_id,)).fetchall()
     copies = {row["id"]: new_id() for row in sources}
     db.executemany(

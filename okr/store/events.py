@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta, timezone
 
-from ..db import new_id, utc_now
+from .. import clock
+from ..clock import new_id
 
 
 def system(name):
@@ -64,7 +65,7 @@ def record(db, kind, action, resource_id, data, before=None, parent_id=None, cyc
     seq = db.execute(
         """INSERT INTO events (id, type, created_at, actor, person_id, resource_type, resource_id, parent_id,
                cycle_id, team_id, data, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-        (new_id(), event_type, utc_now(), dumps(actor), person_of(actor), kind, resource_id, parent_id, cycle_id,
+        (new_id(), event_type, clock.utc_now(), dumps(actor), person_of(actor), kind, resource_id, parent_id, cycle_id,
          team_id, dumps(data), None if before is None else dumps(changes(before, data))),
     ).lastrowid
     db.execute(ENQUEUE, (seq, event_type))

@@ -7,7 +7,7 @@ changes or they are deactivated (okr.store.users.void_links).
 import secrets
 from datetime import datetime, timedelta
 
-from ..db import utc_now
+from .. import clock
 from .web_sessions import token_hash
 
 VALID_FOR = timedelta(days=7)
@@ -16,7 +16,7 @@ VALID_FOR = timedelta(days=7)
 def create(db, user):
     """A new invitation for the user (its row), voiding any earlier one; its token, for the link alone."""
     token = secrets.token_urlsafe(32)
-    expires = (datetime.fromisoformat(utc_now()[:-1]) + VALID_FOR).strftime("%Y-%m-%dT%H:%M:%SZ")
+    expires = (datetime.fromisoformat(clock.utc_now()[:-1]) + VALID_FOR).strftime("%Y-%m-%dT%H:%M:%SZ")
     db.execute("INSERT OR REPLACE INTO invitations (user_id, token_hash, expires_at) VALUES (?, ?, ?)",
                (user["id"], token_hash(token), expires))
     return token
@@ -27,7 +27,7 @@ def invited_user(db, token):
     return db.execute(
         """SELECT u.* FROM invitations i JOIN users u ON u.id = i.user_id
            WHERE i.token_hash = ? AND i.expires_at > ? AND u.is_active""",
-        (token_hash(token), utc_now())).fetchone()
+        (token_hash(token), clock.utc_now())).fetchone()
 
 
 def use(db, token):

@@ -2,7 +2,8 @@
 from decimal import Decimal
 from functools import partial
 
-from ..db import new_id, utc_now
+from .. import clock
+from ..clock import new_id
 from ..errors import Invalid
 from ..records import key_result_details_json
 from . import events
@@ -23,7 +24,7 @@ def create(db, objective, values, author_id=None):
     """A new key result of an objective (its row) from a KeyResultSchema's values (maybe with an owner_id), with
     its first check-in: its starting value, by author_id (the person who made it, None when unknown)."""
     check_owner(db, values)
-    now = utc_now()
+    now = clock.utc_now()
     row = db.execute(
         """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence,
                current_value, target_value_min, target_value_max, created_at, modified_at, owner_id)
@@ -47,7 +48,7 @@ def replace(db, stored, values, author_id=None):
     """The stored key result (its row) with a KeyResultUpdateSchema's values (its owner stays) or a
     KeyResultEditSchema's (with owner_id); a new value or confidence is a check-in, by author_id."""
     check_owner(db, values)
-    now = utc_now()
+    now = clock.utc_now()
     row = with_team(db, db.execute(
         """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,
                target_value_min = ?, target_value_max = ?, modified_at = ?, revision = revision + 1,

@@ -4,7 +4,7 @@ A key with a user acts as that user, with the user's role; one without is a serv
 """
 import secrets
 
-from ..db import utc_now
+from .. import clock
 from ..errors import NotFound
 from ..records import key_json
 from . import events
@@ -16,7 +16,7 @@ def create(db, name, read_only=False, user_id=None):
     row = db.execute(
         "INSERT INTO api_keys (credential, secret, name, created_at, read_only, user_id) VALUES (?, ?, ?, ?, ?, ?)"
         " RETURNING *",
-        (credential, secret, name, utc_now(), int(read_only), user_id),
+        (credential, secret, name, clock.utc_now(), int(read_only), user_id),
     ).fetchone()
     events.record(db, "key", "created", credential, key_json(row))
     return credential, secret
@@ -42,7 +42,7 @@ def revoke(db, credential):
     if before["revoked_at"] is not None:
         return before["revoked_at"]
     row = db.execute("UPDATE api_keys SET revoked_at = ? WHERE seq = ? RETURNING *",
-                     (utc_now(), before["seq"])).fetchone()
+                     (clock.utc_now(), before["seq"])).fetchone()
     events.record(db, "key", "updated", credential, key_json(row), before=key_json(before))
     return row["revoked_at"]
 

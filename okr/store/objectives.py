@@ -2,7 +2,8 @@
 import sqlite3
 from functools import partial
 
-from ..db import new_id, utc_now
+from .. import clock
+from ..clock import new_id
 from ..errors import Invalid
 from ..records import objective_json
 from . import events
@@ -47,7 +48,7 @@ def check_references(db, values, objective_id=None):
 
 def create(db, values):
     """A new objective from an ObjectiveSchema's values; Invalid when a reference names no row."""
-    now = utc_now()
+    now = clock.utc_now()
     row = {**values, "id": new_id(), "created_at": now, "modified_at": now}
     try:
         # No RETURNING: the row is what we wrote, and reading it back would be one
@@ -80,7 +81,7 @@ def replace(db, objective_id, values):
            WHERE id = ? RETURNING *""",
         (values["name"], values["description"], values["is_company"], values["is_personal"],
          values["cycle_id"], values["team_id"], values["assignee_id"], values["parent_objective_id"],
-         utc_now(), objective_id),
+         clock.utc_now(), objective_id),
     ).fetchone()
     events.record(db, "objective", "updated", objective_id, objective_json(row), before=objective_json(before),
                   cycle_id=row["cycle_id"], team_id=row["team_id"])

@@ -7,7 +7,7 @@ or they are deactivated (okr.store.users.void_links).
 import secrets
 from datetime import datetime, timedelta
 
-from ..db import utc_now
+from .. import clock
 from .web_sessions import token_hash
 
 VALID_FOR = timedelta(hours=1)
@@ -16,7 +16,7 @@ VALID_FOR = timedelta(hours=1)
 def create(db, user):
     """A new reset for the user (its row), voiding any earlier one; its token, for the link alone."""
     token = secrets.token_urlsafe(32)
-    expires = (datetime.fromisoformat(utc_now()[:-1]) + VALID_FOR).strftime("%Y-%m-%dT%H:%M:%SZ")
+    expires = (datetime.fromisoformat(clock.utc_now()[:-1]) + VALID_FOR).strftime("%Y-%m-%dT%H:%M:%SZ")
     db.execute("INSERT OR REPLACE INTO password_resets (user_id, token_hash, expires_at) VALUES (?, ?, ?)",
                (user["id"], token_hash(token), expires))
     return token
@@ -27,4 +27,4 @@ def user_for(db, token):
     return db.execute(
         """SELECT u.* FROM password_resets r JOIN users u ON u.id = r.user_id
            WHERE r.token_hash = ? AND r.expires_at > ? AND u.is_active""",
-        (token_hash(token), utc_now())).fetchone()
+        (token_hash(token), clock.utc_now())).fetchone()

@@ -1,6 +1,6 @@
 """A team's members: users added to and removed from a team. Deleting either side removes the membership
 (the foreign keys cascade)."""
-from ..db import utc_now
+from .. import clock
 from ..errors import NotFound
 from ..records import membership_json
 from . import events, teams, users
@@ -11,7 +11,7 @@ def add(db, team_id, user_id):
     teams.get(db, team_id)
     user = users.get(db, user_id)
     added = db.execute("INSERT OR IGNORE INTO team_members (team_id, user_id, joined_at) VALUES (?, ?, ?)",
-                       (team_id, user_id, utc_now())).rowcount
+                       (team_id, user_id, clock.utc_now())).rowcount
     if added:
         events.record(db, "team", "member_added", team_id, membership_json(team_id, user), team_id=team_id)
     return user

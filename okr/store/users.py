@@ -10,7 +10,8 @@ The changes here void them, and so does okr.store.bulk's write of an imported us
 import sqlite3
 from functools import partial
 
-from ..db import new_id, utc_now
+from .. import clock
+from ..clock import new_id
 from ..emails import email_key
 from ..errors import Conflict, NotFound
 from ..records import user_role_json
@@ -31,7 +32,7 @@ def create(db, name, email, role="editor"):
         row = db.execute(
             "INSERT INTO users (id, name, email, email_key, is_active, created_at, role) VALUES (?, ?, ?, ?, 1, ?, ?)"
             " RETURNING *",
-            (new_id(), name, email, email_key(email), utc_now(), role),
+            (new_id(), name, email, email_key(email), clock.utc_now(), role),
         ).fetchone()
     except sqlite3.IntegrityError:
         raise taken(email) from None
@@ -48,7 +49,7 @@ def updated(db, before, row):
 def find_by_email(db, email):
     """The user with this email under the email rule, or None; or, given exactly, one that an upgrade left
     without an email key."""
-    # Such a user lost a clash of emails that were one under the rule of the day (okr.db
+    # Such a user lost a clash of emails that were one under the rule of the day (okr.store.schema
     # says more); its exact email is the only way to reach it, and update the way to fix it.
     return (db.execute("SELECT * FROM users WHERE email_key IS NULL AND email = ?", (email,)).fetchone()
             or db.execute("SELECT * FROM users WHERE email_key = ?", (email_key(email),)).fetchone())

@@ -8,7 +8,7 @@ import hashlib
 import secrets
 from datetime import datetime
 
-from ..db import utc_now
+from .. import clock
 
 
 def token_hash(token):
@@ -18,7 +18,7 @@ def token_hash(token):
 def open_session(db, life, user_id=None, credential=None):
     """A new session for the user with user_id, or for the key with credential; its token, for the cookie
     alone. Sessions older than life (a timedelta) are past it: they go."""
-    now = utc_now()
+    now = clock.utc_now()
     expired_before = (datetime.fromisoformat(now[:-1]) - life).strftime("%Y-%m-%dT%H:%M:%SZ")
     db.execute("DELETE FROM web_sessions WHERE created_at < ?", (expired_before,))
     token = secrets.token_urlsafe(32)
@@ -37,7 +37,7 @@ def live(db, token):
 def end(db, token):
     """Ends the session with this token (a session already ended, or unknown, stays as it is)."""
     db.execute("UPDATE web_sessions SET ended_at = ? WHERE token_hash = ? AND ended_at IS NULL",
-               (utc_now(), token_hash(token)))
+               (clock.utc_now(), token_hash(token)))
 
 
 def end_users(db, user_id, keep_token=None):
@@ -48,4 +48,4 @@ def end_users(db, user_id, keep_token=None):
         """UPDATE web_sessions SET ended_at = ?
            WHERE ended_at IS NULL AND token_hash <> ?
              AND (user_id = ? OR credential IN (SELECT credential FROM api_keys WHERE user_id = ?))""",
-        (utc_now(), kept, user_id, user_id))
+        (clock.utc_now(), kept, user_id, user_id))

@@ -10,7 +10,8 @@ go to the hooks themselves).
 """
 import re
 
-from ..db import new_id, utc_now
+from .. import clock
+from ..clock import new_id
 from ..delivery import new_secret, url_problem
 from ..errors import Invalid, NotFound
 
@@ -54,7 +55,7 @@ def add(db, url, patterns=None, format="events", allow_private=False):
         patterns = list(DEFAULT_PATTERNS)
     row = db.execute(
         """INSERT INTO webhooks (id, url, secret, format, allow_private, created_at) VALUES (?, ?, ?, ?, ?, ?)
-           RETURNING *""", (new_id(), url, new_secret(), format, int(bool(allow_private)), utc_now())).fetchone()
+           RETURNING *""", (new_id(), url, new_secret(), format, int(bool(allow_private)), clock.utc_now())).fetchone()
     db.executemany("INSERT INTO webhook_patterns (hook_seq, pattern) VALUES (?, ?)",
                    [(row["seq"], pattern) for pattern in patterns])
     return {**dict(row), "patterns": patterns}

@@ -4,7 +4,7 @@ sending fails, so that a later round sends it.
 
 A claim is its own short write transaction: the other processes must see it before the message goes out.
 """
-from ..db import utc_now
+from .. import clock
 
 
 def claim(db, kind, recipient, week):
@@ -12,7 +12,7 @@ def claim(db, kind, recipient, week):
     db.execute("BEGIN IMMEDIATE")
     try:
         inserted = db.execute("INSERT OR IGNORE INTO weekly_mail (kind, recipient, week, sent_at) VALUES (?, ?, ?, ?)",
-                              (kind, recipient, week, utc_now())).rowcount
+                              (kind, recipient, week, clock.utc_now())).rowcount
         db.execute("COMMIT")
     finally:
         if db.in_transaction:

@@ -1,12 +1,9 @@
 """Every failure outside /v1 and /healthz as a page in the dashboard's layout, with a way back."""
-import sqlite3
-
 from flask import current_app, make_response, render_template, request
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
-from .. import db
-from ..errors import Busy, Conflict, Invalid, NotFound
+from ..errors import Busy, Conflict, DatabaseTrouble, DatabaseUnusable, DiskFull, Invalid, NotFound
 from ..rules.messages import flatten
 
 
@@ -79,16 +76,13 @@ def answer(error):
     if isinstance(error, Busy):
         return page(503, "Try again in a moment", "Other big reports are being prepared just now; this one will be "
                     "ready to start in a few seconds.", [("Retry-After", str(error.retry_after))])
-    if isinstance(error, db.DatabaseUnusable):
+    if isinstance(error, DatabaseUnusable):
         return page(503, "Try again in a moment", "The database cannot be used just now; the server's log says why.",
                     [("Retry-After", "1")])
-    if isinstance(error, sqlite3.Error):
-        trouble = db.database_trouble(error)
-        if trouble is not None:
-            status, _message, retry = trouble
-            if retry:
-                return unavailable()
-            return page(status, "Not saved", "The server's disk is full: nothing was changed. Tell whoever runs it.")
+    if isinstance(error, DiskFull):
+        return page(507, "Not saved", "The server's disk is full: nothing was changed. Tell whoever runs it.")
+    if isinstance(error, DatabaseTrouble):
+        return unavailable()
     current_app.logger.exception("unhandled error")
     return page(500, "Something went wrong", "The server could not show this page; nothing was changed. Try again "
                                              "in a moment; if it keeps happening, the server's log says why.")

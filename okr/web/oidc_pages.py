@@ -20,7 +20,8 @@ from flask import current_app, g, redirect, render_template, request, session
 from marshmallow import ValidationError
 
 from .. import oidc
-from ..db import READ_METHODS, begin_write, commit, get_connection, get_db, release_writers
+from ..access import READ_METHODS
+from ..db import begin_write, commit, get_connection, get_db, release_writers
 from ..emails import email_domain
 from ..errors import Conflict
 from ..rules.schemas import user_schema

@@ -18,7 +18,8 @@ from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from .. import access
-from ..db import READ_METHODS, DatabaseMissing, get_connection, get_db, transaction
+from ..access import READ_METHODS
+from ..db import DatabaseMissing, get_connection, get_db, transaction
 from ..store import web_secrets, web_sessions
 from ..switches import switch
 from .errors import FORM_REFUSED, PageError, SessionUnavailable, wants_page

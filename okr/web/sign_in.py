@@ -21,7 +21,8 @@ from flask import current_app, request
 
 from .. import access, proxies
 from ..addresses import address_key
-from ..db import READ_METHODS, get_connection, get_db, own_write
+from ..access import READ_METHODS
+from ..db import get_connection, get_db, own_write
 from ..emails import email_key
 from ..rules import passwords
 from ..store import invitations, password_resets, sign_ins, users

@@ -14,8 +14,8 @@ from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
 
-from .. import access, bounded, index, report_writer, reports
-from ..db import get_db, utc_now
+from .. import access, bounded, clock, index, report_writer, reports
+from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..rules.ids import MAX_ROW_ID, UUID_RE
@@ -58,7 +58,7 @@ def has_endpoint(name):
 
 
 def now():
-    return parse_timestamp(utc_now())
+    return parse_timestamp(clock.utc_now())
 
 
 @bp.get("/")

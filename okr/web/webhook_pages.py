@@ -6,8 +6,8 @@ network wait holds SQLite's write lock.
 """
 from flask import redirect, render_template, request, url_for
 
-from .. import access, delivery
-from ..db import get_connection, get_db, utc_now
+from .. import access, clock, delivery
+from ..db import get_connection, get_db
 from ..errors import Invalid
 from ..store import webhooks
 from . import sessions
@@ -81,7 +81,7 @@ def test_webhook(hook_id):
     """Sends the webhook a ping now, and shows the answer."""
     hook = webhooks.get(get_connection(), hook_id)  # read outside the write transaction: the ping may take 15 s
     outcome, message_id = delivery.send_ping(hook, access.event_actor(access.current_actor()))
-    webhooks.log_attempts(get_db(), hook["seq"], [(message_id, "ping", utc_now(), outcome.status, outcome.error)])
+    webhooks.log_attempts(get_db(), hook["seq"], [(message_id, "ping", clock.utc_now(), outcome.status, outcome.error)])
     result = f"Ping delivered: HTTP {outcome.status}." if outcome.ok else f"Ping failed: {outcome.error}"
     return hook_page(hook_id, result)
 

@@ -23,7 +23,8 @@ from schemathesis.config import SchemathesisConfig
 
 from helpers import make_user
 from okr.signing import authorization_header
-from okr.db import connect, utc_now
+from okr.clock import utc_now
+from okr.store.schema import connect
 from okr.rules.fields import canonical_decimal
 from okr.api.paging import encode_token
 from okr.rules.ids import UUID_RE

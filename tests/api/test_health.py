@@ -11,7 +11,8 @@ from werkzeug import Response
 from helpers import (HttpResponse, assert_error, free_port, keep_file_permissions, make_cycle, start_service,
                      thread_connection)
 from okr.signing import authorization_header
-from okr.db import READ_RECHECK_SECONDS, utc_now
+from okr.clock import utc_now
+from okr.db import READ_RECHECK_SECONDS
 
 CYCLE_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 

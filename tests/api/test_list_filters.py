@@ -3,7 +3,7 @@ import pytest
 
 import okr.api.paging
 from helpers import assert_error, make_cycle, make_key_result, make_objective
-from okr.db import connect
+from okr.store.schema import connect
 
 UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
 

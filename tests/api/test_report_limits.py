@@ -22,7 +22,7 @@ from helpers import (
     start_service,
     stop_process,
 )
-from okr.db import utc_now
+from okr.clock import utc_now
 from okr.progress import parse_timestamp
 from okr.report_slots import lock_path
 from okr.report_writer import cycle_summary

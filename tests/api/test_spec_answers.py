@@ -2,8 +2,8 @@
 
 A fixed script of requests (successes and the main errors: 404 unknown id,
 400 validation with details, 405, the empty-body DELETE answer) runs through
-Flask's test client with deterministic ids (okr.db.new_id patched in every
-module that imported it) and a fixed clock (the `clock` fixture).  Each
+Flask's test client with deterministic ids (okr.clock.new_id patched in the
+store modules whose rows the script makes) and a fixed clock (the `clock` fixture).  Each
 answer's status code, Content-Type, Allow (as a set of methods: its order
 follows the hash seed today) and exact body bytes are
 compared with tests/fixtures/spec_answers.json.  Any difference fails.

@@ -7,7 +7,7 @@ import pytest
 
 from helpers import USER_FIELDS, assert_error, make_team, make_user, set_active, signed
 from okr.api.paging import decode_token
-from okr.db import connect
+from okr.store.schema import connect
 
 UNKNOWN = str(uuid.uuid4())
 

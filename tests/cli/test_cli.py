@@ -433,6 +433,7 @@ def test_an_unusable_database_fails_with_a_message(tmp_path, make_database, comm
 
 def test_too_old_sqlite_is_named(app, monkeypatch):
     import okr.db
-    monkeypatch.setattr(okr.db.sqlite3, "sqlite_version_info", (3, 31, 1))
+    import okr.store.schema
+    monkeypatch.setattr(okr.store.schema.sqlite3, "sqlite_version_info", (3, 31, 1))
     with app.app_context(), pytest.raises(RuntimeError, match="SQLite 3.35"):
         okr.db.init_db()

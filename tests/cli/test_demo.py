@@ -23,7 +23,7 @@ from okr import create_app
 from okr.rules import passwords
 from okr.rules.schemas import checkin_schema, group_update_schema, key_result_update_schema, objective_schema, user_schema
 from okr.cli import serving_lock
-import okr.db
+import okr.clock
 from okr.db import init_db
 from okr.cli.demo_company import DEMO_APPLICATION_ID, create_demo, not_a_demo_database
 
@@ -540,8 +540,8 @@ def test_it_serves_the_dashboard_at_the_address_it_prints(tmp_path):
 
 def test_the_clock_is_the_real_one_again_once_the_demo_is_made(tmp_path):
     create_demo(create_app, str(tmp_path / "demo.db"), 5, datetime(2026, 3, 18, tzinfo=timezone.utc))
-    assert okr.db.stamped_time.get() is None
-    assert okr.db.utc_now() > "2026-11-01"
+    assert okr.clock.stamped_time.get() is None
+    assert okr.clock.utc_now() > "2026-11-01"
 
 
 def test_the_activity_feed_shows_the_demos_people_at_work(demo_db):

@@ -8,7 +8,7 @@ from contextlib import closing
 import pytest
 
 from helpers import make_user
-from okr.db import SCHEMA_VERSION
+from okr.store.schema import SCHEMA_VERSION
 
 READERS = [["keys", "list"], ["users", "list"], ["export", "{tmp}/all.json"], ["backup", "{tmp}/copy.db"]]
 

@@ -12,7 +12,8 @@ import pytest
 import helpers
 from helpers import free_port, start_service
 from okr import create_app, schema_path
-from okr.db import SCHEMA_VERSION, init_db, schema_objects, transaction
+from okr.db import init_db, transaction
+from okr.store.schema import SCHEMA_VERSION, schema_objects
 from okr.store import invitations, keys, team_members, teams, users
 
 SCHEMA_V0 = helpers.SCHEMA_V0

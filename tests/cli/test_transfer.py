@@ -16,7 +16,9 @@ import okr.transfer.importer
 import okr.transfer.reader
 from okr import create_app, transfer
 from okr.cli.transfer import export_command, import_command
-from okr.db import connect, init_db, new_id, transaction
+from okr.clock import new_id
+from okr.db import init_db, transaction
+from okr.store.schema import connect
 from okr.emails import email_key
 from okr.progress import parse_timestamp
 from okr.store import invitations, sign_ins, users, web_sessions

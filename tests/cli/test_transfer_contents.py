@@ -7,7 +7,8 @@ from contextlib import closing
 import pytest
 
 from okr import transfer
-from okr.db import new_id, transaction
+from okr.clock import new_id
+from okr.db import transaction
 from okr.store import comments, password_resets, users
 from okr.store import webhooks as webhook_store
 from helpers import REPO

@@ -9,7 +9,9 @@ import pytest
 
 from okr import activity, create_app
 from okr.cli.demo_company import create_demo
-from okr.db import connect, new_id, transaction
+from okr.clock import new_id
+from okr.db import transaction
+from okr.store.schema import connect
 from okr.store import comments, users
 from okr.transfer import Refusal
 from okr.transfer.importer import check_stored

@@ -6,7 +6,7 @@ import pytest
 
 from helpers import make_cycle, make_key_result, make_objective
 from okr import weekly
-from okr.db import connect
+from okr.store.schema import connect
 
 from mail_helpers import BASE_URL, moment, person, team
 

@@ -7,7 +7,7 @@ from contextlib import closing
 import pytest
 
 from okr import weekly
-from okr.db import connect
+from okr.store.schema import connect
 
 from mail_helpers import BASE_URL, NOW, WEEK, moment
 

@@ -168,12 +168,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the tests' helpers
 
 from okr import create_app  # noqa: E402
-from okr.db import connect, init_db, new_id, transaction, utc_now  # noqa: E402
+from okr.clock import new_id, utc_now  # noqa: E402
+from okr.db import init_db, transaction  # noqa: E402
 from okr.emails import email_key  # noqa: E402
 from okr.rules.passwords import hash_password  # noqa: E402
 from okr.signing import authorization_header  # noqa: E402
 from okr.cli.workers import worker_count  # noqa: E402
 from okr.store import events, keys, users, webhooks  # noqa: E402
+from okr.store.schema import connect  # noqa: E402
 
 from helpers import process_tree, worker_pids  # noqa: E402
 

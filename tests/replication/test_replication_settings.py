@@ -6,12 +6,12 @@ import stat
 from contextlib import closing
 from types import SimpleNamespace
 
-import flask
 import pytest
 
 import okr.db
 from okr import replication
 from okr.replication import ReplicationError
+from okr.store import schema
 
 from helpers import thread_connection
 
@@ -160,23 +160,23 @@ def test_no_status_at_all_is_unhealthy():
 
 
 def test_a_replicating_server_leaves_checkpoints_to_litestream(app, client, monkeypatch):
-    monkeypatch.setattr(okr.db, "wal_autocheckpoint", okr.db.wal_autocheckpoint)  # put back after the test
-    with closing(okr.db.connect(app.config["DATABASE"], 5000)) as db:
+    monkeypatch.setattr(schema, "wal_autocheckpoint", schema.wal_autocheckpoint)  # put back after the test
+    with closing(schema.connect(app.config["DATABASE"], 5000)) as db:
         assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000  # SQLite's own, without
-    okr.db.leave_checkpoints_to_litestream()
-    with closing(okr.db.connect(app.config["DATABASE"], 5000)) as db:
+    schema.leave_checkpoints_to_litestream()
+    with closing(schema.connect(app.config["DATABASE"], 5000)) as db:
         assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     assert client.post("/v1/cycles", json={"name": "Q1"}).status_code == 200  # a request's own connection
     assert thread_connection(app).execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
 
 
 def test_a_big_delete_leaves_its_checkpoint_to_litestream(app, client, monkeypatch):
-    monkeypatch.setattr(okr.db, "wal_autocheckpoint", 0)
+    monkeypatch.setattr(schema, "wal_autocheckpoint", 0)
     started = []
     monkeypatch.setattr(okr.db.threading, "Thread",
                         lambda *args, **kwargs: SimpleNamespace(start=lambda: started.append(kwargs["name"])))
     with app.test_request_context("/v1/cycles", method="DELETE"):
-        flask.g.checkpoint_in_background = True
+        schema.big_delete.set(True)
         db = okr.db.get_db()
         okr.db.commit(db)
     assert started == []

@@ -15,7 +15,9 @@ import pytest
 
 from okr import create_app
 from okr.cli.serve import make_server
-from okr.db import connect, init_db, new_id, utc_now
+from okr.clock import new_id, utc_now
+from okr.db import init_db
+from okr.store.schema import connect
 
 import helpers
 from helpers import APP_PY, ENV_WITHOUT_OKR, free_port, stop_process

@@ -10,7 +10,8 @@ import pytest
 
 import helpers
 from okr import access, create_app
-from okr.db import connect, init_db, transaction
+from okr.db import init_db, transaction
+from okr.store.schema import connect
 from okr.store import password_resets, users
 
 pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")
