@@ -172,7 +172,7 @@ from okr.db import connect, init_db, new_id, transaction, utc_now  # noqa: E402
 from okr.emails import email_key  # noqa: E402
 from okr.rules.passwords import hash_password  # noqa: E402
 from okr.signing import authorization_header  # noqa: E402
-from okr.cli.workers import worker_count  # noqa: E402
+from okr.server.workers import worker_count  # noqa: E402
 from okr.store import events, keys, users, webhooks  # noqa: E402
 
 from helpers import process_tree, worker_pids  # noqa: E402
