@@ -82,19 +82,19 @@ def create_app(test_config=None):
         SCHEMA=schema_path(),
         HOST="127.0.0.1",
         PORT=8080,
-        # Serving settings (okr/cli/serve.py); docs/operations.md says why.
-        # auto: one worker process per CPU the server may use, at most 8 (okr/cli/workers.py).
+        # Serving settings (okr/server/); docs/operations.md says why.
+        # auto: one worker process per CPU the server may use, at most 8 (okr/server/workers.py).
         WORKERS="auto",
         THREADS=8,
         CPU="auto",
         CONNECTION_LIMIT=1000,
         CHANNEL_TIMEOUT=30,
-        # Per-client limits (okr/cli/connections.py): connections from one address (0: no cap), seconds
+        # Per-client limits (okr/server/connections.py): connections from one address (0: no cap), seconds
         # to send a request's head, seconds an answer may wait with its client not reading.
         CONNECTIONS_PER_ADDRESS=64,
         HEAD_TIMEOUT=10,
         UNREAD_TIMEOUT=5,
-        # Events older than this many days are pruned by the server (okr/cli/background.py).
+        # Events older than this many days are pruned by the server (okr/server/background.py).
         EVENT_RETENTION_DAYS=400,
         # One line per request in the server's log; `okr serve` adds it, never the app itself.
         ACCESS_LOG=True,
@@ -126,7 +126,7 @@ def create_app(test_config=None):
         MAIL_FROM=None,
         TIMEZONE="UTC",
         WEEKLY_MAIL="monday 09:00",
-        # Continuous replication with Litestream (okr/cli/replication.py, docs/operations.md): the replica's URL
+        # Continuous replication with Litestream (okr/server/replication.py, docs/operations.md): the replica's URL
         # (file:///path or s3://bucket/path), an S3-compatible store's endpoint, and how many seconds the
         # replica may fall behind before /healthz answers 503.
         REPLICATE=None,

@@ -83,7 +83,7 @@ def send_round(config, now, week, post=None):
 
 
 def chat_digest_job(app, stop):
-    """Job of the server's background process (okr/cli/background.py): about once a minute, posts the chat
+    """Job of the server's background process (okr/server/background.py): about once a minute, posts the chat
     digests that are due and not yet sent."""
     config = app.config
     when = weekly.schedule(config)

@@ -1,6 +1,6 @@
 """The deliverer: sends each hook's waiting events, in order, from the server's background process.
 
-It is a job of okr/cli/background.py, so there is exactly one per database however many servers serve it,
+It is a job of okr/server/background.py, so there is exactly one per database however many servers serve it,
 and it never takes the server's CPU or a worker thread. A dispatcher polls SQLite's data_version (one cheap
 read, every few milliseconds) and, when anything was committed, wakes the worker thread of each active hook
 whose first waiting event is due, starting one if needed (a hook waiting for a retry is left to sleep). A worker sends its hook's events one at a time in outbox order:
@@ -208,5 +208,5 @@ class Dispatcher:
 
 
 def deliver_webhooks(app, stop):
-    """Job of the background process (okr/cli/background.py): delivers webhook events until stop is set."""
+    """Job of the background process (okr/server/background.py): delivers webhook events until stop is set."""
     Dispatcher(Deliverer(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"], stop=stop), stop).run()

@@ -419,7 +419,7 @@ def current_time():
 
 
 def weekly_mail_job(app, stop):
-    """Job of the server's background process (okr/cli/background.py): about once a minute, sends the weekly
+    """Job of the server's background process (okr/server/background.py): about once a minute, sends the weekly
     emails that are due and not yet sent. Once a round of the week has sent them all, it rests until the next
     week; a failed round is tried again a minute later."""
     config = app.config

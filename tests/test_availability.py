@@ -157,7 +157,7 @@ def test_bad_clients_do_not_stop_the_service_answering_others(page_database):
     path, cycle = page_database
     port = free_port()
     # All from one address, as behind a reverse proxy, with the per-address cap off as the docs say
-    # for a proxy: the other limits alone keep the server answering (tests/serving has the cap on).
+    # for a proxy: the other limits alone keep the server answering (tests/server has the cap on).
     process = start(port, path.with_suffix(".log"), "--database", str(path), "--connections-per-address", "0")
     bad = []
     try:

@@ -1,4 +1,4 @@
-"""The single-file executable: built by `python -m okr.build`, then used as a person would, without Python.
+"""The single-file executable: built by `python -m okr.server.build`, then used as a person would, without Python.
 
 The build takes a minute or so, once per test session. Where PyInstaller is not
 installed the tests skip, saying so, except under CI (CI=1), where they fail.
@@ -34,7 +34,7 @@ def built(tmp_path_factory):
             pytest.fail("PyInstaller is not installed: pip install -e '.[test]' installs it")
         pytest.skip("PyInstaller is not installed: pip install -e '.[build]'")
     dist = tmp_path_factory.mktemp("dist")
-    build = subprocess.run([sys.executable, "-m", "okr.build", "--dist", str(dist), "--starts", "1"], cwd=REPO,
+    build = subprocess.run([sys.executable, "-m", "okr.server.build", "--dist", str(dist), "--starts", "1"], cwd=REPO,
                            capture_output=True, text=True, timeout=BUILD_TIMEOUT)
     assert build.returncode == 0, build.stdout + build.stderr
     return dist / "okr", build.stdout

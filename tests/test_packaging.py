@@ -47,7 +47,7 @@ def test_the_install_adds_one_top_level_package_and_no_module_named_app(tmp_path
         top_level = next(archive.read(name) for name in names if name.endswith(".dist-info/top_level.txt"))
     assert top_level.decode().split() == ["okr"]
     assert {name.split("/")[0] for name in names if not name.split("/")[0].startswith("okr_service-")} == {"okr"}
-    assert "okr/web/templates/base.html" in names and "okr/build.py" in names
+    assert "okr/web/templates/base.html" in names and "okr/server/build.py" in names
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """GET /healthz, open without auth, for process supervisors."""
 from flask import Blueprint, current_app
 
-from .. import db, replication
+from .. import db
+from ..server import litestream
 from .errors import error_response
 
 bp = Blueprint("health", __name__)
@@ -15,9 +16,9 @@ def check_health():
     status_path = current_app.config.get("REPLICATION_STATUS")
     if not status_path:
         return {"status": "ok"}
-    # A fixed word and the lag only: this answer needs no credentials (okr/replication.py's health says why).
-    healthy, details = replication.health(replication.read_status(status_path),
-                                          int(current_app.config["REPLICATE_MAX_LAG"]))
+    # A fixed word and the lag only: this answer needs no credentials (okr/server/litestream.py's health says why).
+    healthy, details = litestream.health(litestream.read_status(status_path),
+                                         int(current_app.config["REPLICATE_MAX_LAG"]))
     if not healthy:
         return error_response(503, "replication is failing", details)
     # Failing, but the replica not yet behind for longer than --replicate-max-lag: serving goes on.

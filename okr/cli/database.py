@@ -3,7 +3,6 @@ import os
 import shutil
 import sqlite3
 import stat
-import subprocess
 import tempfile
 import urllib.parse
 from contextlib import ExitStack, closing, contextmanager
@@ -12,13 +11,13 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from .. import replication, scratch
+from .. import scratch
 from ..db import init_db
 from ..store.schema import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, migrate,
                             schema_objects, schema_version, table_columns)
+from ..server import litestream, serving_lock
 from ..transfer.importer import check_stored
 from ..transfer.rows import Refusal
-from . import serving_lock
 from .common import echo_json, existing_database, name_database, reports_errors
 
 
@@ -316,9 +315,9 @@ def restore(backup_path, replica_url, moment, force):
         raise click.UsageError("--at goes with --from-replica")
     if replica_url is not None:
         try:
-            replica = replication.replica(replica_url, current_app.config.get("REPLICATE_ENDPOINT"))
-            timestamp = None if moment is None else replication.restore_time(moment)
-        except replication.ReplicationError as error:
+            replica = litestream.replica(replica_url, current_app.config.get("REPLICATE_ENDPOINT"))
+            timestamp = None if moment is None else litestream.restore_time(moment)
+        except litestream.ReplicationError as error:
             raise click.ClickException(str(error)) from None
     database = name_database()  # made if it does not exist
     folder = os.path.dirname(os.path.abspath(database))
@@ -344,15 +343,15 @@ def restore(backup_path, replica_url, moment, force):
             else:
                 copy = replica_copy(database, replica, replica_url, timestamp, staging)
                 stage, version = staged_backup(copy, os.path.join(staging, "backup.db"),
-                                               name=replication.shown(replica_url))
+                                               name=litestream.shown(replica_url))
             try:
                 counts = write_over(stage, database)
             finally:
                 stage.close()
         if alone:
             # Litestream's local state described the file as it was: it starts afresh from the restored one.
-            shutil.rmtree(replication.metadata_path(database), ignore_errors=True)
-    source = os.path.abspath(backup_path) if replica_url is None else replication.shown(replica_url)
+            shutil.rmtree(litestream.metadata_path(database), ignore_errors=True)
+    source = os.path.abspath(backup_path) if replica_url is None else litestream.shown(replica_url)
     report = {"restored": os.path.abspath(database), "from": source}
     if moment is not None:
         report["at"] = timestamp
@@ -364,21 +363,11 @@ def restore(backup_path, replica_url, moment, force):
 def replica_copy(database, replica, url, timestamp, staging):
     """`litestream restore` of the replica's latest copy (or the one at timestamp) into staging; its path."""
     try:
-        binary = replication.usable_litestream()
-    except replication.ReplicationError as error:
+        binary = litestream.usable_litestream()
+    except litestream.ReplicationError as error:
         raise click.ClickException(str(error)) from None
-    config = os.path.join(staging, "litestream.yml")
-    replication.write_private(config, replication.config_text(database, replica,
-                                                              busy_timeout_ms=current_app.config["BUSY_TIMEOUT_MS"]))
-    output = os.path.join(staging, "replica.db")
-    command = [binary, "restore", "-config", config, "-no-expand-env", "-o", output]
-    if timestamp is not None:
-        command += ["-timestamp", timestamp]
-    command.append(os.path.abspath(database))
-    result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
-    if result.returncode != 0 or not os.path.exists(output):
-        lines = [replication.log_record(line)[1] for line in (result.stderr + result.stdout).splitlines()]
-        lines = [line for line in lines if line]
-        why = lines[-1] if lines else f"litestream restore exited with status {result.returncode}"
-        raise click.ClickException(f"cannot restore from {replication.shown(url)}: {why}")
-    return output
+    try:
+        return litestream.restore(binary, database, replica, timestamp, staging,
+                                  current_app.config["BUSY_TIMEOUT_MS"])
+    except litestream.ReplicationError as why:
+        raise click.ClickException(f"cannot restore from {litestream.shown(url)}: {why}") from None

@@ -1,17 +1,17 @@
 """okr demo: a demo database with a small company's OKRs, served for a look at the dashboard."""
 import os
 import secrets
-import socket
 import time
 
 import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from . import serving_lock
+from ..server import serving_lock
+from ..server.http_server import cannot_listen, port_to_serve
 from .common import address, as_configured, name_database, reports_errors
 from .database import folder_problem
-from .serve import cannot_listen, int_setting
+from .serve import int_setting
 
 
 # The demo's own database, by default: never ./okr.db.
@@ -40,10 +40,7 @@ def serving_port():
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-        # SO_REUSEADDR, as waitress: a port that only lingers after a server stopped is free.
-        with socket.create_server((host, port), family=family) as probe:
-            port = probe.getsockname()[1]
+        port = port_to_serve(host, port)
     except OSError as error:
         raise click.ClickException(cannot_listen(error, host, port)) from None
     config["PORT"] = port

@@ -145,3 +145,15 @@ def prune(db, retention_days, now=None):
         """DELETE FROM events WHERE created_at < ?
                AND seq < coalesce((SELECT event_seq FROM webhook_outbox ORDER BY seq LIMIT 1), 9223372036854775807)""",
         (cutoff,)).rowcount
+
+
+def prune_now(db, retention_days):
+    """prune in a write transaction of its own, for the server's background process; how many it deleted."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        pruned = prune(db, retention_days)
+        db.execute("COMMIT")
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+    return pruned

@@ -14,14 +14,14 @@ import helpers
 from werkzeug.wrappers import Response
 
 import okr.__main__ as app_module
-import okr.cli.serve
 import okr.api.auth
+import okr.server.startup
 from helpers import assert_error, create_key, free_port, start_service
 from okr import create_app
 from okr.access import is_loopback
 from okr.signing import sign
 from okr.db import init_db
-from okr.cli.serve import waitress_settings
+from okr.server.http_server import waitress_settings
 
 VECTOR = ("mycredential", "mysecret", "2019-02-03T01:55:37Z")
 VECTOR_SIGNATURE = "ab9b15c8321dd0e00bbbcc8e33629adcb273b1dfeedb54387cb305fca6c409fa"
@@ -440,8 +440,8 @@ def serve_spy(monkeypatch):
     would be forks of this one."""
     calls = []
     monkeypatch.setenv("OKR_WORKERS", "1")
-    monkeypatch.setattr(okr.cli.serve, "make_server", lambda app: ServerSpy(app, calls))
-    monkeypatch.setattr(okr.cli.serve, "place_on_cpus", lambda setting: "on all CPUs")
+    monkeypatch.setattr(okr.server.startup, "make_server", lambda app: ServerSpy(app, calls))
+    monkeypatch.setattr(okr.server.startup, "place_on_cpus", lambda setting: "on all CPUs")
     previous = signal.getsignal(signal.SIGTERM)
     yield calls
     signal.signal(signal.SIGTERM, previous)

@@ -269,7 +269,7 @@ def test_an_older_backup_is_migrated_on_a_copy(runner, live, client, tmp_path):
 
 
 def test_a_database_held_by_a_server_is_refused_unless_forced(runner, live, client, tmp_path):
-    from okr.cli import serving_lock
+    from okr.server import serving_lock
     backup = make_backup(tmp_path, cycles=("forced",))
     held = serving_lock.hold_shared(live)
     try:

@@ -173,7 +173,7 @@ from okr.db import init_db, transaction  # noqa: E402
 from okr.emails import email_key  # noqa: E402
 from okr.rules.passwords import hash_password  # noqa: E402
 from okr.signing import authorization_header  # noqa: E402
-from okr.cli.workers import worker_count  # noqa: E402
+from okr.server.workers import worker_count  # noqa: E402
 from okr.store import events, keys, users, webhooks  # noqa: E402
 from okr.store.schema import connect  # noqa: E402
 

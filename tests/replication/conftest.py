@@ -1,6 +1,6 @@
 import pytest
 
-from okr import replication
+from okr.server import litestream as replication  # the fixture litestream is the binary
 
 from replicas import S3Server
 

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from okr import create_app, replication
+from okr import create_app
+from okr.server import litestream as replication  # the fixture litestream is the binary
 from okr.db import init_db
 
 from helpers import assert_error

@@ -1,5 +1,5 @@
 """Replication's settings, Litestream's configuration and log, and how /healthz judges the replica's lag:
-okr/replication.py, without a server."""
+okr/server/litestream.py, without a server."""
 import json
 import os
 import stat
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 import okr.db
-from okr import replication
-from okr.replication import ReplicationError
+from okr.server import litestream as replication  # the fixture litestream is the binary
+from okr.server.litestream import ReplicationError
 from okr.store import schema
 
 from helpers import thread_connection

@@ -9,9 +9,10 @@ from contextlib import closing
 
 import pytest
 
-from okr import create_app, replication
-from okr.cli import serving_lock
+from okr import create_app
 from okr.db import init_db
+from okr.server import serving_lock
+from okr.server import litestream as replication  # the fixture litestream is the binary
 
 from replicas import stored_cycle_names
 

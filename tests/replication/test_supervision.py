@@ -13,9 +13,9 @@ import threading
 import pytest
 
 import okr.__main__ as program
-from okr import replication
-from okr.cli import workers
-from okr.cli.replication import Replicator
+from okr.server import litestream as replication  # the fixture litestream is the binary
+from okr.server import workers
+from okr.server.replication import Replicator
 
 from helpers import run_okr
 from replicas import kill_group, litestream_of, restore, start_replicating, stored_cycle_names, wait_until

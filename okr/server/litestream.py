@@ -1,8 +1,8 @@
 """Continuous replication with Litestream: the replica's URL, the litestream binary, its configuration, and
 the replication's health (how far behind the replica is, and the last error).
 
-Flask-free: `okr serve --replicate` runs Litestream beside the server (okr/cli/replication.py), `okr restore
---from-replica` runs `litestream restore` (okr/cli/database.py), and /healthz (okr/api/health.py) and `okr
+Flask-free: `okr serve --replicate` runs Litestream beside the server (okr/server/replication.py), `okr restore
+--from-replica` runs `litestream restore` (restore, below), and /healthz (okr/api/health.py) and `okr
 replication status` read the status file that the process running Litestream keeps up to date.
 docs/operations.md tells the operator's side.
 """
@@ -212,6 +212,27 @@ def log_record(line):
     message = str(record.get("msg", ""))
     extra = [f"{key}={record[key]}" for key in ("error", "path", "hint") if record.get(key) not in (None, "")]
     return level, f"{message}: {', '.join(extra)}" if extra else message
+
+
+# --- a restore --------------------------------------------------------------------------------------------
+
+
+def restore(binary, database, replica_settings, timestamp, staging, busy_timeout_ms):
+    """`litestream restore` of the replica's latest copy of database (or the one at timestamp, as restore_time
+    gives it) into the folder staging; the copy's path. ReplicationError saying why when Litestream fails."""
+    config = os.path.join(staging, "litestream.yml")
+    write_private(config, config_text(database, replica_settings, busy_timeout_ms=busy_timeout_ms))
+    output = os.path.join(staging, "replica.db")
+    command = [binary, "restore", "-config", config, "-no-expand-env", "-o", output]
+    if timestamp is not None:
+        command += ["-timestamp", timestamp]
+    command.append(os.path.abspath(database))
+    result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    if result.returncode != 0 or not os.path.exists(output):
+        lines = [log_record(line)[1] for line in (result.stderr + result.stdout).splitlines()]
+        lines = [line for line in lines if line]
+        raise ReplicationError(lines[-1] if lines else f"litestream restore exited with status {result.returncode}")
+    return output
 
 
 # --- the control socket -----------------------------------------------------------------------------------

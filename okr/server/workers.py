@@ -8,7 +8,7 @@ waits in poll(2) on the one socket and the kernel hands each new connection to o
 The supervisor serves nothing: it restarts a worker that dies (logging why, waiting longer each time
 one dies young, so that a crash loop does not spin), and on SIGTERM or SIGINT stops them all: each
 closes its copy of the socket, finishes the requests it holds (DRAIN_SECONDS at most) and ends; the
-supervisor then ends the background process (okr/cli/background.py, forked once, by the supervisor)
+supervisor then ends the background process (okr/server/background.py, forked once, by the supervisor)
 and exits 0. It holds the serving lock, which its workers inherit. A worker dies with its supervisor,
 SIGKILL included (PR_SET_PDEATHSIG).
 
@@ -263,7 +263,7 @@ def serve_worker(app, sockets, cpu, make_server, balance, number, address_counts
         os.sched_setaffinity(0, {cpu})
     db.after_fork(app, across_processes=True)
     if address_counts is not None:
-        address_counts.use_row(number)  # the per-address cap counts over every worker (okr/cli/connections.py)
+        address_counts.use_row(number)  # the per-address cap counts over every worker (okr/server/connections.py)
     server = make_server(app, sockets=sockets, address_counts=address_counts)
     if balance is not None:
         balance.watch(server, number)

@@ -12,11 +12,12 @@ import pytest
 from werkzeug.test import Client
 
 import helpers
-import okr.cli.serve as serve_module
+import okr.server.http_server as http_server
 from helpers import free_port, start_service
 from okr import create_app
 from okr.__main__ import parse_options
-from okr.cli.serve import AccessLog, make_server
+from okr.server.access_log import AccessLog
+from okr.server.http_server import make_server
 from okr.db import init_db, transaction
 from okr.rules import passwords
 from okr.store import users
@@ -219,7 +220,7 @@ def test_make_server_wraps_the_app_only_when_the_access_log_is_on(tmp_path, monk
         served.append(application)
         return SimpleNamespace(maintenance=None)
 
-    monkeypatch.setattr(serve_module, "create_server", create_server)
+    monkeypatch.setattr(http_server, "create_server", create_server)
     for args, wrapped in ((["--port", "0"], True), (["--port", "0", "--no-access-log"], False)):
         app = create_app({**parse_options(args)[0], "DATABASE": tmp_path / "okr.db"})
         make_server(app)

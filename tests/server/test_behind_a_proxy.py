@@ -26,7 +26,7 @@ import helpers
 from attackers import GOOD, Server, connect_from, pipeline, probed_server, read_answers, what_came
 from okr import create_app
 from okr.__main__ import SERVE_HELP, parse_options
-from okr.cli.serve import AccessLog
+from okr.server.access_log import AccessLog
 from okr.db import init_db
 from okr.proxies import client_address, trusted_networks
 from okr.store import sign_ins

@@ -8,7 +8,8 @@ import pytest
 import helpers
 from okr.__main__ import parse_options
 from okr import create_app
-from okr.cli.serve import make_server, place_on_cpus, waitress_settings
+from okr.server.http_server import make_server, waitress_settings
+from okr.server.startup import place_on_cpus
 
 
 @pytest.mark.slow
@@ -34,7 +35,7 @@ def test_the_defaults_are_the_documented_ones():
     assert create_app().config["CPU"] == "auto"
 
 
-PLACE = "import os, sys; from okr.cli.serve import place_on_cpus; print(place_on_cpus(sys.argv[1])); " \
+PLACE = "import os, sys; from okr.server.startup import place_on_cpus; print(place_on_cpus(sys.argv[1])); " \
         "print(sorted(os.sched_getaffinity(0)))"
 
 

@@ -3,7 +3,7 @@
 `okr serve` forks it before it starts serving (run_beside). It holds an exclusive flock(2) on
 DATABASE.background.lock while it works: the first server's child takes it, the others' children wait
 for it and take over when that process ends, however it ends. A process of its own, so that sending
-webhooks and mail never takes the server's CPU (the server keeps to one, okr/cli/serve.py) or its GIL,
+webhooks and mail never takes the server's CPU (the server keeps to one, okr/server/startup.py) or its GIL,
 and a slow receiver never holds a worker thread. It ends when its server ends, SIGKILL included.
 
 Each job of JOBS runs in a thread of that process, as job(app, stop): it works until the threading.Event
@@ -43,9 +43,7 @@ def prune_events(app, stop):
     while not stop.is_set():
         try:
             with closing(connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])) as db:
-                db.execute("BEGIN IMMEDIATE")
-                pruned = events.prune(db, int(app.config["EVENT_RETENTION_DAYS"]))
-                db.execute("COMMIT")
+                pruned = events.prune_now(db, int(app.config["EVENT_RETENTION_DAYS"]))
             if pruned:
                 logger.info("pruned %d events older than %s days", pruned, app.config["EVENT_RETENTION_DAYS"])
         except Exception:  # a busy or broken database: tried again at the next round
@@ -132,7 +130,7 @@ def run_beside(app):
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
-    with STARTING_CHILDREN:  # Litestream may be starting in its thread (see okr/cli/workers.py)
+    with STARTING_CHILDREN:  # Litestream may be starting in its thread (see okr/server/workers.py)
         pid = os.fork()
     if pid:
         return pid

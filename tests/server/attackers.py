@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from okr import create_app
-from okr.cli.serve import make_server
+from okr.server.http_server import make_server
 from okr.clock import new_id, utc_now
 from okr.db import init_db
 from okr.store.schema import connect

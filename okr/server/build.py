@@ -1,6 +1,6 @@
 """Builds dist/okr: the whole program in one Linux executable, with PyInstaller in one-file mode.
 
-    pip install -e '.[build]' && python -m okr.build
+    pip install -e '.[build]' && python -m okr.server.build
 
 The file holds Python, the dependencies, schema.sql, the dashboard's templates
 and static files, and the package's metadata (for `okr --version`). PyInstaller's
@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ENTRY = "from okr.__main__ import main\n\nmain()\n"
 # (source in the checkout, folder inside the executable): where the code looks for them.
 DATA = (("schema.sql", "."), ("okr/web/templates", "okr/web/templates"), ("okr/web/static", "okr/web/static"),
         ("okr/rules/common-passwords.txt.gz", "okr/rules"))
 # Never used by the program: this module and its builder, and what the standard library would carry along.
-EXCLUDED = ("okr.build", "PyInstaller", "yaml", "tkinter", "unittest", "pydoc_data", "lib2to3", "ensurepip", "idlelib", "test")
+EXCLUDED = ("okr.server.build", "PyInstaller", "yaml", "tkinter", "unittest", "pydoc_data", "lib2to3", "ensurepip", "idlelib", "test")
 SIZE_GOAL_MB = 40
 START_GOAL_S = 1.5
 
@@ -35,7 +35,7 @@ def build(dist, work):
     try:
         import PyInstaller.__main__ as pyinstaller
     except ImportError:
-        sys.exit("okr.build: PyInstaller is not installed: pip install -e '.[build]'")
+        sys.exit("okr.server.build: PyInstaller is not installed: pip install -e '.[build]'")
     entry = work / "okr_entry.py"  # not okr.py, which would hide the package
     entry.write_text(ENTRY)
     arguments = [str(entry), "--onefile", "--name", "okr", "--noconfirm", "--log-level", "WARN",
@@ -77,9 +77,9 @@ def start_up_seconds(executable, timeout=30):
         try:
             while not answers(port):
                 if process.poll() is not None:
-                    sys.exit(f"okr.build: {executable} stopped at start: {process.stderr.read().decode()}")
+                    sys.exit(f"okr.server.build: {executable} stopped at start: {process.stderr.read().decode()}")
                 if time.perf_counter() - started > timeout:
-                    sys.exit(f"okr.build: {executable} did not answer within {timeout} s")
+                    sys.exit(f"okr.server.build: {executable} did not answer within {timeout} s")
                 time.sleep(0.01)
             return time.perf_counter() - started
         finally:
@@ -92,14 +92,14 @@ def verdict(met):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m okr.build", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m okr.server.build", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dist", type=Path, default=REPO / "dist",
                         help="the folder to put the executable in (default: dist/ in the checkout)")
     parser.add_argument("--starts", type=int, default=3,
                         help="timed start-ups of the built file; the median counts (default 3, 0 for none)")
     args = parser.parse_args(argv)
     if not sys.platform.startswith("linux"):
-        sys.exit("okr.build: builds a Linux executable, on Linux only")
+        sys.exit("okr.server.build: builds a Linux executable, on Linux only")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="okr-build-") as work:
         executable = build(args.dist.resolve(), Path(work))

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from okr.cli.background import lock_path
+from okr.server.background import lock_path
 from okr.store import events
 
 from helpers import REPO, children_of, free_port, start_service, stop_process
@@ -65,7 +65,7 @@ def servers(tmp_path):
 
 
 def test_one_background_process_works_per_database_and_the_next_takes_over(tmp_path, servers):
-    # One process each, whose only child is its background process (tests/serving: the same with workers).
+    # One process each, whose only child is its background process (test_workers.py: the same with workers).
     first, _ = servers("--workers", "1")
     second, _ = servers("--workers", "1")
     helpers = children_of(first.pid) + children_of(second.pid)

@@ -18,9 +18,9 @@ import pytest
 from helpers import (APP_PY, ENV_WITHOUT_OKR, HttpClient, children_of, free_port, holds_socket, listening_inode,
                      run_okr)
 from okr import create_app, sync_once
-from okr.cli.serve import whole_lines
-from okr.cli import workers
-from okr.cli.workers import worker_count
+from okr.server import workers
+from okr.server.access_log import whole_lines
+from okr.server.workers import worker_count
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
 

@@ -1,4 +1,4 @@
-"""Bounded work per client (okr/cli/connections.py): each attack against a real server on loopback.
+"""Bounded work per client (okr/server/connections.py): each attack against a real server on loopback.
 
 The attackers connect from 127.0.0.1 and a well-behaved client from 127.0.0.2, so that the
 per-address cap tells them apart; while each attack runs, the well-behaved client's requests all
@@ -17,8 +17,8 @@ import pytest
 
 from okr import create_app
 from okr.__main__ import parse_options
-from okr.cli.connections import AddressCounts, address_key, limits_of, listeners
-from okr.cli.serve import make_server
+from okr.server.connections import AddressCounts, address_key, limits_of, listeners
+from okr.server.http_server import make_server
 from okr.db import init_db
 
 import helpers
