@@ -14,7 +14,7 @@ from time import monotonic
 
 from flask import current_app, g, request
 
-from .emails import RULE_WORDS, email_key
+from .rules.email_addresses import RULE_WORDS, email_key
 from .rules import names
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

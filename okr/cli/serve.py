@@ -19,7 +19,7 @@ from contextlib import closing
 from waitress import create_server
 
 from .. import mail, weekly
-from ..access import is_loopback, sign_in_needed_because
+from ..accounts.access import is_loopback, sign_in_needed_because
 from ..db import connect, init_db
 from ..proxies import environ_client
 from ..scratch import remove_leftovers
