@@ -18,7 +18,7 @@
 -- in one second give two ETags.
 
 -- Two emails are one user when their email_key is: the email in NFC with the
--- letters A to Z lowercased and nothing else, by okr.emails.email_key (version
+-- letters A to Z lowercased and nothing else, by okr.rules.email_addresses.email_key (version
 -- 10; versions 1 to 9 folded case the full Unicode way). email's own NOCASE
 -- constraint is version 0's rule, kept because SQLite cannot drop it without
 -- rebuilding the table; for emails stored in NFC, as every interface stores
@@ -37,8 +37,8 @@ CREATE TABLE IF NOT EXISTS users (
     role       TEXT NOT NULL DEFAULT 'editor' CHECK (role IN ('admin', 'editor', 'viewer')),
     password_hash TEXT,
     weekly_email  INTEGER NOT NULL DEFAULT 1 CHECK (weekly_email IN (0, 1)),  -- version 8: reminders and digest
-    -- Version 9: who the person is at the identity provider (okr/oidc.py), remembered at their first sign-in
-    -- there: the ID token's iss and sub, which later sign-ins match before the email.
+    -- Version 9: who the person is at the identity provider (okr/accounts/identity_provider.py), remembered at
+    -- their first sign-in there: the ID token's iss and sub, which later sign-ins match before the email.
     oidc_issuer   TEXT,
     oidc_subject  TEXT
 );
@@ -49,8 +49,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS users_by_oidc_subject ON users (oidc_issuer, o
 -- Whether anyone has a password (auth is then on) is one probe of this index.
 CREATE INDEX IF NOT EXISTS users_with_password ON users (seq) WHERE password_hash IS NOT NULL;
 
--- People sign in with a password, hashed with argon2id (okr/rules/passwords.py): role says what they may
--- do (okr/access.py), password_hash is NULL until they choose one. An invitation is a one-time link to
+-- People sign in with a password, hashed with argon2id (okr/accounts/passwords.py): role says what they may
+-- do (okr/accounts/access.py), password_hash is NULL until they choose one. An invitation is a one-time link to
 -- choose it: kept only as its token's SHA-256, one per user (a new one replaces the old), gone once used.
 CREATE TABLE IF NOT EXISTS invitations (
     user_id    TEXT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
@@ -241,7 +241,7 @@ CREATE INDEX IF NOT EXISTS web_sessions_by_credential ON web_sessions (credentia
 CREATE INDEX IF NOT EXISTS web_sessions_by_user ON web_sessions (user_id) WHERE user_id IS NOT NULL;
 
 -- Failed sign-ins (password, API key or invitation link) of the last 15 minutes, by client address and
--- account (a user's email key, a key's credential, or "invitation"): okr/store/sign_ins.py throttles with
+-- account (a user's email key, a key's credential, or "invitation"): okr/accounts/throttle.py throttles with
 -- them. failed_at is in Unix seconds. Not restored, nor exported.
 CREATE TABLE IF NOT EXISTS sign_in_failures (
     seq       INTEGER PRIMARY KEY,

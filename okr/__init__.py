@@ -22,7 +22,7 @@ def env_settings():
              "SECURE_COOKIES", "EVENT_RETENTION_DAYS", "BASE_URL", "SMTP_URL", "SMTP_PASSWORD", "SMTP_TIMEOUT",
              "MAIL_FROM", "TIMEZONE", "WEEKLY_MAIL", "REPLICATE", "REPLICATE_ENDPOINT", "REPLICATE_MAX_LAG",
              "REPORT_SLOTS", "REPORT_WAIT", "BIG_REPORT_OBJECTIVES",
-             # Sign-in with an identity provider (okr/oidc.py, docs/sign-in.md).
+             # Sign-in with an identity provider (okr/accounts/identity_provider.py, docs/sign-in.md).
              "OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET", "OIDC_NAME", "PUBLIC_URL", "OIDC_CREATE_USERS",
              "OIDC_ALLOWED_DOMAINS", "PASSWORD_SIGN_IN")
     settings = {key: os.environ["OKR_" + key] for key in names if os.environ.get("OKR_" + key)}
@@ -134,7 +134,7 @@ def create_app(test_config=None):
         REPLICATE_MAX_LAG=60,
         # The stylesheet's cache life; its URL changes with its content.
         SEND_FILE_MAX_AGE_DEFAULT=86400,
-        # Sign-in with an identity provider over OpenID Connect (okr/oidc.py, docs/sign-in.md): on once
+        # Sign-in with an identity provider over OpenID Connect (okr/accounts/identity_provider.py, docs/sign-in.md): on once
         # OIDC_ISSUER is set; the redirect URI is PUBLIC_URL (else BASE_URL) + /login/oidc/callback.
         # OIDC_CREATE_USERS (viewer or editor) adds an unknown person; OIDC_ALLOWED_DOMAINS (comma-separated)
         # limits the emails taken. PASSWORD_SIGN_IN off hides and refuses the password form.

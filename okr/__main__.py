@@ -128,7 +128,7 @@ def parse_options(argv):
     parser.add_argument("--replicate")
     parser.add_argument("--replicate-endpoint")
     parser.add_argument("--replicate-max-lag")
-    # Sign-in with an identity provider (okr/oidc.py); the client secret has no flag: every user's `ps` shows flags.
+    # Sign-in with an identity provider (okr/accounts/identity_provider.py); the client secret has no flag: every user's `ps` shows flags.
     parser.add_argument("--oidc-issuer")
     parser.add_argument("--oidc-client-id")
     parser.add_argument("--oidc-name")

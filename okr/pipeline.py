@@ -15,12 +15,12 @@ from flask import current_app, g, request
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound, RequestEntityTooLarge
 
 from . import db
-from .access import READ_METHODS, answers_as_api, event_actor, is_loopback
+from .accounts import sessions
+from .accounts.access import READ_METHODS, answers_as_api, event_actor, is_loopback, wants_page
 from .api import auth
 from .api import errors as api_errors
 from .web import errors as page_errors
 from .store import events
-from .web import sessions
 
 
 class MisdirectedRequest(HTTPException):
@@ -158,7 +158,7 @@ def answers_in_json():
     """Whether this request's failures answer in the JSON error shape rather than as a page."""
     path = request.path
     if path == "/":
-        return not page_errors.wants_page()
+        return not wants_page()
     return answers_as_api(path)
 
 

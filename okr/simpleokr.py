@@ -28,7 +28,7 @@ What a run does:
   that the source lacks is kept: nothing is deleted.
 - A row fails, with its id and the reason, when the API's schemas refuse it
   (okr.transfer.rows.checked_record), when the database refuses it (an email that
-  is another user's under the email rule of okr.emails), when a row it refers to failed
+  is another user's under the email rule of okr.rules.email_addresses), when a row it refers to failed
   or exists neither in the source nor here, or when its alignment is a loop.
   A parent objective the source does not list is taken when it exists here.
 - A key result gets a check-in from its value, as the API records one: on
@@ -51,7 +51,7 @@ from datetime import datetime, timezone
 
 from .client import ApiError
 from .clock import new_id
-from .emails import RULE_WORDS, email_key
+from .rules.email_addresses import RULE_WORDS, email_key
 from .rules import names
 from .rules.ids import UUID_PATTERN
 from .scratch import remove_leftovers, scratch_folder

@@ -192,7 +192,7 @@ def fast_hashing(monkeypatch):
     about 0.1 s each); tests/test_passwords.py holds the real ones to their minimum."""
     from argon2 import PasswordHasher
 
-    from okr.rules import passwords
+    from okr.accounts import passwords
     monkeypatch.setattr(passwords, "hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
     passwords.dummy_hash.cache_clear()
     yield

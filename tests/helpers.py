@@ -20,8 +20,8 @@ from types import SimpleNamespace
 import pytest
 from waitress import create_server
 
+from okr.accounts import passwords
 from okr.db import transaction
-from okr.rules import passwords
 from okr.signing import authorization_header
 from okr.store import users
 

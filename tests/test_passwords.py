@@ -8,7 +8,7 @@ import pytest
 from argon2.low_level import Type
 from argon2 import extract_parameters
 
-from okr.rules import passwords
+from okr.accounts import passwords
 
 
 def test_hashes_are_argon2id_with_at_least_owasps_minimum_parameters():

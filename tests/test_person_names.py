@@ -12,8 +12,8 @@ from marshmallow import ValidationError
 
 from helpers import make_user, stored_users, write_csv
 from okr import create_app, mail
+from okr.accounts import passwords
 from okr.db import init_db, transaction
-from okr.rules import passwords
 from okr.rules.schemas import user_schema
 from okr.store import users
 

@@ -1,6 +1,6 @@
 """Checks Simple OKR's request signature (okr/signing.py) on the API's requests.
 
-Whether auth is on, and what a key may do, is okr.access's to say.
+Whether auth is on, and what a key may do, is okr.accounts.access's to say.
 """
 import hmac
 import re
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from flask import g, request
 from werkzeug.exceptions import Unauthorized
 
-from .. import access
+from ..accounts import access
 from ..db import get_connection, get_db
 from ..signing import SCHEME, sign
 

@@ -5,7 +5,7 @@ from flask import Blueprint, request
 from marshmallow import ValidationError
 from werkzeug.exceptions import BadRequest
 
-from .. import access
+from ..accounts import access
 from ..db import get_db
 from ..records import checkin_json
 from ..rules.schemas import checkin_schema

@@ -4,7 +4,7 @@ from functools import partial
 from flask import Blueprint
 from werkzeug.exceptions import Forbidden
 
-from .. import access
+from ..accounts import access
 from ..db import get_db
 from ..records import comment_json
 from ..rules.schemas import comment_schema

@@ -3,7 +3,7 @@ from functools import partial
 
 from flask import Blueprint
 
-from .. import access
+from ..accounts import access
 from ..db import get_db
 from ..records import key_result_details_json, key_result_json
 from ..rules.schemas import KEY_RESULT_TYPES, key_result_edit_schema, key_result_schema, key_result_update_schema

@@ -1,7 +1,7 @@
 """Who signs this request: /v1/me."""
 from flask import Blueprint
 
-from .. import access
+from ..accounts import access
 from ..db import get_db
 from ..records import user_json
 from ..store import users

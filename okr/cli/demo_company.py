@@ -24,8 +24,8 @@ from datetime import datetime, timedelta, timezone
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 
 from .. import db as okr_db
+from ..accounts import passwords
 from ..clock import stamped_time
-from ..rules import passwords
 from ..store import events as activity
 from ..store import users
 from .users import validated_user

@@ -14,16 +14,16 @@ from flask import current_app
 from flask.cli import AppGroup
 from marshmallow import ValidationError
 
-from ..rules import passwords
+from ..accounts import passwords, throttle
 from ..rules.messages import flatten
 from ..rules.schemas import user_schema
 from ..db import transaction
-from ..emails import email_key
+from ..rules.email_addresses import email_key
 from ..errors import Conflict, NotFound
 from ..records import user_json
 from .. import mail
 from ..mail import base_url_problem
-from ..store import invitations, sign_ins, users
+from ..store import invitations, users
 from .common import address, echo_json, logger, read_database, reports_errors, use_database
 
 
@@ -323,7 +323,7 @@ def unlock_user(email):
     use_database()
     with transaction() as db, refusals(email):
         user = users.found(db, email)
-        forgotten = sign_ins.forget_person(db, user)
+        forgotten = throttle.forget_person(db, user)
     click.echo(f"{user['email']} may sign in again: {forgotten} failed sign-in{'' if forgotten == 1 else 's'} "
                "of theirs forgotten")
 

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 ENTRY = "from okr.__main__ import main\n\nmain()\n"
 # (source in the checkout, folder inside the executable): where the code looks for them.
 DATA = (("schema.sql", "."), ("okr/web/templates", "okr/web/templates"), ("okr/web/static", "okr/web/static"),
-        ("okr/rules/common-passwords.txt.gz", "okr/rules"))
+        ("okr/accounts/common-passwords.txt.gz", "okr/accounts"))
 # Never used by the program: this module and its builder, and what the standard library would carry along.
 EXCLUDED = ("okr.server.build", "PyInstaller", "yaml", "tkinter", "unittest", "pydoc_data", "lib2to3", "ensurepip", "idlelib", "test")
 SIZE_GOAL_MB = 40

@@ -29,7 +29,7 @@ from collections import deque, namedtuple
 from waitress.channel import HTTPChannel
 from waitress.server import BaseWSGIServer
 
-from ..addresses import address_key
+from ..accounts.throttle import address_key
 from ..proxies import as_address, client_address, is_trusted
 
 logger = logging.getLogger("okr")

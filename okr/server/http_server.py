@@ -40,7 +40,7 @@ def waitress_settings(config):
         # which a connection limit in the thousands needs.
         "asyncore_use_poll": True,
         # The app sees Forwarded and X-Forwarded-* as sent: okr/proxies.py believes them from a trusted proxy
-        # only, and okr/access.py never opens to a request that carries them. waitress would strip them
+        # only, and okr/accounts/access.py never opens to a request that carries them. waitress would strip them
         # (it trusts one address at most, and no network), and a proxied request would look like a local one.
         "clear_untrusted_proxy_headers": False,
     }

@@ -11,7 +11,7 @@ import sys
 from contextlib import closing
 
 from .. import mail, weekly
-from ..access import is_loopback, sign_in_needed_because
+from ..accounts.access import is_loopback, sign_in_needed_because
 from ..db import init_db
 from ..scratch import remove_leftovers
 from ..store import ways_in
@@ -67,7 +67,7 @@ def auth_is_on(app):
 
 def mode_line(app):
     """What the server's log says at start about open mode: (level, line). Asked once the database is
-    migrated, of okr.access, which decides for every request."""
+    migrated, of okr.accounts.access, which decides for every request."""
     host = app.config["HOST"]
     with app.app_context(), closing(connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])) as db:
         because = sign_in_needed_because(db)

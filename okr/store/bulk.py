@@ -17,7 +17,7 @@ import json
 from decimal import Decimal
 from functools import cache
 
-from ..emails import email_key
+from ..rules.email_addresses import email_key
 from ..records import (checkin_json, cycle_dates_json, key_json, key_result_details_json, membership_json,
                        objective_json, team_json, user_role_json)
 from . import events, users

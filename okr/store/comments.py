@@ -1,5 +1,5 @@
 """Comments on an objective or a key result: written, rewritten and deleted, each with its event placed under
-what it is on (parent_id, and that one's cycle and team). Who may change one is okr.access's rule."""
+what it is on (parent_id, and that one's cycle and team). Who may change one is okr.accounts.access's rule."""
 from .. import clock
 from ..clock import new_id
 from ..errors import NotFound

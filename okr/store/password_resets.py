@@ -8,7 +8,7 @@ import secrets
 from datetime import datetime, timedelta
 
 from .. import clock
-from .web_sessions import token_hash
+from .sessions import token_hash
 
 VALID_FOR = timedelta(hours=1)
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..clock import new_id
-from ..emails import RULE_WORDS, email_key
+from ..rules.email_addresses import RULE_WORDS, email_key
 from ..rules import names
 
 # SQLite's default: a commit that brings the WAL to this many pages copies it into the database.
@@ -106,7 +106,7 @@ def table_columns(db, table):
 
 def add_email_keys_and_read_only_keys(db):
     """Version 1: the users.email_key column, and api_keys.read_only, 0 for every key. The keys themselves
-    are version 10's, under the rule of today (okr.emails)."""
+    are version 10's, under the rule of today (okr.rules.email_addresses)."""
     if "email_key" not in table_columns(db, "users"):
         db.execute("ALTER TABLE users ADD COLUMN email_key TEXT")
     # A database older than API keys gets the table, column included, from schema.sql.
@@ -187,7 +187,7 @@ def add_oidc_subjects(db):
 
 
 def key_emails_anew(db):
-    """Version 10, before schema.sql: every user's email_key under the email rule of okr.emails (NFC, then
+    """Version 10, before schema.sql: every user's email_key under the email rule of okr.rules.email_addresses (NFC, then
     the letters A to Z lowercased), which was NFC and full Unicode case folding from version 1 to 9 (and
     SQLite's NOCASE before: a version 0 database gets its first keys here).
 

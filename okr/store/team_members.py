@@ -34,3 +34,19 @@ def page(db, after, limit, team_id):
         """SELECT m.seq, u.id, u.name, u.email, u.is_active, u.created_at
            FROM team_members m JOIN users u ON u.id = m.user_id
            WHERE m.team_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?""", (team_id, after, limit)).fetchall()
+
+
+def teams_of(db, user_id):
+    """The teams (id, name) the user is a member of, by name."""
+    return db.execute(
+        """SELECT t.id, t.name FROM team_members m JOIN teams t ON t.id = m.team_id
+           WHERE m.user_id = ? ORDER BY t.name, t.seq""", (user_id,)).fetchall()
+
+
+def teams_of_users_between(db, first_seq, last_seq):
+    """(user_id, id, name) of every team of the users whose seq is from first_seq to last_seq (a page of people),
+    by the team's name."""
+    return db.execute(
+        """SELECT m.user_id, t.id, t.name FROM team_members m JOIN teams t ON t.id = m.team_id
+           JOIN users u ON u.id = m.user_id WHERE u.seq BETWEEN ? AND ? ORDER BY t.name, t.seq""",
+        (first_seq, last_seq)).fetchall()

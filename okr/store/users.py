@@ -1,5 +1,5 @@
 """Users: added, renamed or given another email, activated and deactivated, given a role and a password.
-Emails are one user under the email rule of okr.emails, which users.email_key's unique index enforces.
+Emails are one user under the email rule of okr.rules.email_addresses, which users.email_key's unique index enforces.
 
 The last active admin can be neither demoted nor deactivated: someone must be left to manage people.
 
@@ -12,10 +12,10 @@ from functools import partial
 
 from .. import clock
 from ..clock import new_id
-from ..emails import email_key
+from ..rules.email_addresses import email_key
 from ..errors import Conflict, NotFound
 from ..records import user_role_json
-from . import events, web_sessions
+from . import events, sessions
 from .common import fetch, keyset_page
 
 get = partial(fetch, "users", "user")
@@ -55,6 +55,11 @@ def find_by_email(db, email):
             or db.execute("SELECT * FROM users WHERE email_key = ?", (email_key(email),)).fetchone())
 
 
+def find(db, user_id):
+    """The user with this id, or None."""
+    return db.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+
+
 def update(db, user, name, email):
     """The user (its row) with this name and email; Conflict when the email is another user's. A new email voids
     the user's links."""
@@ -86,7 +91,7 @@ def set_active(db, user, active):
     row = db.execute("UPDATE users SET is_active = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
                      (int(active), user["seq"])).fetchone()
     if not active:
-        web_sessions.end_users(db, user["id"])
+        sessions.end_users(db, user["id"])
         void_links(db, user["id"])
     return updated(db, user, row)
 
@@ -110,12 +115,12 @@ def keep_an_admin(db, user):
 
 
 def set_password(db, user, password_hash, keep_token=None):
-    """Gives the user (its row) this password hash (okr.rules.passwords makes it). Every session of the
+    """Gives the user (its row) this password hash (okr.accounts.passwords makes it). Every session of the
     user's ends but the one whose token is keep_token (the browser that changed it), and a pending
     invitation or password reset goes: it would set the password again."""
     db.execute("UPDATE users SET password_hash = ? WHERE seq = ?", (password_hash, user["seq"]))
     void_links(db, user["id"])
-    web_sessions.end_users(db, user["id"], keep_token)
+    sessions.end_users(db, user["id"], keep_token)
 
 
 def voids_links(before, after):
@@ -144,7 +149,7 @@ def find_by_oidc_subject(db, issuer, subject):
 
 def set_oidc_subject(db, user, issuer, subject):
     """Remembers who the user (its row) is at the identity provider, found by email at a first sign-in there
-    (okr.web.oidc_pages); None when the user is linked already, whose link is never overwritten: a verified
+    (okr.accounts.provider_sign_in); None when the user is linked already, whose link is never overwritten: a verified
     email says who owns a mailbox, not who owns the account. Private like the password: no event, and the
     revision stays."""
     return db.execute("UPDATE users SET oidc_issuer = ?, oidc_subject = ? WHERE seq = ? AND oidc_subject IS NULL"

@@ -1,4 +1,4 @@
-"""What anyone could sign in with, for open mode (okr.access): an API key, a password, or a link to choose one.
+"""What anyone could sign in with, for open mode (okr.accounts.access): an API key, a password, or a link to choose one.
 
 Each stays once made (a revoked key too) until it becomes a password: an invitation or a reset is deleted
 only when used, or when its user's password is set some other way.

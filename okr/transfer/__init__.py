@@ -67,7 +67,7 @@ counter (part of its ETag), a cycle's starts_on and ends_on ISO dates
 not written; a check-in names its key result by id. A user's role is admin,
 editor or viewer; weekly_email whether the weekly reminders and digest go to
 them (the account page's switch); oidc_issuer and oidc_subject who they are at
-the identity provider (okr.oidc), both null until their first sign-in there.
+the identity provider (okr.accounts.identity_provider), both null until their first sign-in there.
 A comment is on an objective (objective_id) or a key result (key_result_id),
 the other null; its author_id is null for a service key's, open access's or a
 deleted user's. An API key's user_id is the user it acts for, null for a
@@ -143,7 +143,7 @@ with other fields, data not an object, changes neither null nor an object of
 [before, after] pairs, its other ids not text of up to 200 characters or
 null), a role that
 is not admin, editor or viewer, a team member listed twice, two users whose
-emails are one under the email rule (okr.emails), two users with one identity-
+emails are one under the email rule (okr.rules.email_addresses), two users with one identity-
 provider link (in the file, or with --merge one in the file and another in
 the database), a reference to a row that is neither in the file nor (with
 --merge) in the database (a team member's team and user, a comment's

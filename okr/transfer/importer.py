@@ -4,7 +4,7 @@ import os
 import sqlite3
 import uuid
 
-from ..emails import RULE_WORDS, email_key
+from ..rules.email_addresses import RULE_WORDS, email_key
 from ..rules.ids import UUID_RE
 from ..rules.strict_json import reject_constant, reject_duplicate_keys
 from ..store import bulk, events, users

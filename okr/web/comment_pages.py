@@ -3,16 +3,16 @@ which a page includes with comment_thread), and /comments/<id>/edit and /comment
 
 The body is plain text, shown escaped with its line breaks; it is checked by the API's CommentSchema and written
 by okr.store.comments. Viewers see the comments but get no form; only a comment's author or an admin changes
-or deletes it (okr.access.may_change_comment).
+or deletes it (okr.accounts.access.may_change_comment).
 """
 from flask import g, redirect, render_template, request, url_for
 
-from .. import access
+from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
 from ..rules.schemas import comment_schema
 from ..store import comments
-from . import editing, sessions
+from . import editing
 from .errors import PageError
 from .objective_pages import show_objective
 from .views import bp, now, render_key_result

@@ -10,12 +10,12 @@ from functools import partial
 
 from flask import redirect, render_template, request, url_for
 
-from .. import access
+from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
 from ..rules.schemas import cycle_schema, cycle_update_schema
 from ..store import cycles
-from . import editing, sessions
+from . import editing
 from .views import bp
 
 FIELDS = ("name", "starts_on", "ends_on")

@@ -1,8 +1,12 @@
 """Every failure outside /v1 and /healthz as a page in the dashboard's layout, with a way back."""
-from flask import current_app, make_response, render_template, request
+from flask import current_app, make_response, render_template
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
+from ..accounts.password_links import INVITATION, LinkNotValid
+from ..accounts.sessions import FormRefused, NotAllowed, SessionUnavailable
+from ..accounts.sign_in import SignInsBusy
+from ..accounts.throttle import Throttled
 from ..errors import Busy, Conflict, DatabaseTrouble, DatabaseUnusable, DiskFull, Invalid, NotFound
 from ..rules.messages import flatten
 
@@ -15,12 +19,14 @@ class PageError(HTTPException):
         self.code, self.title, self.headers = code, title, tuple(headers)
 
 
-class SessionUnavailable(Exception):
-    """The session could not be opened because the database did not answer (busy, missing, unreadable)."""
-
-
-FORM_REFUSED = PageError(400, "Form not accepted", "This form has expired or did not come from this page. Go back, "
-                                                   "reload the page and submit it again.")
+# What okr.accounts refuses, said for people: a heading and a sentence.
+FORM_REFUSED = ("Form not accepted", "This form has expired or did not come from this page. Go back, reload the page "
+                                     "and submit it again.")
+INVITATION_NOT_VALID = ("Invitation not valid",
+                        "This invitation link is unknown, used or past its 7 days. Ask an admin for a new one.")
+RESET_NOT_VALID = ("Reset link not valid",
+                   "This password reset link is unknown, used or past its hour. Ask for a new one on the sign-in "
+                   "page.")
 
 # Werkzeug's own errors, said for people: a heading and a sentence per status.
 HTTP_PAGES = {
@@ -33,12 +39,6 @@ HTTP_PAGES = {
     413: ("Too much sent", "What the form sent is larger than the server accepts."),
     429: ("Too many tries", "Wait a little, then try again."),
 }
-
-
-def wants_page():
-    """Whether the client asked for HTML before JSON (a browser does; curl and API clients do not)."""
-    best = request.accept_mimetypes.best_match(["application/json", "text/html"])
-    return best == "text/html" and request.accept_mimetypes["text/html"] > request.accept_mimetypes["application/json"]
 
 
 def page(code, title, message, headers=()):
@@ -73,6 +73,19 @@ def answer(error):
         return page(409, "Not saved", str(error))
     if isinstance(error, SessionUnavailable):
         return unavailable()
+    if isinstance(error, NotAllowed):
+        return page(403, "Not allowed", str(error))
+    if isinstance(error, FormRefused):
+        return page(400, *FORM_REFUSED)
+    if isinstance(error, Throttled):
+        minutes = -(-error.wait // 60)
+        return page(429, "Too many tries", f"Too many failed sign-ins from your address. Try again in {minutes} "
+                    f"minute{'s' if minutes != 1 else ''}.", [("Retry-After", str(error.wait))])
+    if isinstance(error, SignInsBusy):
+        return page(503, "Try again in a moment", "Many sign-ins are being checked just now. Try again in a few "
+                    "seconds.", [("Retry-After", str(error.retry_after))])
+    if isinstance(error, LinkNotValid):
+        return page(404, *(INVITATION_NOT_VALID if error.kind == INVITATION else RESET_NOT_VALID))
     if isinstance(error, Busy):
         return page(503, "Try again in a moment", "Other big reports are being prepared just now; this one will be "
                     "ready to start in a few seconds.", [("Retry-After", str(error.retry_after))])

@@ -9,12 +9,12 @@ from functools import partial
 
 from flask import redirect, render_template, request, url_for
 
-from .. import access
+from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
 from ..rules.schemas import key_result_edit_schema, key_result_schema
 from ..store import key_results, objectives
-from . import editing, forms, sessions, words
+from . import editing, forms, words
 from .views import bp
 
 FIELDS = ("name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id")

@@ -12,12 +12,13 @@ from flask import redirect, render_template, request, url_for
 from markupsafe import Markup
 
 from .. import reports
+from ..accounts import sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..reports import DESCENDANTS
 from ..rules.schemas import objective_schema, objective_update_schema
 from ..store import cycles, objectives, teams
-from . import editing, sessions
+from . import editing
 from .tree import key_result_html
 from .views import bp, now
 

@@ -8,14 +8,14 @@ from functools import partial
 
 from flask import redirect, render_template, request, url_for
 
-from .. import access
+from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
 from ..progress import cycle_state
 from ..rules.schemas import group_schema, group_update_schema
 from ..store import team_members, teams
-from . import editing, sessions
-from .accounts import after_arg
+from . import editing
+from .account_pages import after_arg
 from .views import bp, now
 
 TEAMS_PER_PAGE = 200

@@ -1,5 +1,5 @@
 """The dashboard's pages: / (your week, or the cycles), /cycles, /cycles/<id> (also as a wallboard and as
-CSV), /keyresults/<id> (okr.web.accounts has signing in and people).
+CSV), /keyresults/<id> (okr.web.sign_in_pages has signing in, okr.web.account_pages the account and people).
 
 The app may be mounted under a prefix in another WSGI app (DispatcherMiddleware at
 /okr, say): every link, form, redirect and static URL is built with url_for or
@@ -14,15 +14,16 @@ from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
 
-from .. import access, bounded, clock, index, report_writer, reports
+from .. import bounded, clock, index, report_writer, reports
+from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives, teams, users
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
-from . import forms, sessions, week, words
-from .errors import PageError, wants_page
+from . import forms, week, words
+from .errors import PageError
 from .tree import tree_html
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
@@ -64,7 +65,7 @@ def now():
 @bp.get("/")
 def show_dashboard():
     """Shows a person their week, anyone else the cycles; the JSON index for API clients."""
-    if not wants_page():
+    if not access.wants_page():
         body = index.show_index(request.script_root)
     elif access.person_id() is not None:
         body = render_week()

@@ -6,11 +6,11 @@ network wait holds SQLite's write lock.
 """
 from flask import redirect, render_template, request, url_for
 
-from .. import access, clock, delivery
+from .. import clock, delivery
+from ..accounts import access, sessions
 from ..db import get_connection, get_db
 from ..errors import Invalid
 from ..store import webhooks
-from . import sessions
 from .editing import confirm_delete
 from .views import bp
 

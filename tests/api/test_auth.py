@@ -18,7 +18,7 @@ import okr.api.auth
 import okr.server.startup
 from helpers import assert_error, create_key, free_port, start_service
 from okr import create_app
-from okr.access import is_loopback
+from okr.accounts.access import is_loopback
 from okr.signing import sign
 from okr.db import init_db
 from okr.server.http_server import waitress_settings

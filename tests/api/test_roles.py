@@ -1,4 +1,4 @@
-"""Roles over the API: a key made for a user acts with the user's role (okr/access.py).
+"""Roles over the API: a key made for a user acts with the user's role (okr/accounts/access.py).
 
 A viewer reads everything and writes nothing; an editor (and an admin) writes; a read-only key only reads
 whatever its user's role; a deactivated user's key is refused; a user's key signs check-ins as its user.

@@ -20,7 +20,7 @@ import helpers
 import okr.__main__ as program
 from helpers import TIMESTAMP, create_key, signed
 from okr import create_app
-from okr.rules import passwords
+from okr.accounts import passwords
 from okr.rules.schemas import checkin_schema, group_update_schema, key_result_update_schema, objective_schema, user_schema
 import okr.clock
 from okr.db import init_db

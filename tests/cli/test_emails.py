@@ -9,7 +9,7 @@ from contextlib import closing
 import pytest
 
 from helpers import make_user, set_active, stored_users, write_csv
-from okr.emails import email_domain, email_key
+from okr.rules.email_addresses import email_domain, email_key
 
 
 # Pairs that name the same user. None of them is the same under SQLite's NOCASE but the first.

@@ -15,13 +15,14 @@ import helpers
 import okr.transfer.importer
 import okr.transfer.reader
 from okr import create_app, transfer
+from okr.accounts import throttle
 from okr.cli.transfer import export_command, import_command
 from okr.clock import new_id
 from okr.db import init_db, transaction
+from okr.rules.email_addresses import email_key
 from okr.store.schema import connect
-from okr.emails import email_key
 from okr.progress import parse_timestamp
-from okr.store import invitations, sign_ins, users, web_sessions
+from okr.store import invitations, sessions, users
 from okr.store import keys as key_store
 
 DATA = ["users", "teams", "team_members", "cycles", "objectives", "key_results", "checkins", "comments"]
@@ -1082,11 +1083,11 @@ def test_invitations_sessions_and_sign_in_failures_are_never_exported(app, seede
     with app.app_context(), transaction() as db:
         user = users.get(db, seeded["emile"])
         invitation = invitations.create(db, user)
-        session = web_sessions.open_session(db, timedelta(hours=12), user_id=user["id"])
-        sign_ins.record_failure(db, "203.0.113.9", "someone@example.com", 1_700_000_000)
+        session = sessions.open_session(db, timedelta(hours=12), user_id=user["id"])
+        throttle.record(db, "203.0.113.9", "someone@example.com", 1_700_000_000)
     export(app, tmp_path / "all.json", "--include-keys")
     text = (tmp_path / "all.json").read_text(encoding="utf-8")
-    for secret in (invitation, web_sessions.token_hash(invitation), session, web_sessions.token_hash(session),
+    for secret in (invitation, sessions.token_hash(invitation), session, sessions.token_hash(session),
                    "203.0.113.9", "someone@example.com"):
         assert secret not in text
     assert list(json.loads(text)) == ["format", "version", *SECTIONS, "api_keys"]

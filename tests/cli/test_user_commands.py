@@ -14,10 +14,10 @@ import pytest
 import helpers
 import okr.cli.users
 from helpers import USER_FIELDS, make_user, stored_users, write_csv
-from okr.rules import passwords
-from okr.store import invitations, web_sessions
+from okr.accounts import passwords
+from okr.store import invitations, sessions
 
-# A password that passes okr.rules.passwords' rule.
+# A password that passes okr.accounts.passwords' rule.
 PASSWORD = "correct horse battery staple"
 
 
@@ -333,7 +333,7 @@ def test_invite_prints_for_whom_then_a_link_that_opens_the_invitation(app, runne
     assert base == "http://127.0.0.1:8080"  # the server's --host and --port, by default
     assert invitation_of(app, token)["id"] == user["id"]
     [(user_id, token_hash, expires_at)] = invitation_rows(app)
-    assert token not in token_hash and token_hash == web_sessions.token_hash(token)  # kept as a digest only
+    assert token not in token_hash and token_hash == sessions.token_hash(token)  # kept as a digest only
     expires = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
     assert abs(expires - datetime.now(timezone.utc) - timedelta(days=7)) < timedelta(minutes=1)
 
@@ -491,8 +491,8 @@ def test_set_password_ends_the_users_sessions_and_voids_their_invitation(app, ru
         db.row_factory = sqlite3.Row
         ada, bob = (db.execute("SELECT id FROM users WHERE email = ?", (email,)).fetchone()["id"]
                     for email in ("ada@example.com", "bob@example.com"))
-        tokens = [web_sessions.open_session(db, timedelta(hours=12), user_id) for user_id in (ada, bob)]
+        tokens = [sessions.open_session(db, timedelta(hours=12), user_id) for user_id in (ada, bob)]
     set_password(runner, "ada@example.com")
     with closing(sqlite3.connect(app.config["DATABASE"])) as db:
-        assert [web_sessions.live(db, token) is None for token in tokens] == [True, False]  # Bob's goes on
+        assert [sessions.live(db, token) is None for token in tokens] == [True, False]  # Bob's goes on
     assert invitation_of(app, LINK.fullmatch(link).group(2)) is None

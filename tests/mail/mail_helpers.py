@@ -7,7 +7,7 @@ from okr.db import transaction
 from okr.store import team_members, teams, users
 
 # On loopback: the tests make their data over the API in open mode, which a public address would end
-# (okr/access.py).
+# (okr/accounts/access.py).
 BASE_URL = "http://localhost:8080"
 
 
@@ -39,7 +39,7 @@ WEEK = "2026-W25"
 
 
 def mail_sent():
-    """Waits for the pages' emailing threads (okr.web.email_pages, started once an answer is sent) to end."""
+    """Waits for the pages' emailing threads (okr.accounts.password_links, started once an answer is sent) to end."""
     for thread in threading.enumerate():
         if thread.name.startswith("okr-mail"):
             thread.join(10)

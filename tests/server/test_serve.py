@@ -16,10 +16,10 @@ import okr.server.http_server as http_server
 from helpers import free_port, start_service
 from okr import create_app
 from okr.__main__ import parse_options
+from okr.accounts import passwords
 from okr.server.access_log import AccessLog
 from okr.server.http_server import make_server
 from okr.db import init_db, transaction
-from okr.rules import passwords
 from okr.store import users
 
 ACCESS_LINE = re.compile(r"okr\.access: 127\.0\.0\.1 GET /v1/cycles\?page_size=5 200 \d+\.\d ms$", re.MULTILINE)

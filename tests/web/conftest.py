@@ -15,10 +15,10 @@ def key_result_fields():
 
 
 class Later:
-    """Moves the clock the sessions read (time.time in okr.web.sessions, and the utc_now clock)."""
+    """Moves the clock the sessions read (time.time in okr.accounts.sessions, and the utc_now clock)."""
 
     def __init__(self, clock, monkeypatch):
-        import okr.web.sessions as sessions
+        import okr.accounts.sessions as sessions
 
         self.clock, self.offset = clock, 0
         self.start = datetime(2026, 6, 1, tzinfo=timezone.utc)

@@ -10,9 +10,9 @@ from edit_forms import get, post_form
 from helpers import TIMESTAMP, make_cycle, make_key_result, make_objective, make_team, signed
 from html_tree import BROWSER
 from okr import activity as activity_feed
+from okr.accounts import passwords
 from okr.db import transaction
 from okr.store.schema import connect
-from okr.rules import passwords
 from okr.store import keys, users
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")

@@ -108,7 +108,7 @@ def test_a_read_only_keys_session_lasts_30_days_and_others_12_hours(client, runn
 def test_a_person_signed_in_after_a_read_only_key_keeps_its_own_12_hours(app, client, runner, filled, later,
                                                                          fast_hashing):
     from okr.db import transaction
-    from okr.rules import passwords
+    from okr.accounts import passwords
     from okr.store import users
 
     wallboard = app.test_client()

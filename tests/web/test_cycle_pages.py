@@ -9,8 +9,8 @@ import pytest
 from helpers import make_cycle, make_key_result, make_objective
 from edit_forms import get, hidden, post_form
 from html_tree import BROWSER, parse
+from okr.accounts import passwords
 from okr.db import transaction
-from okr.rules import passwords
 from okr.store import users
 from okr.web.cycle_pages import next_dates
 

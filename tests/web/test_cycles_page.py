@@ -8,8 +8,8 @@ import pytest
 
 from helpers import create_key, make_cycle, make_key_result, make_objective, make_user
 from html_tree import BROWSER, parse
+from okr.accounts import passwords
 from okr.db import transaction
-from okr.rules import passwords
 from okr.store import users
 from okr.web import words
 

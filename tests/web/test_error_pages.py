@@ -89,7 +89,7 @@ def app_with_a_new_page(tmp_path):
     @extra.route("/reports/new", methods=["GET", "POST"])
     def new_report():
         """A form on a new path."""
-        from okr.web.sessions import csrf_token
+        from okr.accounts.sessions import csrf_token
         return render_template_string('<form method="post"><input name="csrf_token" value="{{ t }}"></form>',
                                       t=csrf_token())
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from okr.accounts import passwords
 from okr.db import transaction
-from okr.rules import passwords
 from okr.store import invitations, password_resets, users
 
 pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")

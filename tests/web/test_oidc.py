@@ -16,11 +16,11 @@ import pytest
 
 from fake_provider import CLIENT_ID, CLIENT_SECRET, FakeProvider, new_key
 from helpers import REPO, served_in_thread
-from okr import create_app, oidc
+from okr import create_app
 from okr.__main__ import main
+from okr.accounts import identity_provider, passwords, throttle
 from okr.db import init_db, transaction
-from okr.rules import passwords
-from okr.store import invitations, sign_ins, users
+from okr.store import invitations, users
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
@@ -589,7 +589,7 @@ def test_a_provider_that_is_down_is_said_so_and_passwords_still_work(make_app, f
 def test_a_provider_that_goes_down_between_the_start_and_the_callback(app, client, fake, monkeypatch):
     person(app)
     answer, _ = fake.grant(start(client))
-    monkeypatch.setattr(oidc, "TIMEOUT", 2)
+    monkeypatch.setattr(identity_provider, "TIMEOUT", 2)
     provider = app.extensions["okr.oidc"]
     monkeypatch.setattr(provider, "metadata", lambda: {**provider.cached_metadata(),
                                                        "token_endpoint": "http://127.0.0.1:9/token"})
@@ -655,7 +655,7 @@ def test_a_password_sessions_sign_out_offers_no_provider_link(app, client, fake)
 def test_callbacks_without_a_sign_in_started_count_nothing(app, client, fake):
     # What another site's page can make a visitor's browser open, as often as it likes (<img src=...>).
     person(app, password=PASSWORD)
-    for n in range(sign_ins.FAILURES_PER_ADDRESS + 1):
+    for n in range(throttle.FAILURES_PER_ADDRESS + 1):
         refused(callback(client, {"code": f"junk-{n}", "state": "forged"}), 400, "does not belong to a sign-in")
     assert rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]
     assert sign_in(client, fake).status_code == 303
@@ -667,7 +667,7 @@ def test_callbacks_without_a_sign_in_started_count_nothing(app, client, fake):
 @pytest.mark.slow
 def test_a_providers_refusals_are_no_password_guesses_and_hold_nobody(app, client, fake):
     person(app, password=PASSWORD)
-    for _ in range(sign_ins.FAILURES_PER_ACCOUNT + 1):
+    for _ in range(throttle.FAILURES_PER_ACCOUNT + 1):
         answer, _ = fake.grant(start(client))
         refused(callback(client, {**answer, "state": answer["state"][:-1] + "x"}), 400, "does not belong")
         state = parse_qs(urlsplit(start(client)).query)["state"][0]

@@ -26,10 +26,9 @@ from joserfc.jwk import RSAKey
 
 from helpers import REPO, served_in_thread
 from okr import create_app
+from okr.accounts import passwords, provider_sign_in
 from okr.db import init_db, transaction
-from okr.rules import passwords
 from okr.store import users
-from okr.web import oidc_pages
 
 import test_browser  # tests/web is on sys.path (no __init__.py)
 from test_browser import CHROMIUM, CHROMIUM_FLAGS, HOW_TO_INSTALL, PLAYWRIGHT_PROBLEM, in_ci
@@ -138,7 +137,7 @@ def okr_server(stack, tmp_path, issuer, **config):
     served = stack.enter_context(served_in_thread(holder, threads=4))
     served.held = holder
     app.config["PUBLIC_URL"] = served.url
-    oidc_pages.init_app(app)
+    provider_sign_in.init_app(app)
     served.app = app
     return served
 

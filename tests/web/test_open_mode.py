@@ -9,7 +9,8 @@ from contextlib import closing
 import pytest
 
 import helpers
-from okr import access, create_app
+from okr import create_app
+from okr.accounts import access
 from okr.db import init_db, transaction
 from okr.store.schema import connect
 from okr.store import password_resets, users
@@ -49,7 +50,7 @@ def is_open(client, headers=None):
 
 
 def reason(app, environ=None):
-    """Why a sign-in is needed, as okr.access says for a request with this environ (None: the server)."""
+    """Why a sign-in is needed, as okr.accounts.access says for a request with this environ (None: the server)."""
     with app.app_context(), closing(connect(app.config["DATABASE"], 5000)) as db:
         return access.sign_in_needed_because(db, environ)
 

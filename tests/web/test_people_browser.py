@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from okr import create_app
+from okr.accounts.passwords import hash_password
 from okr.db import transaction
-from okr.rules.passwords import hash_password
 from okr.store import invitations, users
 
 pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser

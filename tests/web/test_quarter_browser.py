@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from okr import create_app
+from okr.accounts.passwords import hash_password
 from okr.db import transaction
-from okr.rules.passwords import hash_password
 from okr.store import users
 
 from helpers import free_port, start_service, stop_process

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from helpers import create_key
+from okr.accounts import throttle
 from okr.db import transaction
-from okr.store import sign_ins
 from people_page import HERE, THERE, csrf, people_row, sign_in
 
 pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")
 def hold(app, email, address=HERE):
     """Fails enough sign-ins for email from address that its right password there waits (429)."""
     client = app.test_client()
-    for _ in range(sign_ins.FAILURES_PER_ACCOUNT):
+    for _ in range(throttle.FAILURES_PER_ACCOUNT):
         assert sign_in(client, email, "guess guess guess", address).status_code == 401
     assert sign_in(client, email, address=address).status_code == 429
 
@@ -42,7 +42,7 @@ def test_unlock_forgets_her_api_keys_and_reset_requests_too(app, runner, maya):
         client.post("/login", data={"csrf_token": csrf(client), "credential": credential, "secret": "wrong"},
                     environ_base={"REMOTE_ADDR": HERE})
     with app.app_context(), transaction() as db:
-        sign_ins.record_failure(db, HERE, sign_ins.RESET_REQUEST + "maya@example.com", int(time.time()))
+        throttle.record(db, HERE, throttle.RESET_REQUEST + "maya@example.com", int(time.time()))
     result = runner.invoke(args=["users", "unlock", "maya@example.com"])
     # Her key's failure and her reset request; the service key's is nobody's.
     assert result.output == "maya@example.com may sign in again: 2 failed sign-ins of theirs forgotten\n"

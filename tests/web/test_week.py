@@ -10,9 +10,9 @@ import pytest
 from helpers import create_key, make_cycle, make_key_result, make_objective, make_team, signed, statements_of
 from html_tree import BROWSER, parse
 from okr import reports
+from okr.accounts import passwords
 from okr.db import get_db, transaction
 from okr.progress import parse_timestamp
-from okr.rules import passwords
 from okr.store import team_members, users
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")

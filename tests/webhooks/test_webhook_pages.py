@@ -8,8 +8,8 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from okr import delivery
+from okr.accounts import passwords
 from okr.db import transaction
-from okr.rules import passwords
 from okr.store import users
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")

@@ -4,7 +4,7 @@ The parameters: 2 passes over 64 MiB in 1 lane, above OWASP's minimum (19 MiB, 2
 1 lane). RFC 9106's low-memory profile (argon2-cffi's default) takes 3 passes in 4 lanes, but
 the server runs on one CPU by default, where lanes run one after another: docs/design.md gives
 the time a sign-in takes. Hashes run on HASHING_AT_ONCE threads of the process's own, so that a
-burst of sign-ins costs that many times 64 MiB, not one per server thread; okr.web.sign_in also
+burst of sign-ins costs that many times 64 MiB, not one per server thread; okr.accounts.sign_in also
 bounds how many sign-ins may wait for one. Those threads run at a lower CPU priority than the
 server's others (Linux): a flood of sign-ins takes the CPU that the rest of the work leaves, rather
 than a share of it that makes every other request wait.

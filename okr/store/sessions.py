@@ -1,4 +1,5 @@
-"""The dashboard's sessions: opened at sign-in, ended at sign-out, found by the token the cookie carries.
+"""The dashboard's sessions as rows (okr.accounts.sessions has the cookie): opened at sign-in, ended at sign-out,
+found by the token the cookie carries.
 
 A session is a user's (signed in with email and password) or an API key's (signed in with
 its credential and secret). Only the token's SHA-256 is stored: a copy of the database

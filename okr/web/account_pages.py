@@ -1,27 +1,24 @@
-"""Signing in and out, invitations, the account page and the People page (admins); a team's page is in
-okr.web.team_pages.
+"""The account page (/account: who is signed in, their password, their weekly emails, signing out everywhere) and
+the People page (/people, admins'); signing in and out is okr.web.sign_in_pages, a team's page okr.web.team_pages.
 
-Who may open which is okr.access's to say, through the guards in okr.web.sessions: the
+Who may open which is okr.accounts.access's to say, through the guards in okr.accounts.sessions: the
 People page's views are marked with sessions.people_managers_only, the account page's forms, which every role
 may send, with sessions.own_account.
 """
 import time
 
-from flask import redirect, render_template, request, session, url_for
+from flask import redirect, render_template, request, url_for
 from marshmallow import ValidationError
 
-from .. import access
+from ..accounts import access, password_links, sessions, sign_in, throttle
 from ..db import get_db
 from ..errors import Conflict
-from ..rules import passwords
 from ..rules.ids import MAX_ROW_ID
 from ..rules.messages import flatten
 from ..rules.schemas import user_schema
-from ..store import invitations, keys, sign_ins, users, web_sessions
-from . import oidc_pages, sessions, sign_in
-from .email_pages import email_invitation, mail_settings
+from ..store import keys, team_members, users
 from .errors import PageError
-from .views import bp, local_path
+from .views import bp
 
 PEOPLE_PER_PAGE = 200
 ROLE_WORDS = {
@@ -29,64 +26,6 @@ ROLE_WORDS = {
     "editor": "reads and changes cycles, teams, objectives, key results and check-ins",
     "viewer": "reads everything, changes nothing",
 }
-
-
-@bp.route("/login", methods=["GET", "POST"])
-def show_login():
-    """Asks for an email and password (or an API key's credential and secret), and opens a session."""
-    # `next` is a path within the app ("/cycles/…"); the redirect puts the mount's prefix before it.
-    next_path = local_path(request.values.get("next", ""))
-    if not sessions.login_required():
-        return redirect(request.script_root + next_path, 303)
-    shown = {"next": next_path, "email": "", "credential": "", "error": None, "key_error": None,
-             "email_set_up": mail_settings() is not None}
-    if request.method == "GET":
-        # Once, after signing out of a session the identity provider opened: the link to sign out there too.
-        return render_template("login.html", **shown, provider_sign_out=session.pop("provider_sign_out", None))
-    if "credential" in request.form:
-        credential = request.form.get("credential", "").strip()
-        try:
-            key = sign_in.with_key(credential, request.form.get("secret", "").strip())
-        except sign_in.SignInRefused as refusal:
-            return render_template("login.html", **{**shown, "credential": credential, "key_error": str(refusal)}), 401
-        sessions.log_in(credential=key["credential"])
-    else:
-        email = request.form.get("email", "").strip()
-        try:
-            user = sign_in.with_password(email, request.form.get("password", ""))
-        except sign_in.SignInRefused as refusal:
-            return render_template("login.html", **{**shown, "email": email, "error": str(refusal)}), 401
-        sessions.log_in(user_id=user["id"])
-    return redirect(request.script_root + next_path, 303)
-
-
-@bp.post("/logout")
-def log_out():
-    """Ends the session (and, for one the identity provider opened, offers to sign out there too)."""
-    via_provider = session.get("via") == "oidc"
-    sessions.log_out()
-    if via_provider:
-        oidc_pages.signed_out_from_provider_link()
-    return redirect(url_for("web.show_login" if sessions.login_required() else "web.show_dashboard"), 303)
-
-
-@bp.route("/invitations/<token>", methods=["GET", "POST"])
-def show_invitation(token):
-    """Lets an invited user choose a password, then signs them in."""
-    user = sign_in.invited_user(token)
-    if request.method == "GET":
-        return render_template("invitation.html", user=user, error=None)
-    password = request.form.get("password", "")
-    problem = passwords.problem(password)
-    if problem:
-        return render_template("invitation.html", user=user, error=problem), 400
-    password_hash = sign_in.new_password_hash(password)  # before the write transaction: it takes a while
-    db = get_db()
-    user = sign_in.still_invited(db, token)
-    users.set_password(db, user, password_hash)
-    invitations.use(db, token)
-    sessions.log_in(user_id=user["id"])
-    return redirect(url_for("web.show_dashboard"), 303)
 
 
 @bp.get("/account")
@@ -101,7 +40,8 @@ def render_account(errors=None, changed=False):
     user = None if actor is None or actor.user_id is None else users.get(db, actor.user_id)
     return render_template(
         "account.html", actor=actor, user=user, role_words=ROLE_WORDS, errors=errors or {}, changed=changed,
-        teams=user_teams(db, user["id"]) if user else [], email_set_up=mail_settings() is not None,
+        teams=team_members.teams_of(db, user["id"]) if user else [],
+        email_set_up=password_links.mail_settings() is not None,
         has_keys=bool(user) and keys.user_has_keys(db, user["id"]),
     )
 
@@ -120,19 +60,9 @@ def signed_in_user():
 def change_password():
     """Changes the signed-in person's password; their other sessions end."""
     user = signed_in_user()
-    errors = {}
-    try:
-        sign_in.with_password(user["email"], request.form.get("current_password", ""))
-    except sign_in.SignInRefused:
-        errors["current_password"] = "This is not your current password."
-    new = request.form.get("password", "")
-    problem = passwords.problem(new)
-    if problem:
-        errors["password"] = problem
+    errors = sign_in.change_password(user, request.form.get("current_password", ""), request.form.get("password", ""))
     if errors:
         return render_account(errors), 400
-    password_hash = sign_in.new_password_hash(new)  # before the write transaction: it takes a while
-    users.set_password(get_db(), user, password_hash, keep_token=sessions.session_token())
     return render_account(changed=True)
 
 
@@ -152,16 +82,8 @@ def set_weekly_email():
 @sessions.own_account
 def log_out_everywhere():
     """Ends every session of the signed-in person, this one included."""
-    user = signed_in_user()
-    web_sessions.end_users(get_db(), user["id"])
-    sessions.forget_session()
+    sign_in.sign_out_everywhere(signed_in_user())
     return redirect(url_for("web.show_login"), 303)
-
-
-def user_teams(db, user_id):
-    return db.execute(
-        """SELECT t.id, t.name FROM team_members m JOIN teams t ON t.id = m.team_id
-           WHERE m.user_id = ? ORDER BY t.name, t.seq""", (user_id,)).fetchall()
 
 
 @bp.get("/people")
@@ -173,20 +95,16 @@ def show_people():
 
 def render_people(invited=None, invitation_url=None, form=None, errors=None, error=None, email_problem=None):
     db = get_db()
-    people = db.execute("SELECT * FROM users WHERE seq > ? ORDER BY seq LIMIT ?",
-                        (after_arg(), PEOPLE_PER_PAGE + 1)).fetchall()
+    people = users.page(db, after_arg(), PEOPLE_PER_PAGE + 1)
     more = people[PEOPLE_PER_PAGE - 1]["seq"] if len(people) > PEOPLE_PER_PAGE else None
     people = people[:PEOPLE_PER_PAGE]
     memberships = {}
     if people:
-        for row in db.execute(
-                """SELECT m.user_id, t.id, t.name FROM team_members m JOIN teams t ON t.id = m.team_id
-                   JOIN users u ON u.id = m.user_id WHERE u.seq BETWEEN ? AND ? ORDER BY t.name, t.seq""",
-                (people[0]["seq"], people[-1]["seq"])):
+        for row in team_members.teams_of_users_between(db, people[0]["seq"], people[-1]["seq"]):
             memberships.setdefault(row["user_id"], []).append(row)
     return render_template(
         "people.html", people=people, teams=memberships, more=more, roles=users.ROLES, invited=invited,
-        held=sign_ins.held_people(db, people, int(time.time())),
+        held=throttle.held_people(db, people, int(time.time())),
         invitation_url=invitation_url, email_problem=email_problem, form=form or {"name": "", "email": "", "role": "editor"},
         errors=errors or {}, error=error)
 
@@ -234,9 +152,9 @@ def invite_person(user_id):
 
 def render_invitation(user):
     """The People page with a new invitation's link, also emailed to the person when email is set up."""
-    token = invitations.create(get_db(), user)
+    token = password_links.invite(user)
     url = request.host_url.rstrip("/") + url_for("web.show_invitation", token=token)
-    return render_people(invited=user, invitation_url=url, email_problem=email_invitation(user, token))
+    return render_people(invited=user, invitation_url=url, email_problem=password_links.email_invitation(user, token))
 
 
 @bp.post("/people/<user_id>/role")
@@ -256,7 +174,7 @@ def change_role(user_id):
 def unlock_person(user_id):
     """Forgets a person's failed sign-ins, from every address, so that nothing holds their sign-in."""
     db = get_db()
-    sign_ins.forget_person(db, users.get(db, user_id))
+    throttle.forget_person(db, users.get(db, user_id))
     return redirect(url_for("web.show_people") + f"#u-{user_id}", 303)
 
 

@@ -1,11 +1,15 @@
 """Who is signed in to the dashboard: sessions opened with an email and password or with an API key's
-credential and secret (okr.web.sign_in checks them), kept server side so that signing out ends them, CSRF
-tokens, and the two guards every page passes (okr.pipeline runs them).
+credential and secret (okr.accounts.sign_in checks them), kept server side so that signing out ends them (their
+rows are okr.store.sessions'), their lifetimes, CSRF tokens, and the two guards every page passes (okr.pipeline
+runs them).
 
-Once sign-in is needed (okr.access: any API key or password exists), the pages need a session,
+Once sign-in is needed (okr.accounts.access: any API key or password exists), the pages need a session,
 opened at /login. The session is Flask's signed cookie, keyed with a secret generated
 once and kept in the database, so that sessions survive a restart and every server
 on one database honours them. It never opens /v1: the API keeps to signed requests.
+
+What a guard refuses is raised as this module's errors (NotAllowed, FormRefused, SessionUnavailable), which the
+pages word (okr.web.errors).
 """
 import hmac
 import secrets
@@ -17,12 +21,12 @@ from flask import g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from .. import access
-from ..access import READ_METHODS
+from .access import READ_METHODS
 from ..db import DatabaseMissing, get_connection, get_db, transaction
-from ..store import web_secrets, web_sessions
+from ..store import sessions as session_rows
+from ..store import users, web_secrets
 from ..switches import switch
-from .errors import FORM_REFUSED, PageError, SessionUnavailable, wants_page
+from . import access
 
 SESSION_HOURS = 12
 SESSION_SECONDS = SESSION_HOURS * 3600
@@ -36,6 +40,18 @@ OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitatio
                             "web.reset_password", "web.static",
                             # sign-in with an identity provider (okr.web.oidc_pages)
                             "web.start_oidc_sign_in", "web.finish_oidc_sign_in"})
+
+
+class SessionUnavailable(Exception):
+    """The session could not be opened because the database did not answer (busy, missing, unreadable)."""
+
+
+class NotAllowed(Exception):
+    """A page this session may not open, or a form it may not send; the message says why, for people."""
+
+
+class FormRefused(Exception):
+    """A form posted without this session's CSRF token: it expired, or did not come from this site's page."""
 
 
 def is_page_path(path):
@@ -111,17 +127,17 @@ def login_required():
 
 def log_in(user_id=None, credential=None):
     """Opens a session for a user (signed in with a password) or an API key: a row of its own
-    (okr.store.web_sessions) and the cookie's token. A session this browser had ends."""
+    (okr.store.sessions) and the cookie's token. A session this browser had ends."""
     if g.get("session_secret") is None:
         raise SessionUnavailable()
     old_token = session.get("token")
     if isinstance(old_token, str):
-        web_sessions.end(get_db(), old_token)
+        session_rows.end(get_db(), old_token)
     g.pop("session_actor", None)
     session.clear()
     session.permanent = True
     # Rows are kept for the longest session's life; each session ends at its own (live_actor).
-    session["token"] = web_sessions.open_session(get_db(), timedelta(days=READ_ONLY_KEY_SESSION_DAYS), user_id,
+    session["token"] = session_rows.open_session(get_db(), timedelta(days=READ_ONLY_KEY_SESSION_DAYS), user_id,
                                                  credential)
     session["login_at"] = int(time.time())
     session["csrf"] = secrets.token_urlsafe(32)
@@ -129,6 +145,17 @@ def log_in(user_id=None, credential=None):
         key = access.live_key(get_db(), credential)
         if key is not None and key["read_only"]:
             session["long"] = True  # only what the cookie's life says: live_actor goes by the actor
+
+
+def mark_opened_via_provider():
+    """Marks this browser's new session as opened by the identity provider, so that signing out offers to sign out
+    of the provider too."""
+    session["via"] = "oidc"
+
+
+def opened_via_provider():
+    """Whether the identity provider opened this browser's session."""
+    return session.get("via") == "oidc"
 
 
 def session_seconds(actor):
@@ -146,7 +173,7 @@ def log_out():
     """Ends this browser's session for good: its row is marked ended, so a copy of the cookie opens nothing."""
     token = session.get("token")
     if isinstance(token, str):
-        web_sessions.end(get_db(), token)
+        session_rows.end(get_db(), token)
     forget_session()
 
 
@@ -157,7 +184,7 @@ def forget_session():
 
 
 def current_actor():
-    """Who this request's live session is (an okr.access.Actor), or None: none, expired, ended, its key
+    """Who this request's live session is (an okr.accounts.access.Actor), or None: none, expired, ended, its key
     revoked, or its user deactivated.
 
     Looked up once per request: the page check, the template and the form all ask.
@@ -175,14 +202,14 @@ def live_actor():
     if age > READ_ONLY_KEY_SESSION_SECONDS:
         return None
     db = get_connection()
-    row = web_sessions.live(db, token)
+    row = session_rows.live(db, token)
     if row is None:
         return None
     if row["credential"] is not None:
         key = access.live_key(db, row["credential"])
         actor = None if key is None else access.key_actor(key)
     else:
-        user = db.execute("SELECT * FROM users WHERE id = ?", (row["user_id"],)).fetchone()
+        user = users.find(db, row["user_id"])
         actor = None if user is None else access.user_actor(user)
     return None if actor is None or age > session_seconds(actor) else actor
 
@@ -213,7 +240,7 @@ def require_session():
     only reads."""
     if not is_guarded_page():
         return None
-    if request.endpoint == "web.show_dashboard" and not wants_page():
+    if request.endpoint == "web.show_dashboard" and not access.wants_page():
         return None  # the JSON index at /, for API clients, is open like /healthz
     if not login_required():
         return None
@@ -225,21 +252,21 @@ def require_session():
     if request.endpoint in OWN_ACCOUNT_ENDPOINTS and access.may_change_own_account(actor):
         return None
     if not access.may_write(actor, request.method):
-        raise PageError(403, "Not allowed", WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
+        raise NotAllowed(WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
     if request.endpoint in EDITOR_ENDPOINTS and not access.may_write(actor, "POST"):
         # An edit form's GET too: a viewer is shown no form it could not send.
-        raise PageError(403, "Not allowed", WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
+        raise NotAllowed(WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
     if request.endpoint in PEOPLE_MANAGER_ENDPOINTS and not access.may_manage_people(actor):
-        raise PageError(403, "Not allowed", "Only an admin manages people.")
+        raise NotAllowed("Only an admin manages people.")
     return None
 
 
 # The endpoints of the account page's forms, which act on the signed-in person's own account
-# (okr.access.may_change_own_account): a viewer may send them too.
+# (okr.accounts.access.may_change_own_account): a viewer may send them too.
 OWN_ACCOUNT_ENDPOINTS = set()
 
 
-# The endpoints of the views only those who manage people may open (okr.access.may_manage_people).
+# The endpoints of the views only those who manage people may open (okr.accounts.access.may_manage_people).
 PEOPLE_MANAGER_ENDPOINTS = set()
 
 
@@ -272,7 +299,7 @@ WRITE_REFUSED_VIEWER = "You are a viewer, who may look but not change anything. 
 def require_csrf():
     """Guard: every form a page posts carries this session's CSRF token (signing in and out included)."""
     if request.blueprint == "web" and request.method not in READ_METHODS and not csrf_ok():
-        raise FORM_REFUSED
+        raise FormRefused()
 
 
 def init_app(app):

@@ -26,8 +26,8 @@ from urllib.parse import urlsplit
 from flask import current_app, g, has_request_context, request
 from werkzeug.exceptions import Forbidden
 
-from . import proxies
-from .store import keys, ways_in
+from .. import proxies
+from ..store import keys, ways_in
 
 # The methods that only read: a viewer's and a read-only key's, and the requests whose transaction reads.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -233,6 +233,13 @@ def answers_as_api(path):
     """Whether a path's answers are the API's (JSON, errors in the error shape, no session): /v1 and /healthz.
     Every other path is a page."""
     return is_api_path(path) or path == "/healthz"
+
+
+def wants_page():
+    """Whether the client asked for HTML before JSON (a browser does; curl and API clients do not): at /, an API
+    client gets the JSON index, open like /healthz."""
+    best = request.accept_mimetypes.best_match(["application/json", "text/html"])
+    return best == "text/html" and request.accept_mimetypes["text/html"] > request.accept_mimetypes["application/json"]
 
 
 def is_loopback(host):

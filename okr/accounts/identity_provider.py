@@ -1,6 +1,7 @@
 """Sign-in with an identity provider over OpenID Connect: its settings, its discovery document and keys, and the
 authorization code flow (PKCE S256, state, nonce) through Authlib, with the ID token verified by joserfc (the
-JOSE library Authlib itself now uses). Flask-free; okr.web.oidc_pages has the pages.
+JOSE library Authlib itself now uses). Flask-free: okr.accounts.provider_sign_in is the request's side of it,
+okr.web.oidc_pages has the pages.
 
 Every call to the provider has TIMEOUT: a provider that is down makes a page that says so, never a hung
 server. The discovery document is kept METADATA_SECONDS, the provider's keys (JWKS) until a token names a key
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
-from .emails import email_key
+from ..rules.email_addresses import email_key
 
 TIMEOUT = 10
 SCOPE = "openid email profile"
