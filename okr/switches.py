@@ -1,13 +1,3 @@
-"""On/off settings: a flag gives a bool, an OKR_* environment variable a word such as 1, on, 0 or off."""
-
-WORDS = {"1": True, "on": True, "true": True, "yes": True, "0": False, "off": False, "false": False, "no": False}
-
-
-def switch(value, setting):
-    """The setting as a bool; ValueError naming the setting for a word that is neither on nor off."""
-    if isinstance(value, bool):
-        return value
-    word = str(value).strip().lower()
-    if word not in WORDS:
-        raise ValueError(f"{setting} must be on or off (1 or 0), not {value!r}")
-    return WORDS[word]
+"""Left for okr/web/sessions.py alone, until it imports switch from okr/settings.py, where on/off settings are
+parsed now; then this module goes."""
+from .settings import switch  # noqa: F401

@@ -17,7 +17,7 @@ def check_health():
         return {"status": "ok"}
     # A fixed word and the lag only: this answer needs no credentials (okr/replication.py's health says why).
     healthy, details = replication.health(replication.read_status(status_path),
-                                          int(current_app.config["REPLICATE_MAX_LAG"]))
+                                          current_app.config["REPLICATE_MAX_LAG"])
     if not healthy:
         return error_response(503, "replication is failing", details)
     # Failing, but the replica not yet behind for longer than --replicate-max-lag: serving goes on.

@@ -44,7 +44,7 @@ def prune_events(app, stop):
         try:
             with closing(connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])) as db:
                 db.execute("BEGIN IMMEDIATE")
-                pruned = events.prune(db, int(app.config["EVENT_RETENTION_DAYS"]))
+                pruned = events.prune(db, app.config["EVENT_RETENTION_DAYS"])
                 db.execute("COMMIT")
             if pruned:
                 logger.info("pruned %d events older than %s days", pruned, app.config["EVENT_RETENTION_DAYS"])

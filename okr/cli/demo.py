@@ -11,7 +11,7 @@ from flask.cli import with_appcontext
 from . import serving_lock
 from .common import address, as_configured, name_database, reports_errors
 from .database import folder_problem
-from .serve import cannot_listen, int_setting
+from .serve import cannot_listen
 
 
 # The demo's own database, by default: never ./okr.db.
@@ -34,11 +34,7 @@ def summary(counts):
 def serving_port():
     """The port to serve on, checked before any data is made; a free one for --port 0."""
     config = current_app.config
-    host = config["HOST"]
-    try:
-        port = int_setting(config, "PORT", 0, 65535)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
+    host, port = config["HOST"], config["PORT"]
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         # SO_REUSEADDR, as waitress: a port that only lingers after a server stopped is free.

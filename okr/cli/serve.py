@@ -24,7 +24,6 @@ from ..db import connect, init_db
 from ..proxies import environ_client
 from ..scratch import remove_leftovers
 from ..store import ways_in
-from ..switches import switch
 from . import connections
 from .background import run_beside, stop_background
 from .replication import check_replication, start_replication
@@ -50,10 +49,10 @@ def waitress_settings(config):
     """The waitress keyword arguments for this app's config."""
     return {
         "host": config["HOST"],
-        "port": int(config["PORT"]),
-        "threads": int(config["THREADS"]),
-        "connection_limit": int(config["CONNECTION_LIMIT"]),
-        "channel_timeout": int(config["CHANNEL_TIMEOUT"]),
+        "port": config["PORT"],
+        "threads": config["THREADS"],
+        "connection_limit": config["CONNECTION_LIMIT"],
+        "channel_timeout": config["CHANNEL_TIMEOUT"],
         "cleanup_interval": CLEANUP_INTERVAL,
         "outbuf_high_watermark": OUTBUF_HIGH_WATERMARK,
         "max_request_body_size": BODY_LIMIT,
@@ -73,11 +72,6 @@ def allow_open_files(connections):
     wanted = connections + 100  # the database, its WAL, logs, the listening socket
     if soft != resource.RLIM_INFINITY and soft < wanted:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
-
-
-def access_log_on(config):
-    """The ACCESS_LOG setting as a bool: a flag gives one, OKR_ACCESS_LOG a word such as 0 or off."""
-    return switch(config["ACCESS_LOG"], "access log")
 
 
 LINK_TOKEN = re.compile(r"(/invitations/|/password-reset/)[^/?#]+")
@@ -232,7 +226,7 @@ def make_server(app, sockets=None, address_counts=None):
         settings["sockets"] = sockets
     allow_open_files(settings["connection_limit"])
     trusted = app.config["TRUSTED_PROXIES"]
-    server = create_server(AccessLog().wrap(app, trusted) if access_log_on(app.config) else app, **settings)
+    server = create_server(AccessLog().wrap(app, trusted) if app.config["ACCESS_LOG"] else app, **settings)
     connections.install(server, connections.limits_of(app.config), address_counts)
     return server
 
@@ -256,21 +250,6 @@ def place_on_cpus(setting):
         raise ValueError(f"cpu must be auto, all or one of {', '.join(map(str, allowed))}, not {setting!r}")
     os.sched_setaffinity(0, {cpu})
     return f"on CPU {cpu}"
-
-
-def int_setting(config, key, low, high):
-    """config[key] as an integer from low to high; a ValueError that names the setting otherwise."""
-    value = str(config[key])
-    if not value.isdigit() or not low <= int(value) <= high:
-        raise ValueError(f"{key.lower()} must be an integer from {low} to {high}, not {value!r}")
-    return int(value)
-
-
-def positive_int(app, key, low, high):
-    try:
-        return int_setting(app.config, key, low, high)
-    except ValueError as error:
-        sys.exit(f"okr: {error}")
 
 
 def stop_on_sigterm(signum, frame):
@@ -328,17 +307,9 @@ def run_server(app, args):
     if args:
         sys.exit(f"okr: serve takes no arguments besides the options, not {' '.join(args)} (see okr serve --help)")
     host = app.config["HOST"]
-    port = positive_int(app, "PORT", 0, 65535)
-    positive_int(app, "THREADS", 1, 256)
-    positive_int(app, "CONNECTION_LIMIT", 1, 100_000)
-    positive_int(app, "CHANNEL_TIMEOUT", 1, 86_400)
-    positive_int(app, "CONNECTIONS_PER_ADDRESS", 0, 100_000)
-    positive_int(app, "HEAD_TIMEOUT", 1, 86_400)
-    positive_int(app, "UNREAD_TIMEOUT", 1, 86_400)
-    positive_int(app, "EVENT_RETENTION_DAYS", 1, 100_000)
+    port = app.config["PORT"]
     try:
         workers = worker_count(app.config["WORKERS"])
-        access_log_on(app.config)
         if workers == 1:
             placement = place_on_cpus(app.config["CPU"])
         else:

@@ -25,7 +25,6 @@ from ..emails import email_domain
 from ..errors import Conflict
 from ..rules.schemas import user_schema
 from ..store import events, users
-from ..switches import switch
 from . import sessions, sign_in
 from .errors import PageError
 from .views import bp, local_path
@@ -251,7 +250,6 @@ def sign_in_choices():
 def init_app(app):
     """Checks the settings (ValueError for one that cannot work: `okr` says it in one line) and sets up the
     provider. Nothing is fetched from it yet: a provider that is down must not stop the server."""
-    app.config["PASSWORD_SIGN_IN"] = switch(app.config["PASSWORD_SIGN_IN"], "OKR_PASSWORD_SIGN_IN")
     settings = oidc.settings(app.config)
     if settings is None:
         if not app.config["PASSWORD_SIGN_IN"]:
