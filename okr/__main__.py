@@ -14,54 +14,60 @@ from importlib import metadata
 import click
 from flask.cli import ScriptInfo
 
-from okr import create_app, env_settings
+from okr import create_app, settings
 from okr.cli import COMMANDS
 from okr.cli.demo import DEMO_DATABASE, SERVE
 from okr.cli.serve import run_server
 
 HELP_FLAGS = ("-h", "--help")
-# Each line's default is the one create_app sets; tests/cli/test_help.py holds them to it.
+# The columns of an option's line in the help: the flag, the variable, then the default and what it does.
+FLAG_WIDTH = VARIABLE_WIDTH = 20
+CONTINUED = " " * 24
+
+
+def padded(text, width):
+    return f"{text:{width}}  " if len(text) <= width else f"{text}  "
+
+
+def option_lines(setting):
+    """A setting's lines in the help: one per flag; the first says the default and what it does."""
+    if isinstance(setting.type, settings.OnOff):
+        # The flag that changes the default first.
+        flags = sorted(setting.flags(), key=lambda flag: flag[1] == setting.default)
+        cells = [(option, f"{setting.env}={int(const)}") for option, const in flags]
+    else:
+        cells = [(setting.flag, setting.env)]
+    shown = setting.shown_default()
+    if shown is not None and " " in shown:
+        shown = f'"{shown}"'
+    what = f"default {shown} ({setting.help})" if shown is not None else f"none: {setting.help}"
+    lines = []
+    for number, (flag, variable) in enumerate(cells):
+        start = "  " + padded(flag, FLAG_WIDTH) + padded(variable, VARIABLE_WIDTH)
+        if number:
+            lines.append(start.rstrip())
+            continue
+        lines += textwrap.wrap(what, 80, initial_indent=start, subsequent_indent=CONTINUED, break_on_hyphens=False)
+    return lines
+
+
+def options_help(group):
+    """The help's lines for the flags of one group of settings (okr/settings.py)."""
+    return [line for setting in settings.SETTINGS if setting.group == group and setting.flag
+            for line in option_lines(setting)]
+
+
 # `okr --help` shows the options every command takes; `okr serve --help` adds the server's.
-OPTIONS = """\
-Options (anywhere on the line; a flag beats OKR_*, which beats the default):
-  --database FILE       OKR_DATABASE          default ./okr.db
-  --host ADDRESS        OKR_HOST              default 127.0.0.1 (this machine)
-  --port N              OKR_PORT              default 8080
-  --allow-anonymous     serve a non-loopback address while no API key exists
-  -h, --help            show this help (okr serve --help: the server's options)
-  --version             show the version"""
+OPTIONS = "\n".join([
+    "Options (anywhere on the line; a flag beats OKR_*, which beats the default):",
+    *options_help(settings.GLOBAL),
+    "  -h, --help            show this help (okr serve --help: the server's options)",
+    "  --version             show the version"])
 
-SERVING_OPTIONS = """\
-Processes and connections:
-  --workers auto|N      OKR_WORKERS           default auto (per CPU, at most 8)
-  --threads N           OKR_THREADS           default 8 (per worker)
-  --cpu auto|all|N      OKR_CPU               default auto (one CPU per worker)
-  --connection-limit N  OKR_CONNECTION_LIMIT  default 1000
-  --channel-timeout S   OKR_CHANNEL_TIMEOUT   default 30 (seconds idle)
-  --connections-per-address N  OKR_CONNECTIONS_PER_ADDRESS  default 64 (0: off)
-
-Logging, cookies and hosts:
-  --no-access-log       OKR_ACCESS_LOG=0      default on: a line per request
-  --access-log          OKR_ACCESS_LOG=1
-  --secure-cookies      OKR_SECURE_COOKIES=1  default off (for HTTPS)
-  --allowed-host NAME   OKR_ALLOWED_HOSTS     a host name to answer for (repeat)
-  --trusted-proxies IP  OKR_TRUSTED_PROXIES   none: a proxy (address or CIDR;
-                        repeat) whose X-Forwarded-For, -Host and -Proto count
-
-Activity and replication:
-  --event-retention-days N  OKR_EVENT_RETENTION_DAYS  default 400 (days)
-  --replicate URL       OKR_REPLICATE         file:///DIR or s3://BUCKET/DIR
-  --replicate-endpoint URL  OKR_REPLICATE_ENDPOINT  an S3-compatible store
-  --replicate-max-lag S  OKR_REPLICATE_MAX_LAG  default 60 (then /healthz: 503)
-
-Sign-in by OpenID Connect (the client secret: OKR_OIDC_CLIENT_SECRET only):
-  --oidc-issuer URL     OKR_OIDC_ISSUER       the provider's issuer URL
-  --oidc-client-id ID   OKR_OIDC_CLIENT_ID    this service's client id there
-  --public-url URL      OKR_PUBLIC_URL        this service's address (redirects)
-  --oidc-name TEXT      OKR_OIDC_NAME         the button's words
-  --oidc-create-users R  OKR_OIDC_CREATE_USERS  viewer|editor: add new people
-  --oidc-allowed-domain D  OKR_OIDC_ALLOWED_DOMAINS  accept these emails only
-  --no-password-sign-in OKR_PASSWORD_SIGN_IN=0  the provider only"""
+SERVING_OPTIONS = "\n\n".join(
+    "\n".join([f"{group}:", *options_help(group)])
+    for group in dict.fromkeys(setting.group for setting in settings.SETTINGS if setting.flag)
+    if group != settings.GLOBAL)
 
 SERVE_HELP = f"""\
 usage: okr [serve] [OPTIONS]
@@ -72,7 +78,10 @@ and one line per request. Email is set up by OKR_SMTP_URL and OKR_MAIL_FROM.
 
 {OPTIONS}
 
-{SERVING_OPTIONS}"""
+{SERVING_OPTIONS}
+
+Every setting also has an OKR_* variable; those with no flag (email, webhooks,
+the client secret...) are in docs/operations.md, under Configuration."""
 
 
 def program_help():
@@ -109,33 +118,7 @@ class OptionParser(argparse.ArgumentParser):
 def parse_options(argv):
     """Splits the global options off the command line; the rest is the command."""
     parser = OptionParser(prog="okr", add_help=False, allow_abbrev=False)
-    parser.add_argument("--host")
-    parser.add_argument("--port")
-    parser.add_argument("--database")
-    parser.add_argument("--workers")
-    parser.add_argument("--threads")
-    parser.add_argument("--cpu")
-    parser.add_argument("--connection-limit")
-    parser.add_argument("--channel-timeout")
-    parser.add_argument("--connections-per-address")
-    parser.add_argument("--event-retention-days")
-    parser.add_argument("--access-log", action="store_const", const=True, default=None)
-    parser.add_argument("--no-access-log", dest="access_log", action="store_const", const=False)
-    parser.add_argument("--allow-anonymous", action="store_true", default=None)
-    parser.add_argument("--secure-cookies", action="store_const", const=True, default=None)
-    parser.add_argument("--allowed-host", dest="allowed_hosts", action="append", default=None)
-    parser.add_argument("--trusted-proxies", dest="trusted_proxies", action="append", default=None)
-    parser.add_argument("--replicate")
-    parser.add_argument("--replicate-endpoint")
-    parser.add_argument("--replicate-max-lag")
-    # Sign-in with an identity provider (okr/accounts/identity_provider.py); the client secret has no flag: every user's `ps` shows flags.
-    parser.add_argument("--oidc-issuer")
-    parser.add_argument("--oidc-client-id")
-    parser.add_argument("--oidc-name")
-    parser.add_argument("--public-url")
-    parser.add_argument("--oidc-create-users")
-    parser.add_argument("--oidc-allowed-domain", dest="oidc_allowed_domains", action="append", default=None)
-    parser.add_argument("--no-password-sign-in", dest="password_sign_in", action="store_const", const=False)
+    settings.add_flags(parser)
     options, rest = parser.parse_known_args(argv)
     return {key.upper(): value for key, value in vars(options).items() if value is not None}, rest
 
@@ -223,11 +206,11 @@ def main(argv=None):
     if command == "serve" and any(arg in HELP_FLAGS for arg in rest[1:]):
         print(SERVE_HELP)
         return 0
-    if command == "demo" and "DATABASE" not in overrides and "DATABASE" not in env_settings():
+    if command == "demo" and "DATABASE" not in overrides and not settings.set_in_environment("DATABASE"):
         overrides["DATABASE"] = DEMO_DATABASE  # the demo's own default: never ./okr.db
     try:
         app = create_app(overrides)
-    except ValueError as error:  # a setting the app cannot take, such as OKR_SECURE_COOKIES=maybe
+    except ValueError as error:  # a setting the app cannot take, such as OKR_SECURE_COOKIES=maybe or --port http
         sys.exit(f"okr: {error}")
     if command == "serve":
         return run_server(app, rest[1:])

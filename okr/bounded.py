@@ -24,7 +24,7 @@ RETRY_AFTER = 5
 
 
 def is_big(objective_count):
-    return objective_count >= int(current_app.config["BIG_REPORT_OBJECTIVES"])
+    return objective_count >= current_app.config["BIG_REPORT_OBJECTIVES"]
 
 
 @contextmanager
@@ -38,7 +38,7 @@ def slot(what="reports"):
     if not admissions().acquire(blocking=False):
         raise Busy(what, RETRY_AFTER)
     try:
-        with report_slot(config["DATABASE"], max(1, int(config["REPORT_SLOTS"])), float(config["REPORT_WAIT"]),
+        with report_slot(config["DATABASE"], config["REPORT_SLOTS"], config["REPORT_WAIT"],
                          RETRY_AFTER, what):
             yield
     finally:
@@ -53,7 +53,7 @@ def admissions():
     extensions = current_app.extensions
     with ADMISSIONS_LOCK:
         if "okr_report_admissions" not in extensions:
-            allowed = max(1, int(current_app.config["THREADS"]) // 2)
+            allowed = max(1, current_app.config["THREADS"] // 2)
             extensions["okr_report_admissions"] = threading.BoundedSemaphore(allowed)
         return extensions["okr_report_admissions"]
 

@@ -10,9 +10,9 @@ write transaction (the API must not wait on SQLite's write lock for the delivere
 a SIGKILL, whatever was not acknowledged is sent again, with the same webhook-id (the event's id).
 
 A failed attempt (no whole answer within 15 s of connecting, no connection, any non-2xx, a refused address) is
-tried again after okr.delivery.RETRY_SCHEDULE, or the receiver's Retry-After; when the last retry fails, or at
-once on a 410, the hook is disabled, and its events wait until `okr webhooks enable` (from the first undelivered
-one).
+tried again after the retry schedule (OKR_WEBHOOK_RETRY_SCHEDULE), or the receiver's Retry-After; when the last
+retry fails, or at once on a 410, the hook is disabled, and its events wait until `okr webhooks enable` (from the
+first undelivered one).
 Time is read through `clock`, so the tests run the schedule on a fake clock.
 """
 import logging
@@ -47,8 +47,8 @@ class Deliverer:
     """Delivers hooks' waiting events from the database at `database`, a hook at a time (deliver_due)."""
 
     def __init__(self, database, busy_timeout_ms=5000, clock=time.time, send=delivery.send_event,
-                 rand=random.random, stop=None):
-        self.database, self.busy_timeout_ms = database, busy_timeout_ms
+                 rand=random.random, stop=None, retry_schedule=delivery.RETRY_SCHEDULE):
+        self.database, self.busy_timeout_ms, self.retry_schedule = database, busy_timeout_ms, retry_schedule
         self.clock, self.send, self.rand = clock, send, rand
         self.stop = stop or threading.Event()  # once set, no new attempt starts
         self.local = threading.local()
@@ -125,7 +125,8 @@ class Deliverer:
         """Records a failed attempt of the hook's first waiting event; when it is next due, or None."""
         now = self.clock()
         failures = row["attempts"] + 1
-        delay = None if outcome.status == 410 else delivery.retry_delay(failures, outcome.retry_after, self.rand)
+        delay = None if outcome.status == 410 else delivery.retry_delay(failures, outcome.retry_after, self.rand,
+                                                                        self.retry_schedule)
         if outcome.status == 410:
             reason = "the receiver answered 410 Gone"
         elif delay is None:
@@ -209,4 +210,6 @@ class Dispatcher:
 
 def deliver_webhooks(app, stop):
     """Job of the background process (okr/server/background.py): delivers webhook events until stop is set."""
-    Dispatcher(Deliverer(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"], stop=stop), stop).run()
+    deliverer = Deliverer(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"], stop=stop,
+                          retry_schedule=app.config["WEBHOOK_RETRY_SCHEDULE"])
+    Dispatcher(deliverer, stop).run()

@@ -25,11 +25,13 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
+from .settings import default
+
 SECRET_PREFIX = "whsec_"
 TIMEOUT_SECONDS = 15
 # After the first attempt fails, the retries wait about this long each (seconds); when the last fails, the
-# delivery has failed and the hook is disabled.
-RETRY_SCHEDULE = (5, 5 * 60, 30 * 60, 2 * 3600, 5 * 3600, 10 * 3600, 10 * 3600)
+# delivery has failed and the hook is disabled. The setting OKR_WEBHOOK_RETRY_SCHEDULE; this is its default.
+RETRY_SCHEDULE = default("WEBHOOK_RETRY_SCHEDULE")
 JITTER = 0.1  # each wait is the schedule's +- 10 %, so that hooks failing together do not retry together
 MAX_RETRY_AFTER = 24 * 3600  # a receiver's Retry-After is honoured up to a day
 USER_AGENT = "okr-webhooks/1"
@@ -372,14 +374,14 @@ def describe(failure, timeout):
     return str(failure) or type(failure).__name__
 
 
-def retry_delay(failures, retry_after=None, rand=random.random):
+def retry_delay(failures, retry_after=None, rand=random.random, schedule=RETRY_SCHEDULE):
     """Seconds before the next attempt after `failures` failed attempts in a row, or None when that was the
     last (the delivery has failed). A Retry-After takes the schedule's place."""
-    if failures > len(RETRY_SCHEDULE):
+    if failures > len(schedule):
         return None
     if retry_after is not None:
         return retry_after
-    return RETRY_SCHEDULE[failures - 1] * (1 + JITTER * (2 * rand() - 1))
+    return schedule[failures - 1] * (1 + JITTER * (2 * rand() - 1))
 
 
 def dumps(value):

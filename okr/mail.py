@@ -16,8 +16,9 @@ from email.utils import formataddr, make_msgid, parseaddr
 from urllib.parse import unquote, urlsplit
 
 from .rules.names import one_line
+from .settings import default
 
-DEFAULT_TIMEOUT = 30
+DEFAULT_TIMEOUT = default("SMTP_TIMEOUT")
 DEFAULT_PORTS = {"smtp": 587, "smtps": 465}
 NOT_SET_UP = "email is not set up"
 
@@ -123,10 +124,7 @@ def settings(config):
                                 "from, such as okr@example.com")
     if "@" not in parseaddr(sender)[1] or "\n" in sender or "\r" in sender:
         raise MailSettingsError(f"OKR_MAIL_FROM {sender!r} is not an email address")
-    try:
-        timeout = float(config.get("SMTP_TIMEOUT") or DEFAULT_TIMEOUT)
-    except ValueError:
-        raise MailSettingsError("OKR_SMTP_TIMEOUT must be a number of seconds") from None
+    timeout = config.get("SMTP_TIMEOUT") or DEFAULT_TIMEOUT
     return MailSettings(scheme, host, port, sender, public_base(config), user, password, timeout)
 
 

@@ -23,7 +23,6 @@ from ..errors import Conflict
 from ..rules.email_addresses import email_domain
 from ..rules.schemas import user_schema
 from ..store import events, users
-from ..switches import switch
 from . import identity_provider, sessions
 from .access import READ_METHODS
 from .sign_in import DEACTIVATED, SignInRefused
@@ -186,7 +185,6 @@ def offer_sign_out_there():
 def init_app(app):
     """Checks the settings (ValueError for one that cannot work: `okr` says it in one line) and sets up the
     provider. Nothing is fetched from it yet: a provider that is down must not stop the server."""
-    app.config["PASSWORD_SIGN_IN"] = switch(app.config["PASSWORD_SIGN_IN"], "OKR_PASSWORD_SIGN_IN")
     settings = identity_provider.settings(app.config)
     if settings is None:
         if not app.config["PASSWORD_SIGN_IN"]:

@@ -17,23 +17,27 @@ import sqlite3
 import time
 from datetime import timedelta
 
-from flask import g, redirect, request, session, url_for
+from flask import current_app, g, redirect, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from .access import READ_METHODS
 from ..db import DatabaseMissing, get_connection, get_db, transaction
+from ..settings import default
 from ..store import sessions as session_rows
 from ..store import users, web_secrets
-from ..switches import switch
 from . import access
 
-SESSION_HOURS = 12
-SESSION_SECONDS = SESSION_HOURS * 3600
+# The defaults (a server reads its own from its settings, OKR_SESSION_HOURS and OKR_READ_ONLY_KEY_SESSION_DAYS).
 # A read-only API key's session (a wallboard's, say, which nobody signs in to again every morning) lasts
 # 30 days; every other session SESSION_HOURS.
-READ_ONLY_KEY_SESSION_DAYS = 30
-READ_ONLY_KEY_SESSION_SECONDS = READ_ONLY_KEY_SESSION_DAYS * 86400
+SESSION_HOURS = default("SESSION_HOURS")
+READ_ONLY_KEY_SESSION_DAYS = default("READ_ONLY_KEY_SESSION_DAYS")
+
+
+def session_lifetimes(config):
+    """(seconds of a session, seconds of a read-only key's session) of these settings."""
+    return config["SESSION_HOURS"] * 3600, config["READ_ONLY_KEY_SESSION_DAYS"] * 86400
 # Pages anyone may open: signing in, signing out, choosing a password from an invitation or a reset link
 # (and asking for one), and the stylesheet and script.
 OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitation", "web.ask_password_reset",
@@ -81,7 +85,7 @@ class DashboardSessions(SecureCookieSessionInterface):
         try:
             # Flask's own would refuse a cookie signed more than 12 hours ago: a read-only key's session lasts
             # 30 days, and live_actor ends every other one at its 12 hours.
-            return self.session_class(serializer.loads(cookie, max_age=READ_ONLY_KEY_SESSION_SECONDS))
+            return self.session_class(serializer.loads(cookie, max_age=session_lifetimes(app.config)[1]))
         except BadSignature:
             return self.session_class()
 
@@ -98,7 +102,7 @@ class DashboardSessions(SecureCookieSessionInterface):
         """When the cookie ends: a read-only key's session's 30 days from now (the login), others' 12 hours."""
         expires = super().get_expiration_time(app, session)
         if expires is not None and session.get("long") is True:
-            expires += timedelta(days=READ_ONLY_KEY_SESSION_DAYS) - app.permanent_session_lifetime
+            expires += timedelta(days=app.config["READ_ONLY_KEY_SESSION_DAYS"]) - app.permanent_session_lifetime
         return expires
 
     def get_signing_serializer(self, app):
@@ -137,8 +141,8 @@ def log_in(user_id=None, credential=None):
     session.clear()
     session.permanent = True
     # Rows are kept for the longest session's life; each session ends at its own (live_actor).
-    session["token"] = session_rows.open_session(get_db(), timedelta(days=READ_ONLY_KEY_SESSION_DAYS), user_id,
-                                                 credential)
+    longest = timedelta(days=current_app.config["READ_ONLY_KEY_SESSION_DAYS"])
+    session["token"] = session_rows.open_session(get_db(), longest, user_id, credential)
     session["login_at"] = int(time.time())
     session["csrf"] = secrets.token_urlsafe(32)
     if credential is not None:
@@ -160,7 +164,8 @@ def opened_via_provider():
 
 def session_seconds(actor):
     """How long a session of this actor lasts from its login: 30 days for a read-only key, else 12 hours."""
-    return READ_ONLY_KEY_SESSION_SECONDS if actor.credential is not None and actor.read_only else SESSION_SECONDS
+    usual, read_only_key = session_lifetimes(current_app.config)
+    return read_only_key if actor.credential is not None and actor.read_only else usual
 
 
 def session_token():
@@ -199,7 +204,7 @@ def live_actor():
     if not isinstance(token, str) or not isinstance(login_at, int):
         return None
     age = time.time() - login_at
-    if age > READ_ONLY_KEY_SESSION_SECONDS:
+    if age > session_lifetimes(current_app.config)[1]:
         return None
     db = get_connection()
     row = session_rows.live(db, token)
@@ -308,8 +313,8 @@ def init_app(app):
         SESSION_COOKIE_NAME="okr_session",
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=switch(app.config["SECURE_COOKIES"], "secure cookies"),
-        PERMANENT_SESSION_LIFETIME=timedelta(hours=SESSION_HOURS),
+        SESSION_COOKIE_SECURE=app.config["SECURE_COOKIES"],
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=app.config["SESSION_HOURS"]),
         # The cookie's life counts from the login, not from the last page.
         SESSION_REFRESH_EACH_REQUEST=False,
     )

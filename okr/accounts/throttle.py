@@ -13,14 +13,18 @@ An address is what address_key makes of the client's: its IPv4 address, or its I
 import ipaddress
 import time
 
+from flask import current_app
+
 from .. import proxies
 from ..db import get_connection, get_db, own_write
 from ..rules.email_addresses import email_key
+from ..settings import default
 from ..store import sign_in_failures
 
-WINDOW = 15 * 60
-FAILURES_PER_ACCOUNT = 10
-FAILURES_PER_ADDRESS = 100
+# The defaults; a server reads its own from its settings (OKR_SIGN_IN_WINDOW...), through limits().
+WINDOW = default("SIGN_IN_WINDOW")
+FAILURES_PER_ACCOUNT = default("SIGN_IN_FAILURES_PER_ACCOUNT")
+FAILURES_PER_ADDRESS = default("SIGN_IN_FAILURES_PER_ADDRESS")
 INVITATION = "invitation"
 PASSWORD_RESET = "password reset"
 RESET_REQUEST = "reset request "
@@ -32,6 +36,13 @@ class Throttled(Exception):
     def __init__(self, wait):
         super().__init__(f"too many failed sign-ins: retry in {wait} s")
         self.wait = wait
+
+
+def limits():
+    """(window in seconds, failures per account, failures per address) of this app's settings."""
+    config = current_app.config
+    return (config["SIGN_IN_WINDOW"], config["SIGN_IN_FAILURES_PER_ACCOUNT"],
+            config["SIGN_IN_FAILURES_PER_ADDRESS"])
 
 
 def address_key(host):
@@ -58,12 +69,13 @@ def throttled_address():
 
 def wait_seconds(db, address, account, now):
     """How many seconds this address must wait before it may try this account again; 0 when it may now."""
-    since, wait = now - WINDOW, 0
-    for limit, of_account in ((FAILURES_PER_ACCOUNT, account), (FAILURES_PER_ADDRESS, None)):
+    window, per_account, per_address = limits()
+    since, wait = now - window, 0
+    for limit, of_account in ((per_account, account), (per_address, None)):
         # The failure that, once out of the window, leaves one fewer than the limit.
         failed_at = sign_in_failures.nth_latest(db, address, since, limit, of_account)
         if failed_at is not None:
-            wait = max(wait, failed_at + WINDOW - now, 1)
+            wait = max(wait, failed_at + window - now, 1)
     return wait
 
 
@@ -78,7 +90,7 @@ def refuse_if_throttled(account):
 
 def record(db, address, account, now):
     """Records a failed sign-in at now (Unix seconds)."""
-    sign_in_failures.record(db, address, account, now, WINDOW)
+    sign_in_failures.record(db, address, account, now, limits()[0])
 
 
 def record_failure(account):
@@ -109,11 +121,12 @@ def held_people(db, people, now):
     if not people:
         return {}
     owner = {account: person["id"] for person in people for account in person_accounts(person)}
+    since = now - limits()[0]
     held = {}
-    for account, failures in sign_in_failures.by_account(db, list(owner), now - WINDOW).items():
+    for account, failures in sign_in_failures.by_account(db, list(owner), since).items():
         held[owner[account]] = held.get(owner[account], 0) + failures
     shown = {person["id"] for person in people}
-    for user_id, failures in sign_in_failures.by_key_user(db, now - WINDOW).items():
+    for user_id, failures in sign_in_failures.by_key_user(db, since).items():
         if user_id in shown:
             held[user_id] = held.get(user_id, 0) + failures
     return held

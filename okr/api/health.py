@@ -17,8 +17,7 @@ def check_health():
     if not status_path:
         return {"status": "ok"}
     # A fixed word and the lag only: this answer needs no credentials (okr/server/litestream.py's health says why).
-    healthy, details = litestream.health(litestream.read_status(status_path),
-                                         int(current_app.config["REPLICATE_MAX_LAG"]))
+    healthy, details = litestream.health(litestream.read_status(status_path), current_app.config["REPLICATE_MAX_LAG"])
     if not healthy:
         return error_response(503, "replication is failing", details)
     # Failing, but the replica not yet behind for longer than --replicate-max-lag: serving goes on.

@@ -11,7 +11,6 @@ from ..server import serving_lock
 from ..server.http_server import cannot_listen, port_to_serve
 from .common import address, as_configured, name_database, reports_errors
 from .database import folder_problem
-from .serve import int_setting
 
 
 # The demo's own database, by default: never ./okr.db.
@@ -34,11 +33,7 @@ def summary(counts):
 def serving_port():
     """The port to serve on, checked before any data is made; a free one for --port 0."""
     config = current_app.config
-    host = config["HOST"]
-    try:
-        port = int_setting(config, "PORT", 0, 65535)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
+    host, port = config["HOST"], config["PORT"]
     try:
         port = port_to_serve(host, port)
     except OSError as error:

@@ -8,12 +8,6 @@ import time
 from collections import deque
 
 from ..proxies import environ_client
-from ..switches import switch
-
-
-def access_log_on(config):
-    """The ACCESS_LOG setting as a bool: a flag gives one, OKR_ACCESS_LOG a word such as 0 or off."""
-    return switch(config["ACCESS_LOG"], "access log")
 
 
 LINK_TOKEN = re.compile(r"(/invitations/|/password-reset/)[^/?#]+")

@@ -43,7 +43,7 @@ def prune_events(app, stop):
     while not stop.is_set():
         try:
             with closing(connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])) as db:
-                pruned = events.prune_now(db, int(app.config["EVENT_RETENTION_DAYS"]))
+                pruned = events.prune_now(db, app.config["EVENT_RETENTION_DAYS"])
             if pruned:
                 logger.info("pruned %d events older than %s days", pruned, app.config["EVENT_RETENTION_DAYS"])
         except Exception:  # a busy or broken database: tried again at the next round

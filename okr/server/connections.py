@@ -50,12 +50,12 @@ Limits = namedtuple("Limits", "per_address head_timeout unread_timeout body_min_
 
 def limits_of(config):
     """The limits a server enforces, from the app's config."""
-    per_address = int(config["CONNECTIONS_PER_ADDRESS"])
-    return Limits(per_address=per_address, head_timeout=int(config["HEAD_TIMEOUT"]),
-                  unread_timeout=int(config["UNREAD_TIMEOUT"]), body_min_rate=BODY_MIN_RATE,
+    per_address = config["CONNECTIONS_PER_ADDRESS"]
+    return Limits(per_address=per_address, head_timeout=config["HEAD_TIMEOUT"],
+                  unread_timeout=config["UNREAD_TIMEOUT"], body_min_rate=BODY_MIN_RATE,
                   body_grace=BODY_GRACE,
                   # 0: no share, as behind a proxy that is not trusted, whose address every request has.
-                  threads_per_address=max(1, int(config["THREADS"]) // 2) if per_address else 0,
+                  threads_per_address=max(1, config["THREADS"] // 2) if per_address else 0,
                   trusted=tuple(config["TRUSTED_PROXIES"]))
 
 

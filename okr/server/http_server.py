@@ -10,7 +10,7 @@ import socket
 from waitress import create_server
 
 from . import connections
-from .access_log import AccessLog, access_log_on
+from .access_log import AccessLog
 
 # Bodies over the app's 1 MiB get its JSON 413; waitress refuses absurd ones
 # (with a plain-text 413) before spooling them to disk.
@@ -29,10 +29,10 @@ def waitress_settings(config):
     """The waitress keyword arguments for this app's config."""
     return {
         "host": config["HOST"],
-        "port": int(config["PORT"]),
-        "threads": int(config["THREADS"]),
-        "connection_limit": int(config["CONNECTION_LIMIT"]),
-        "channel_timeout": int(config["CHANNEL_TIMEOUT"]),
+        "port": config["PORT"],
+        "threads": config["THREADS"],
+        "connection_limit": config["CONNECTION_LIMIT"],
+        "channel_timeout": config["CHANNEL_TIMEOUT"],
         "cleanup_interval": CLEANUP_INTERVAL,
         "outbuf_high_watermark": OUTBUF_HIGH_WATERMARK,
         "max_request_body_size": BODY_LIMIT,
@@ -68,7 +68,7 @@ def make_server(app, sockets=None, address_counts=None):
         settings["sockets"] = sockets
     allow_open_files(settings["connection_limit"])
     trusted = app.config["TRUSTED_PROXIES"]
-    server = create_server(AccessLog().wrap(app, trusted) if access_log_on(app.config) else app, **settings)
+    server = create_server(AccessLog().wrap(app, trusted) if app.config["ACCESS_LOG"] else app, **settings)
     connections.install(server, connections.limits_of(app.config), address_counts)
     return server
 

@@ -19,6 +19,8 @@ import urllib.parse
 from datetime import datetime, timezone
 from http.client import HTTPConnection, HTTPException
 
+from ..settings import default
+
 # What the configuration below is written for: Litestream 0.5 changed the configuration's keys and the
 # replica's format (LTX files) from 0.3, and a later major version may change them again.
 SUPPORTED_VERSION = (0, 5)
@@ -29,7 +31,7 @@ MONITOR_INTERVAL = "500ms"
 SYNC_INTERVAL = "500ms"
 # Litestream's final sync when it is stopped (the server's exit) is cut short after this.
 SHUTDOWN_SYNC_SECONDS = 10
-DEFAULT_MAX_LAG = 60
+DEFAULT_MAX_LAG = default("REPLICATE_MAX_LAG")
 # What Litestream logs when a signal reached it: it is making its final sync, which a second signal cuts short.
 SHUTTING_DOWN = "signal received, litestream shutting down"
 

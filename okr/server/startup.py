@@ -16,7 +16,6 @@ from ..db import init_db
 from ..scratch import remove_leftovers
 from ..store import ways_in
 from ..store.schema import connect
-from .access_log import access_log_on
 from .background import run_beside, stop_background
 from .http_server import cannot_listen, make_server
 from .replication import check_replication, start_replication
@@ -95,10 +94,9 @@ def serve(app):
     """Serves app until SIGTERM or Ctrl-C; its numbers come with their ranges checked (the okr serve command does).
     A wrong setting, a port in use or a database it cannot use ends the program with one `okr:` line."""
     host = app.config["HOST"]
-    port = int(app.config["PORT"])
+    port = app.config["PORT"]
     try:
         workers = worker_count(app.config["WORKERS"])
-        access_log_on(app.config)
         if workers == 1:
             placement = place_on_cpus(app.config["CPU"])
         else:

@@ -86,7 +86,7 @@ def worker_cpus(setting, count):
 
 def bind_sockets(config):
     """The listening sockets waitress would open for HOST and PORT, bound and listening."""
-    adjustments = Adjustments(host=config["HOST"], port=int(config["PORT"]))
+    adjustments = Adjustments(host=config["HOST"], port=config["PORT"])
     sockets = []
     try:
         for family, kind, protocol, address in adjustments.listen:

@@ -74,6 +74,8 @@ def run(capsys, *args):
     except SystemExit as end:
         status = end.code
     out, err = capsys.readouterr()
+    if isinstance(status, str):  # sys.exit(message): a process prints it on stderr and ends with 1
+        status, err = 1, err + status + "\n"
     return status, out, err
 
 

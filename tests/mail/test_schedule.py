@@ -88,7 +88,7 @@ def test_a_refusing_server_is_tried_again_at_the_next_round(app, reminder_world,
 
 @pytest.mark.slow
 def test_a_server_that_times_out_leaves_the_claims_free(app, reminder_world, smtp_server, settings, silent_server):
-    silent = mail.settings({**app.config, "SMTP_URL": silent_server, "SMTP_TIMEOUT": "0.3"})
+    silent = mail.settings({**app.config, "SMTP_URL": silent_server, "SMTP_TIMEOUT": 0.3})
     timed_out = weekly.send_round(app.config, silent, NOW, WEEK)
     assert timed_out.sent == [] and "did not answer within 0.3 seconds" in timed_out.error
     assert len(weekly.send_round(app.config, settings, NOW, WEEK).sent) == 2

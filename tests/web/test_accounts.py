@@ -211,6 +211,15 @@ def test_ten_failures_for_an_account_from_one_address_hold_it_there_but_not_else
     assert sign_in(attacker, "ed@example.com", PASSWORD, HERE).status_code == 303
 
 
+def test_the_throttles_limits_are_the_servers_settings(app):
+    app.config["SIGN_IN_FAILURES_PER_ACCOUNT"] = 3  # as OKR_SIGN_IN_FAILURES_PER_ACCOUNT=3 gives it
+    person(app)
+    attacker = app.test_client()
+    for _ in range(3):
+        assert sign_in(attacker, "maya@example.com", "guess guess guess", HERE).status_code == 401
+    assert sign_in(attacker, "maya@example.com", PASSWORD, HERE).status_code == 429
+
+
 def test_the_hold_ends_fifteen_minutes_after_the_failures(app, monkeypatch):
     person(app)
     client = app.test_client()

@@ -389,6 +389,16 @@ def test_the_session_expires_12_hours_after_login(client, data, key, later):
     assert client.get("/", headers=BROWSER).status_code == 200
 
 
+def test_okr_session_hours_sets_how_long_a_session_lasts(app, client, data, key, later):
+    app.config["SESSION_HOURS"] = 2  # as OKR_SESSION_HOURS=2 gives it
+    app.config["PERMANENT_SESSION_LIFETIME"] = timedelta(hours=2)  # what create_app derives from it
+    logged_in(client, key)
+    later.advance(2 * 3600 - 60)
+    assert client.get("/", headers=BROWSER).status_code == 200
+    later.advance(61)
+    assert redirected_to_login(client.get("/", headers=BROWSER))
+
+
 def test_the_session_cookie_never_opens_the_api(client, data, key):
     logged_in(client, key)
     assert client.get("/", headers=BROWSER).status_code == 200

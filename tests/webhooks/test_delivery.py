@@ -7,12 +7,14 @@ import sqlite3
 import threading
 import time
 from email.utils import formatdate
+from types import SimpleNamespace
 
 import pytest
 from standardwebhooks.webhooks import Webhook
 
 from helpers import make_cycle, make_team
-from okr import delivery
+import okr.deliverer as deliverer_module
+from okr import create_app, delivery
 from okr.db import transaction
 from okr.deliverer import Deliverer, Dispatcher
 from okr.store import cycles, events
@@ -171,6 +173,33 @@ def test_the_retry_delays_are_the_schedule_within_ten_percent():
         assert all(base * 0.9 <= delay <= base * 1.1 for delay in delays)
         assert len(set(delays)) > 1
     assert delivery.retry_delay(len(delivery.RETRY_SCHEDULE) + 1) is None
+
+
+def test_the_retry_schedule_is_a_setting(monkeypatch, tmp_path, clean_env):
+    monkeypatch.setenv("OKR_WEBHOOK_RETRY_SCHEDULE", "1, 2.5")
+    app = create_app({"DATABASE": tmp_path / "okr.db"})
+    assert app.config["WEBHOOK_RETRY_SCHEDULE"] == (1, 2.5)
+    assert 0.9 <= delivery.retry_delay(1, schedule=(1, 2.5)) <= 1.1
+    assert delivery.retry_delay(3, schedule=(1, 2.5)) is None
+    dispatched = []
+    monkeypatch.setattr(deliverer_module, "Dispatcher",
+                        lambda deliverer, stop: SimpleNamespace(run=lambda: dispatched.append(deliverer)))
+    deliverer_module.deliver_webhooks(app, threading.Event())
+    assert dispatched[0].retry_schedule == (1, 2.5)
+
+
+@pytest.mark.slow
+def test_a_shorter_retry_schedule_disables_the_hook_sooner(app, client, runner, receiver, fake_clock):
+    hook = add_hook(runner, receiver.url, "--allow-private")
+    deliverer = Deliverer(app.config["DATABASE"], clock=fake_clock, rand=lambda: 0.5, retry_schedule=(2,))
+    make_cycle(client)
+    receiver.status = 503
+    assert deliverer.deliver_due(hook["seq"]) == fake_clock.now + 2
+    fake_clock.advance(2)
+    assert deliverer.deliver_due(hook["seq"]) is None
+    active, reason = is_active(app, hook)
+    assert len(receiver.requests) == 2 and active == 0 and "after 2 attempts" in reason
+    deliverer.close()
 
 
 @pytest.mark.slow
