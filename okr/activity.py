@@ -2,7 +2,7 @@
 or key result's history, and each event as a sentence ("Ada Lovelace renamed objective “A” → “B”").
 
 Flask-free: the pages (okr.web.activity_pages) turn the sentences' references into links. The events are
-written by okr.store.events, in the transaction of each change.
+written by okr.store.events, in the transaction of each change, and read by okr.store.activity.
 
 Two events of a pair are folded into the other, so that one change reads as one line:
 - a check-in's key_result.updated (value and confidence moved, which the check-in says), unless the update
@@ -10,11 +10,11 @@ Two events of a pair are folded into the other, so that one change reads as one 
 - the first check-in a new key result is given (its start), which the key_result.created says.
 Both pairs are written one after the other in one transaction, so their seqs are consecutive.
 """
-import json
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from .rules.ids import MAX_ROW_ID
+from .store import activity as stored_activity
 from .store.events import event_json
 
 PER_PAGE = 50
@@ -22,18 +22,10 @@ HISTORY_SHOWN = 20
 # ?history=all on a page: at most this many (the oldest of a much-checked key result's are in the feed).
 HISTORY_MOST = 500
 
-# What a check-in moves, and the clock of every update: what a check-in's key_result.updated may change.
+# What a check-in moves, and the clock of every update: what a check-in's key_result.updated may change
+# (okr.store.activity folds such an update into its check-in).
 CHECKIN_FIELDS = frozenset({"current_value", "confidence", "modified_at"})
-WITH_CHECKIN = """EXISTS (SELECT 1 FROM events c WHERE c.seq = e.seq + 1 AND c.type = 'checkin.created'
-                          AND c.parent_id = e.resource_id)"""
-FOLDED = f"""((e.type = 'key_result.updated' AND {WITH_CHECKIN}
-               AND NOT EXISTS (SELECT 1 FROM json_each(e.changes)
-                               WHERE key NOT IN ('current_value', 'confidence', 'modified_at')))
-           OR (e.type = 'checkin.created' AND EXISTS (SELECT 1 FROM events k WHERE k.seq = e.seq - 1
-                                                      AND k.type = 'key_result.created'
-                                                      AND k.resource_id = e.parent_id)))"""
-SELECT = f"SELECT e.*, {WITH_CHECKIN} AS with_checkin FROM events e"
-FILTERS = ("team_id", "person_id", "cycle_id")
+FILTERS = stored_activity.FILTERS
 
 
 def entry(row):
@@ -47,13 +39,8 @@ def feed(db, team_id=None, person_id=None, cycle_id=None, before=None, limit=PER
     """(entries, older): the newest events (before: under this seq) of the team, the person (who made them:
     their sessions and their keys) and the cycle given, newest first; older is the next page's before, or
     None on the last page."""
-    where, params = ["e.seq < ?"], [min(before, MAX_ROW_ID) if before is not None else MAX_ROW_ID]
-    for column, value in zip(FILTERS, (team_id, person_id, cycle_id)):
-        if value is not None:
-            where.append(f"e.{column} = ?")
-            params.append(value)
-    rows = db.execute(f"{SELECT} WHERE {' AND '.join(where)} AND NOT {FOLDED} ORDER BY e.seq DESC LIMIT ?",
-                      (*params, limit + 1)).fetchall()
+    rows = stored_activity.newest(db, min(before, MAX_ROW_ID) if before is not None else MAX_ROW_ID, limit + 1,
+                                  team_id, person_id, cycle_id)
     older = rows[limit - 1]["seq"] if len(rows) > limit else None
     return [entry(row) for row in rows[:limit]], older
 
@@ -62,20 +49,13 @@ def history(db, kind, resource_id, limit=HISTORY_SHOWN):
     """(entries, more): the latest changes of one objective or key result, newest first, and whether there are
     more. An objective's: its own events, its comments', and the creation and deletion of its key results; a
     key result's: its own, and those of what belongs to it (its check-ins, its comments)."""
-    if kind == "objective":
-        where = """(e.resource_id = ?1 OR (e.parent_id = ?1 AND (e.resource_type = 'comment' OR
-                   e.type IN ('key_result.created', 'key_result.deleted'))))"""
-    else:
-        where = "(e.resource_id = ?1 OR e.parent_id = ?1)"
-    rows = db.execute(f"{SELECT} WHERE {where} AND NOT {FOLDED} ORDER BY e.seq DESC LIMIT ?2",
-                      (resource_id, limit + 1)).fetchall()
+    rows = stored_activity.history(db, kind, resource_id, limit + 1)
     return [entry(row) for row in rows[:limit]], len(rows) > limit
 
 
 # --- the names an event refers to -------------------------------------------------------------------------
 
-TABLES = {"objective": "objectives", "key_result": "key_results", "team": "teams", "cycle": "cycles",
-          "user": "users"}
+TABLES = stored_activity.TABLES  # the kinds of row an event's sentence may name
 
 
 class Names:
@@ -102,17 +82,13 @@ def names(db, entries):
                 wanted.setdefault(kind, set()).add(resource_id)
     live = {}
     for kind, ids in wanted.items():
-        for row in db.execute(f"SELECT id, name FROM {TABLES[kind]} WHERE id IN (SELECT value FROM json_each(?))",
-                              (json.dumps(sorted(ids)),)):
+        for row in stored_activity.present_names(db, kind, sorted(ids)):
             live[(kind, row["id"])] = row["name"]
     missing = sorted({i for kind, ids in wanted.items() for i in ids if (kind, i) not in live})
     gone = {}
     if missing:
-        # A bare column beside max() is the max row's (SQLite): the name its last event recorded.
-        gone = {(row["resource_type"], row["resource_id"]): row["name"] for row in db.execute(
-            """SELECT resource_type, resource_id, json_extract(data, '$.name') AS name, max(seq) FROM events
-               WHERE resource_id IN (SELECT value FROM json_each(?)) AND json_type(data, '$.name') = 'text'
-               GROUP BY resource_id""", (json.dumps(missing),))}
+        gone = {(row["resource_type"], row["resource_id"]): row["name"]
+                for row in stored_activity.recorded_names(db, missing)}
     return Names(live, gone)
 
 

@@ -11,7 +11,7 @@ import logging
 from contextlib import closing
 
 from . import clock, delivery, mail, weekly
-from .store import webhooks, weekly_mail
+from .store import teams, webhooks, weekly_mail
 from .store.schema import connect
 
 logger = logging.getLogger("okr")
@@ -22,13 +22,12 @@ CHAT = "chat"
 def planned(db, now, week, base_url):
     """[(hook row, team digest)] not yet claimed in the week: every active slack hook, every team with objectives
     in a current cycle. A digest is built only for a team some hook still waits for, once."""
-    hooks = db.execute("SELECT * FROM webhooks WHERE format = 'slack' AND is_active = 1 ORDER BY seq").fetchall()
+    hooks = webhooks.active_chat_hooks(db)
     if not hooks:
         return []
-    done = {row[0] for row in db.execute("SELECT recipient FROM weekly_mail WHERE kind = ? AND week = ?",
-                                         (CHAT, week))}
+    done = weekly_mail.recipients(db, CHAT, week)
     built, work = {}, []
-    for team in db.execute("SELECT id, name FROM teams ORDER BY seq").fetchall():
+    for team in teams.oldest_first(db):
         for hook in hooks:
             if recipient_of(hook, team) in done:
                 continue

@@ -76,8 +76,7 @@ def check_database():
     try:
         open_current_file(local)  # always: a health check must not trust a second-old look
         g.db = local.db
-        # Reads the file's first page; an empty file would answer too, but holds no tables.
-        if local.db.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' LIMIT 1").fetchone() is None:
+        if not schema.holds_tables(local.db):
             raise DatabaseUnusable(f"the database file {path} holds no tables")
     except DatabaseMissing as error:
         raise DatabaseUnusable(str(error)) from error

@@ -10,8 +10,8 @@ each text lies, and each objective's key results as a chain of positions).
 Then the tree is walked and written out, each node's text read back from the
 files, its rolled-up progress put in its place.
 
-Knows SQL but not Flask: encode is the JSON encoder of one value, as compact as
-the API's (okr/bounded.py makes it from the app's).
+Knows neither SQL nor Flask: the rows stream from okr.store.reports' cursors, and encode is
+the JSON encoder of one value, as compact as the API's (okr/bounded.py makes it from the app's).
 """
 import os
 import tempfile
@@ -21,30 +21,19 @@ from math import gcd
 
 from . import progress
 from .records import cycle_details_json, objective_json
-from .reports import (DESCENDANTS, KEY_RESULTS_WITH_HISTORY, cycle_condition, cycle_queries, key_result_node,
-                      never_stale, stale_by_time, stale_test)
+from .reports import key_result_node, never_stale, stale_by_time, stale_test
+from .store import reports as report_rows
 
 FLUSH_BYTES = 1 << 16
 
 
-def cycle_objective_count(db, cycle_id, team_id=None, assignee_id=None):
-    """How many objectives a cycle report would show: one walk of an index."""
-    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
-    return db.execute(f"SELECT count(*) FROM objectives WHERE {kept}", params).fetchone()[0]
-
-
-def descendant_count(db, objective_id):
-    """How many objectives an objective report would show (0 when the objective is missing)."""
-    return db.execute(DESCENDANTS + "SELECT count(*) FROM objectives WHERE id IN tree", (objective_id,)).fetchone()[0]
-
-
 def write_cycle_report(db, cycle, now, out, encode, team_id=None, assignee_id=None):
     """Writes the JSON of okr.reports.cycle_report(db, cycle, now, ...) to the binary file out."""
-    objectives, key_results = cycle_queries(cycle["id"], team_id, assignee_id)
+    objectives, key_results = report_rows.streamed_cycle_rows(db, cycle["id"], team_id, assignee_id)
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
     with Tree(encode) as tree:
-        tree.read(rows(db, *objectives), rows(db, *key_results), stale)
+        tree.read(objectives, key_results, stale)
         tree.roll_up()
         out.write((f'{{"cycle":{encode(shown)},"progress":{encode(progress.mean_figure(tree.own))},'
                    f'"objectives_count":{len(tree.own)},"key_results_count":{tree.key_results_count},'
@@ -57,10 +46,7 @@ def write_objective_report(db, objective_id, now, out, encode):
     """Writes the JSON of okr.reports.objective_report(db, objective_id, now) to the binary file out; False
     (writing nothing) when the objective is missing."""
     with Tree(encode) as tree:
-        tree.read(rows(db, DESCENDANTS + "SELECT * FROM objectives WHERE id IN tree ORDER BY seq", [objective_id]),
-                  rows(db, DESCENDANTS + KEY_RESULTS_WITH_HISTORY.format(where="k.objective_id IN tree"),
-                       [objective_id]),
-                  stale_test(db, now), root_id=objective_id)
+        tree.read(*report_rows.streamed_objective_tree(db, objective_id), stale_test(db, now), root_id=objective_id)
         if not tree.own:
             return False
         tree.roll_up()
@@ -68,16 +54,6 @@ def write_objective_report(db, objective_id, now, out, encode):
         tree.write(out, tree.roots[:1], bare=True)
         out.write(b"}")
         return True
-
-
-def rows(db, sql, params):
-    """A query's rows as dicts (as okr.reports.dict_rows), one at a time."""
-    cursor = db.cursor()
-    cursor.row_factory = None
-    cursor.execute(sql, params)
-    names = [column[0] for column in cursor.description]
-    for row in cursor:
-        yield dict(zip(names, row))
 
 
 class Means:
@@ -285,15 +261,15 @@ def cycle_summary(db, cycle, now):
     """What the cycles list shows of a cycle's report: its progress and counts, and how many key results are at
     risk or off track, stale, or without an update; from the rows as they stream, with no tree (a big cycle's
     list entry costs its report's reading, not its memory)."""
-    objectives, key_results = cycle_queries(cycle["id"])
+    objectives, key_results = report_rows.streamed_cycle_rows(db, cycle["id"])
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
     index, means = {}, Means()
-    for row in rows(db, *objectives):
+    for row in objectives:
         index[row["id"]] = len(index)
         means.append()
     at_risk = stale_count = waiting = count = 0
-    for row in rows(db, *key_results):
+    for row in key_results:
         node, value = key_result_node(row, stale)
         means.add(index[row["objective_id"]], value)
         at_risk += node["status"] in ("at_risk", "off_track")

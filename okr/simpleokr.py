@@ -51,11 +51,12 @@ from datetime import datetime, timezone
 
 from .client import ApiError
 from .clock import new_id
-from .rules.email_addresses import RULE_WORDS, email_key
+from .rules.email_addresses import RULE_WORDS
 from .rules import names
 from .rules.ids import UUID_PATTERN
 from .scratch import remove_leftovers, scratch_folder
-from .store import bulk
+from .store import bulk, sections, users
+from .store import objectives as stored_objectives
 from .store.bulk import NOT_GIVEN, OPTIONAL
 from .store.schema import connect, migrate
 from .transfer.rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
@@ -430,12 +431,11 @@ class Importer:
         """Creates or updates the row when it differs from the stored one; ("created" | "updated" |
         "unchanged", the fields that differ)."""
         fields = FIELDS[name]
-        stored = self.db.execute(f"SELECT {', '.join(fields)} FROM {name} WHERE id = ?", (row["id"],)).fetchone()
+        stored = sections.stored(self.db, name, row["id"])
         if name == "users":
-            holder = self.db.execute("SELECT id FROM users WHERE email_key = ? AND id <> ?",
-                                     (email_key(row["email"]), row["id"])).fetchone()
+            holder = users.other_with_email(self.db, row["email"], row["id"])
             if holder:
-                raise Refusal(f"email {row['email']} is user {holder[0]}'s here: emails are one user "
+                raise Refusal(f"email {row['email']} is user {holder}'s here: emails are one user "
                               f"{RULE_WORDS}")
         if stored is None:
             bulk.write_row(self.db, name, values)
@@ -467,7 +467,7 @@ class Importer:
                 continue
             if value in self.failed[target]:
                 return f"{field} {value}: that {SINGULAR[target]} was not imported"
-            if self.db.execute(f"SELECT 1 FROM {target} WHERE id = ?", (value,)).fetchone() is None:
+            if not sections.exists(self.db, target, value):
                 return (f"{field} {value} does not exist: neither the source nor this database has that "
                         f"{SINGULAR[target]}")
             if field == "parent_objective_id" and self.loops(row):
@@ -481,8 +481,7 @@ class Importer:
             if node == row["id"]:
                 return True
             seen.add(node)
-            parent = self.db.execute("SELECT parent_objective_id FROM objectives WHERE id = ?", (node,)).fetchone()
-            node = parent[0] if parent else None
+            node = stored_objectives.parent_id_of(self.db, node)
         return False
 
 

@@ -14,7 +14,6 @@ leaves the claim: that person misses that week's email rather than risk getting 
 
 Knows nothing of Flask: it reads a config mapping and opens its own connections.
 """
-import json
 import logging
 from contextlib import closing
 from dataclasses import dataclass
@@ -93,16 +92,6 @@ def due_week(now, when):
 
 # --- what -----------------------------------------------------------------------------------------------
 
-# Every key result of the given cycles with its history (okr.reports' query), its objective's name and
-# assignee: the reminders' one query.
-CYCLE_KEY_RESULTS = f"""
-SELECT h.*, o.name AS objective_name, o.assignee_id
-FROM ({reports.KEY_RESULTS_WITH_HISTORY.format(where="k.cycle_id IN (SELECT value FROM json_each(:cycles))")}) h
-JOIN objectives o ON o.id = h.objective_id
-"""
-
-
-
 def stamp(moment):
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -116,7 +105,7 @@ def reminders(db, now):
         return []
     stale = reports.stale_by_time(now)  # a current cycle is not finished
     waiting = {}
-    for row in db.execute(CYCLE_KEY_RESULTS, {"cycles": json.dumps(list(cycles))}):
+    for row in weekly_mail.cycle_key_results(db, cycles):
         if not progress.checkin_overdue(row["last_checkin_at"], now):
             continue
         node = {**reports.key_result_node(row, stale)[0], "objective_name": row["objective_name"],
@@ -125,26 +114,8 @@ def reminders(db, now):
             waiting.setdefault(person, []).append(node)
     if not waiting:
         return []
-    people = db.execute("SELECT * FROM users WHERE id IN (SELECT value FROM json_each(?)) AND is_active"
-                        " AND weekly_email = 1 ORDER BY seq", (json.dumps(list(waiting)),)).fetchall()
+    people = weekly_mail.reminded(db, waiting)
     return [{"person": person, "key_results": waiting[person["id"]]} for person in people]
-
-
-# A team's check-ins of the week on its objectives' key results in the given cycles, a key result's first
-# (the value it was made with) left out, oldest first.
-WEEK_CHECKINS = """
-SELECT c.value, c.confidence, c.comment, c.created_at, k.id AS key_result_id, k.name AS key_result_name,
-       o.name AS objective_name, u.name AS author_name
-FROM objectives o
-JOIN key_results k ON k.objective_id = o.id
-JOIN checkins c ON c.key_result_seq = k.seq
-LEFT JOIN users u ON u.id = c.author_id
-WHERE o.team_id = :team AND o.cycle_id IN (SELECT value FROM json_each(:cycles))
-    AND c.created_at > :since AND c.created_at <= :now
-    AND c.seq > (SELECT min(first.seq) FROM checkins first WHERE first.key_result_seq = k.seq)
-ORDER BY c.created_at, c.seq
-LIMIT :limit
-"""
 
 
 def team_digest(db, team, now, base_url=None):
@@ -174,9 +145,8 @@ def team_digest(db, team, now, base_url=None):
                     off_track.append({"id": key_result["id"], "name": key_result["name"],
                                       "objective_name": node["name"], "confidence": key_result["confidence"],
                                       "was": was})
-    checkins = [dict(row) for row in db.execute(WEEK_CHECKINS, {
-        "team": team["id"], "cycles": json.dumps([cycle["id"] for cycle in cycles]), "since": stamp(week_ago),
-        "now": stamp(now), "limit": DIGEST_ITEMS_SHOWN + 1})]
+    checkins = [dict(row) for row in weekly_mail.team_checkins(
+        db, team["id"], [cycle["id"] for cycle in cycles], stamp(week_ago), stamp(now), DIGEST_ITEMS_SHOWN + 1)]
     return {
         "team": {"id": team["id"], "name": team["name"]},
         "week_ending": now.date().isoformat(),
@@ -192,10 +162,7 @@ def team_digest(db, team, now, base_url=None):
 def digests(db, now, base_url=None):
     """[{"person": user row, "digests": [team_digest of each of their teams with objectives]}]: who gets which
     teams' digest at now. A team's digest is built once, whatever its count of members."""
-    members = db.execute(
-        """SELECT t.id AS team_id, t.name AS team_name, u.* FROM team_members m
-            JOIN teams t ON t.id = m.team_id JOIN users u ON u.id = m.user_id
-            WHERE u.is_active AND u.weekly_email = 1 ORDER BY u.seq, t.name, t.seq""").fetchall()
+    members = weekly_mail.digest_readers(db)
     built, people = {}, {}
     for row in members:
         if row["team_id"] not in built:
@@ -343,8 +310,7 @@ def plan(db, now, base_url):
 
 def claimed(db, week):
     """{(kind, recipient)} of the weekly emails sent (or being sent) in the week."""
-    return {(row["kind"], row["recipient"]) for row in
-            db.execute("SELECT kind, recipient FROM weekly_mail WHERE week = ?", (week,))}
+    return weekly_mail.claimed(db, week)
 
 
 def unsent(config, now, week):

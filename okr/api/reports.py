@@ -10,6 +10,7 @@ from ..db import get_db
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from ..errors import NotFound
 from ..store import cycles
+from ..store import reports as report_rows
 from .paging import uuid_arg
 
 bp = Blueprint("reports", __name__, url_prefix="/v1")
@@ -23,8 +24,8 @@ def report_cycle(cycle_id):
     cycle = cycles.get(db, cycle_id)
     now = progress.parse_timestamp(clock.utc_now())
     encode = bounded.compact_json()
-    if encode is None or not bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"], team_id,
-                                                                                 assignee_id)):
+    if encode is None or not bounded.is_big(report_rows.cycle_objective_count(db, cycle["id"], team_id,
+                                                                               assignee_id)):
         return reports.cycle_report(db, cycle, now, team_id=team_id, assignee_id=assignee_id)
     return json_file(lambda out: report_writer.write_cycle_report(db, cycle, now, out, encode, team_id=team_id,
                                                                   assignee_id=assignee_id))
@@ -36,7 +37,7 @@ def report_objective(objective_id):
     db = get_db()
     now = progress.parse_timestamp(clock.utc_now())
     encode = bounded.compact_json()
-    if encode is None or not bounded.is_big(report_writer.descendant_count(db, objective_id)):
+    if encode is None or not bounded.is_big(report_rows.descendant_count(db, objective_id)):
         report = reports.objective_report(db, objective_id, now)
         if report is None:
             raise NotFound("objective")
@@ -60,7 +61,7 @@ def report_cycle_csv(cycle_id):
     cycle = cycles.get(db, cycle_id)
     now = progress.parse_timestamp(clock.utc_now())
     headers = {"Content-Disposition": f'attachment; filename="cycle-{cycle["id"]}.csv"'}
-    if not bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"])):
+    if not bounded.is_big(report_rows.cycle_objective_count(db, cycle["id"])):
         return Response(cycle_csv_bytes(db, cycle["id"], now), mimetype="text/csv", headers=headers)
     spool, size, _ = bounded.build(lambda out: write_cycle_csv(db, cycle["id"], now, out), "exports")
     return bounded.file_response(spool, size, "text/csv", headers)

@@ -13,9 +13,10 @@ from flask.cli import with_appcontext
 
 from .. import scratch
 from ..db import init_db
-from ..store.schema import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, migrate,
-                            schema_objects, schema_version, table_columns)
 from ..server import litestream, serving_lock
+from ..store import database as database_rows
+from ..store.schema import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, migrate,
+                            schema_objects, schema_version)
 from ..transfer.importer import check_stored
 from ..transfer.rows import Refusal
 from .common import echo_json, existing_database, name_database, reports_errors
@@ -98,19 +99,11 @@ def backup(path):
 SQLITE_MAGIC = b"SQLite format 3\x00"  # how every SQLite database file begins
 
 
-def tables_and_columns(db):
-    """{table: {column, ...}} of an open database in creation order, SQLite's own tables left out."""
-    tables = db.execute(
-        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY rowid"
-    ).fetchall()
-    return {name: table_columns(db, name) for (name,) in tables}
-
-
 def new_schema():
     """The tables and columns, and every schema object with its SQL, that schema.sql gives a new database."""
     with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
         migrate(db, current_app.config["SCHEMA"])
-        return tables_and_columns(db), schema_objects(db)
+        return database_rows.tables_and_columns(db), schema_objects(db)
 
 
 def foreign_object(objects, expected):
@@ -169,11 +162,11 @@ def staged_backup(backup_path, staging, name=None):
             uri += "&immutable=1" if lone_wal_file else ""
             with closing(sqlite3.connect(uri, uri=True)) as source:
                 source.backup(db)
-            drop_litestream_tables(db)
+            database_rows.drop_litestream_tables(db)
             db.execute("PRAGMA journal_mode = DELETE")  # one file, whose page size VACUUM can change
             integrity = [text for (text,) in db.execute("PRAGMA integrity_check")]
             version = schema_version(db)
-            tables = tables_and_columns(db)
+            tables = database_rows.tables_and_columns(db)
         except sqlite3.DatabaseError as error:
             raise refusal(unreadable(error)) from None
         if integrity != ["ok"]:
@@ -210,7 +203,7 @@ def staged_backup(backup_path, staging, name=None):
             migrate(db, current_app.config["SCHEMA"])  # on the copy; also restores any missing index or trigger
         except sqlite3.Error as error:
             raise refusal(f"its migration from schema version {version} failed: {error}") from None
-        check_columns(tables_and_columns(db))
+        check_columns(database_rows.tables_and_columns(db))
         check_foreign_keys(db, refusal)
         foreign = foreign_object(schema_objects(db), expected_objects)
         if foreign:
@@ -222,17 +215,6 @@ def staged_backup(backup_path, staging, name=None):
     finally:
         db.close()
     return rebuilt(staging, refusal), version
-
-
-# Litestream's bookkeeping, in every database it has replicated (and a backup of one): none of okr's data.
-LITESTREAM_TABLES = ("_litestream_seq", "_litestream_lock")
-
-
-def drop_litestream_tables(db):
-    tables = db.execute(f"SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN "
-                        f"({', '.join('?' * len(LITESTREAM_TABLES))})", LITESTREAM_TABLES).fetchall()
-    for (table,) in tables:
-        db.execute(f'DROP TABLE "{table}"')
 
 
 def check_foreign_keys(db, refusal):
@@ -274,19 +256,14 @@ def write_over(stage, database):
         if stage.execute("PRAGMA page_size").fetchone()[0] != page_size:
             # SQLite cannot change the page size of a WAL database, which a server
             # may have open anyway: the copy takes the live file's page size.
-            stage.execute(f"PRAGMA page_size = {int(page_size)}")
-            stage.execute("VACUUM")
+            database_rows.set_page_size(stage, page_size)
         # Through SQLite, not a file copy: a WAL left by an unclean stop is
         # replayed first and then overwritten, instead of being replayed onto
         # the restored file at the next start. A server's connections see the
         # new content at their next transaction.
         stage.backup(target)
         target.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return dict(target.execute(
-            "SELECT 'cycles', count(*) FROM cycles UNION ALL SELECT 'objectives', count(*) FROM objectives"
-            " UNION ALL SELECT 'key_results', count(*) FROM key_results"
-            " UNION ALL SELECT 'teams', count(*) FROM teams UNION ALL SELECT 'users', count(*) FROM users"
-        ).fetchall())
+        return database_rows.counts(target, ("cycles", "objectives", "key_results", "teams", "users"))
     finally:
         target.close()
 

@@ -26,6 +26,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from .. import db as okr_db
 from ..accounts import passwords
 from ..clock import stamped_time
+from ..store import database as database_rows
 from ..store import events as activity
 from ..store import users
 from .users import validated_user
@@ -542,8 +543,7 @@ def count_rows(path):
     """{what: how many} of a database, for the command's summary."""
     # Read-write (it is a demo database): a read-only connection would leave -wal and -shm files behind.
     with closing(sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw", uri=True)) as db:
-        names = ("cycles", "teams", "users", "objectives", "key_results", "checkins")
-        return {name: db.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in names}
+        return database_rows.counts(db, ("cycles", "teams", "users", "objectives", "key_results", "checkins"))
 
 
 def admin_with_password(path):
@@ -551,11 +551,9 @@ def admin_with_password(path):
     demo made before people had passwords)."""
     with closing(sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw", uri=True)) as db:
         try:
-            row = db.execute("SELECT email FROM users WHERE role = 'admin' AND is_active AND password_hash IS NOT NULL"
-                             " ORDER BY seq LIMIT 1").fetchone()
+            return users.first_admin_with_password(db)
         except sqlite3.OperationalError:  # no role or password_hash column yet: okr serve adds them
             return None
-    return None if row is None else row[0]
 
 
 def remove_companions(path):

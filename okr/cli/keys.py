@@ -65,10 +65,7 @@ def list_keys(as_json):
     """List API keys (never their secrets), with the user each acts as ("service" for none)."""
     read_database()
     with transaction(write=False) as db:
-        rows = db.execute(
-            """SELECT k.credential, k.name, k.created_at, k.revoked_at, k.read_only, u.email AS user
-               FROM api_keys k LEFT JOIN users u ON u.id = k.user_id ORDER BY k.seq"""
-        ).fetchall()
+        rows = keys.listed(db)
     if not rows and not as_json:
         # With --json, one object per key and line: no keys, no lines.
         click.echo("no API keys yet; create one with okr keys create --name NAME")

@@ -7,6 +7,7 @@ from flask.cli import with_appcontext
 
 from .. import clock, progress, transfer
 from ..db import transaction
+from ..store import cycles
 from .common import echo_json, read_database, reports_errors, use_database
 from .database import new_file_beside
 
@@ -51,7 +52,7 @@ def export_command(path, include_keys, file_format, cycle_id):
     read_database()  # read, never written: an export works on a full disk or a read-only file
     with transaction(write=False) as db:  # one snapshot, however long the writing takes
         if file_format == "csv":
-            if db.execute("SELECT 1 FROM cycles WHERE id = ?", (cycle_id,)).fetchone() is None:
+            if not cycles.exists(db, cycle_id):
                 raise click.ClickException(f"no cycle with id {cycle_id}")
             now = progress.parse_timestamp(clock.utc_now())  # the clock the API's reports use
             # A byte-order mark: Excel takes a CSV without one for the local code page.

@@ -81,7 +81,7 @@ def list_users(as_json):
     whether they have a password."""
     read_database()
     with transaction(write=False) as db:
-        listed = [listed_user(row) for row in db.execute("SELECT * FROM users ORDER BY seq")]
+        listed = [listed_user(row) for row in users.listed(db)]
     if as_json:
         for user in listed:
             echo_json(user)
@@ -415,10 +415,7 @@ def import_users(csv_file):
     imported = skipped = 0
     with transaction() as db:
         for user in people:
-            exists = db.execute(
-                "SELECT 1 FROM users WHERE email_key = ?", (email_key(user["email"]),)
-            ).fetchone()
-            if exists:
+            if users.email_exists(db, user["email"]):
                 skipped += 1
             else:
                 users.create(db, user["name"], user["email"])

@@ -106,8 +106,7 @@ def enable_hook(hook_id):
     with transaction() as db:
         found(db, hook_id)
         webhooks.enable(db, hook_id)
-        waiting = db.execute("SELECT count(*) FROM webhook_outbox o JOIN webhooks w ON w.seq = o.hook_seq "
-                             "WHERE w.id = ?", (hook_id,)).fetchone()[0]
+        waiting = webhooks.pending_by_id(db, hook_id)
     click.echo(f"enabled webhook {hook_id}; {waiting} waiting events go out now (a running server sends them)")
 
 

@@ -71,3 +71,15 @@ def page(db, after, limit, key_result):
     return db.execute(
         "SELECT *, ? AS key_result_id FROM checkins WHERE key_result_seq = ? AND seq > ? ORDER BY seq LIMIT ?",
         (key_result["id"], key_result["seq"], after, limit)).fetchall()
+
+
+def latest(db, key_result_id, limit):
+    """Up to limit of a key result's check-ins, the newest first, each with its author's name as author_name
+    (None for none, or one gone)."""
+    return db.execute(
+        """SELECT c.*, u.name AS author_name FROM checkins c
+           JOIN key_results k ON k.seq = c.key_result_seq
+           LEFT JOIN users u ON u.id = c.author_id
+           WHERE k.id = ? ORDER BY c.seq DESC LIMIT ?""",
+        (key_result_id, limit),
+    ).fetchall()

@@ -89,3 +89,12 @@ def page(db, after, limit, column, parent_id):
     """A page of the comments on one objective or key result (column: objective_id or key_result_id), oldest
     first."""
     return keyset_page("comments", db, after, limit, {column: parent_id})
+
+
+def latest(db, column, parent_id, limit):
+    """Up to limit of the comments on one objective or key result (column: objective_id or key_result_id), the
+    newest first, each with its author's name as author_name."""
+    return db.execute(
+        f"""SELECT c.*, u.name AS author_name FROM comments c LEFT JOIN users u ON u.id = c.author_id
+            WHERE c.{column} = ? ORDER BY c.seq DESC LIMIT ?""",
+        (parent_id, limit)).fetchall()

@@ -1,4 +1,5 @@
 """Delivery cycles: created (maybe with dates), renamed or edited, copied to a new cycle, deleted."""
+import json
 from functools import partial
 
 from .. import clock
@@ -114,6 +115,44 @@ def delete(db, cycle_id):
 def pick_list(db):
     """Every cycle's id and name, the newest first: the choices of a page's cycle filter or select."""
     return db.execute("SELECT id, name FROM cycles ORDER BY seq DESC").fetchall()
+
+
+def newest_first(db, before, limit):
+    """Up to limit cycle rows under the position before (a seq), the newest first: the dashboard's cycles list."""
+    return db.execute("SELECT * FROM cycles WHERE seq < ? ORDER BY seq DESC LIMIT ?", (before, limit)).fetchall()
+
+
+def newest_id(db):
+    """The id of the cycle made last, or None when there is none."""
+    row = db.execute("SELECT id FROM cycles ORDER BY seq DESC LIMIT 1").fetchone()
+    return row["id"] if row else None
+
+
+def names_of(db, cycle_ids):
+    """The id and name of each of these cycles that exists (the ids go in as one JSON array, one parameter
+    whatever their count)."""
+    return db.execute("SELECT id, name FROM cycles WHERE id IN (SELECT value FROM json_each(?))",
+                      (json.dumps(list(cycle_ids)),)).fetchall()
+
+
+def around(db, today):
+    """The cycle rows whose dates may make them current on today (a date), newest first: SQLite narrows them by
+    their ISO dates (text that sorts as dates), a day's slack either side; okr.progress.cycle_state decides."""
+    return db.execute(
+        """SELECT * FROM cycles WHERE (starts_on IS NULL OR starts_on <= date(:day, '+1 day'))
+           AND (ends_on IS NULL OR ends_on >= date(:day, '-1 day')) ORDER BY seq DESC""",
+        {"day": today.isoformat()},
+    ).fetchall()
+
+
+def finished_ids(db, today):
+    """The ids of the cycles that ended before today (a date)."""
+    return {row[0] for row in db.execute("SELECT id FROM cycles WHERE ends_on < ?", (today.isoformat(),))}
+
+
+def exists(db, cycle_id):
+    """Whether a cycle with this id exists."""
+    return db.execute("SELECT 1 FROM cycles WHERE id = ?", (cycle_id,)).fetchone() is not None
 
 
 # page(db, after, limit): a page of cycles, oldest first.

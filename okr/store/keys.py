@@ -52,3 +52,12 @@ def user_has_keys(db, user_id):
     """Whether the user has any live key."""
     return db.execute("SELECT EXISTS (SELECT 1 FROM api_keys WHERE user_id = ? AND revoked_at IS NULL)",
                       (user_id,)).fetchone()[0] == 1
+
+
+def listed(db):
+    """Every key in the order made, never its secret: credential, name, created_at, revoked_at, read_only, and
+    the email of the user it acts as (user; None for a service key)."""
+    return db.execute(
+        """SELECT k.credential, k.name, k.created_at, k.revoked_at, k.read_only, u.email AS user
+           FROM api_keys k LEFT JOIN users u ON u.id = k.user_id ORDER BY k.seq"""
+    ).fetchall()

@@ -8,6 +8,7 @@ from ..errors import Invalid
 from ..records import objective_json
 from . import events
 from .common import count, deleted_or_missing, fetch, keyset_page
+from .reports import DESCENDANTS
 
 get = partial(fetch, "objectives", "objective")
 
@@ -97,6 +98,48 @@ def doomed(db, objective_id):
                                  WHERE k.objective_id = ?""", objective_id),
         "children": count(db, "SELECT count(*) FROM objectives WHERE parent_objective_id = ?", objective_id),
     }
+
+
+def parent_candidates(db, objective_id, cycle_id, query, limit):
+    """(objectives, how many in all): the objectives (id, name, cycle_id) an objective's form may offer as its
+    parent, at most limit of them, and how many there are. Never the objective itself (objective_id; None for a
+    new one) nor one aligned under it (a loop); narrowed to names holding query when given; those of cycle_id
+    first in creation order, then the other cycles', the newest cycle first."""
+    where = "o.id NOT IN tree" + (" AND instr(lower(o.name), lower(?)) > 0" if query else "")
+    params = (objective_id or "", *((query,) if query else ()))
+    picked = db.execute(
+        DESCENDANTS + f"""SELECT o.id, o.name, o.cycle_id FROM objectives o
+                          WHERE o.cycle_id = ? AND {where} ORDER BY o.seq LIMIT ?""",
+        (params[0], cycle_id or "", *params[1:], limit + 1)).fetchall()
+    if len(picked) <= limit:
+        picked += db.execute(
+            DESCENDANTS + f"""SELECT o.id, o.name, o.cycle_id FROM objectives o JOIN cycles c ON c.id = o.cycle_id
+                              WHERE o.cycle_id != ? AND {where} ORDER BY c.seq DESC, o.seq LIMIT ?""",
+            (params[0], cycle_id or "", *params[1:], limit + 1 - len(picked))).fetchall()
+    total = len(picked)
+    if total > limit:
+        picked = picked[:limit]
+        # Without a search, all of them less those aligned under it: no scan of every name.
+        count_sql = (f"SELECT count(*) FROM objectives o WHERE {where}" if query else
+                     "SELECT (SELECT count(*) FROM objectives) - (SELECT count(*) FROM objectives WHERE id IN tree)")
+        total = db.execute(DESCENDANTS + count_sql, params).fetchone()[0]
+    return picked, total
+
+
+def parent_choice(db, objective_id):
+    """The objective's id, name and cycle_id (as parent_candidates has them), or None."""
+    return db.execute("SELECT id, name, cycle_id FROM objectives WHERE id = ?", (objective_id,)).fetchone()
+
+
+def parent_id_of(db, objective_id):
+    """The id of the objective's parent; None when it has none, or does not exist."""
+    row = db.execute("SELECT parent_objective_id FROM objectives WHERE id = ?", (objective_id,)).fetchone()
+    return row[0] if row else None
+
+
+def named(db, objective_id):
+    """The objective's id and name, or None."""
+    return db.execute("SELECT id, name FROM objectives WHERE id = ?", (objective_id,)).fetchone()
 
 
 def delete(db, objective_id):

@@ -99,6 +99,12 @@ def create_private_file(path):
 SCHEMA_VERSION = 10
 
 
+def holds_tables(db):
+    """Whether the database holds any table. Reads the file's first page, so a health check learns that the
+    file answers; an empty file would answer too, but holds none."""
+    return db.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' LIMIT 1").fetchone() is not None
+
+
 def table_columns(db, table):
     """The column names of a table; empty when it does not exist."""
     return {row[1] for row in db.execute("SELECT * FROM pragma_table_info(?)", (table,))}

@@ -50,3 +50,32 @@ def teams_of_users_between(db, first_seq, last_seq):
         """SELECT m.user_id, t.id, t.name FROM team_members m JOIN teams t ON t.id = m.team_id
            JOIN users u ON u.id = m.user_id WHERE u.seq BETWEEN ? AND ? ORDER BY t.name, t.seq""",
         (first_seq, last_seq)).fetchall()
+
+
+def users_page(db, team_id, after, limit):
+    """Up to limit of a team's members as their whole user rows, each with its membership's seq as member_seq
+    (the page's position), after the membership whose seq is after, in the order they joined."""
+    return db.execute(
+        """SELECT m.seq AS member_seq, u.* FROM team_members m JOIN users u ON u.id = m.user_id
+           WHERE m.team_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?""",
+        (team_id, after, limit)).fetchall()
+
+
+def first_names(db, span, shown):
+    """The names of the first members (up to shown, in the order they joined) of each team whose seq is within
+    span (first, last), each row with the team's count of members: team_id, name, total."""
+    return db.execute(
+        """SELECT team_id, name, total FROM (
+               SELECT m.team_id, u.name, row_number() OVER (PARTITION BY m.team_id ORDER BY m.seq) AS n,
+                      count(*) OVER (PARTITION BY m.team_id) AS total
+               FROM team_members m JOIN teams t ON t.id = m.team_id JOIN users u ON u.id = m.user_id
+               WHERE t.seq BETWEEN ? AND ?)
+           WHERE n <= ? ORDER BY team_id, n""", (*span, shown))
+
+
+def candidates(db, team_id):
+    """The id, name and email of every active user who is not a member of the team, by name."""
+    return db.execute(
+        """SELECT id, name, email FROM users WHERE is_active = 1
+           AND id NOT IN (SELECT user_id FROM team_members WHERE team_id = ?) ORDER BY name, seq""",
+        (team_id,)).fetchall()

@@ -40,5 +40,40 @@ def pick_list(db):
     return db.execute("SELECT id, name FROM teams ORDER BY name, seq").fetchall()
 
 
+def named(db, team_id):
+    """The team's id and name, or None."""
+    return db.execute("SELECT id, name FROM teams WHERE id = ?", (team_id,)).fetchone()
+
+
+def oldest_first(db):
+    """Every team's id and name, in the order they were made."""
+    return db.execute("SELECT id, name FROM teams ORDER BY seq").fetchall()
+
+
+def objective_counts(db, span):
+    """{team id: how many objectives it has} of the teams whose seq is within span (first, last), those with
+    none left out."""
+    return dict(db.execute(
+        """SELECT o.team_id, count(*) FROM objectives o JOIN teams t ON t.id = o.team_id
+           WHERE t.seq BETWEEN ? AND ? GROUP BY o.team_id""", span).fetchall())
+
+
+def objectives_of(db, team_id, today, limit):
+    """Up to limit of the team's objectives (id, name) with their cycle (cycle_id, cycle_name, starts_on,
+    ends_on): those of current cycles first, then of upcoming ones, then of finished ones (by the cycles'
+    ISO dates against today, a date), each group by cycle, newest first, then in creation order."""
+    day = today.isoformat()
+    return db.execute(
+        """SELECT o.id, o.name, c.id AS cycle_id, c.name AS cycle_name, c.starts_on, c.ends_on
+           FROM objectives o JOIN cycles c ON c.id = o.cycle_id WHERE o.team_id = ?
+           ORDER BY CASE WHEN c.starts_on > ? THEN 1 WHEN c.ends_on < ? THEN 2 ELSE 0 END, c.seq DESC, o.seq
+           LIMIT ?""", (team_id, day, day, limit)).fetchall()
+
+
+def objective_count(db, team_id):
+    """How many objectives the team has."""
+    return count(db, "SELECT count(*) FROM objectives WHERE team_id = ?", team_id)
+
+
 # page(db, after, limit): a page of teams, oldest first.
 page = partial(keyset_page, "teams")

@@ -7,6 +7,7 @@ A user's open links (an invitation, a password reset) die with what they were se
 (they went to the old address), a deactivation (a reactivation does not bring them back) and a new password.
 The changes here void them, and so does okr.store.bulk's write of an imported user (voids_links).
 """
+import json
 import sqlite3
 from functools import partial
 
@@ -178,6 +179,65 @@ def record_refused_sign_in(db, user, issuer, subject):
 def pick_list(db):
     """Every user's id and name, by name: the choices of a page's person filter."""
     return db.execute("SELECT id, name FROM users ORDER BY name, seq").fetchall()
+
+
+def choices(db, kept):
+    """The id, name and is_active of every active user and of the users of kept (two ids, either maybe ""), by
+    name: the choices of a form's person select, which keeps its present choice even when deactivated."""
+    return db.execute("SELECT id, name, is_active FROM users WHERE is_active OR id IN (?, ?) ORDER BY name, seq",
+                      kept).fetchall()
+
+
+def name_of(db, user_id):
+    """The name of the user with this id, or None when there is none."""
+    row = db.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()
+    return row["name"] if row else None
+
+
+def names_of(db, user_ids):
+    """The id and name of each of these users that exists (the ids go in as one JSON array, one parameter
+    whatever their count)."""
+    return db.execute("SELECT id, name FROM users WHERE id IN (SELECT value FROM json_each(?))",
+                      (json.dumps(list(user_ids)),)).fetchall()
+
+
+def listed(db):
+    """Every user's row, inactive ones too, in creation order (a cursor)."""
+    return db.execute("SELECT * FROM users ORDER BY seq")
+
+
+def first_admin_with_password(db):
+    """The email of the first active admin with a password, or None."""
+    row = db.execute("SELECT email FROM users WHERE role = 'admin' AND is_active AND password_hash IS NOT NULL"
+                     " ORDER BY seq LIMIT 1").fetchone()
+    return None if row is None else row[0]
+
+
+def id_by_email_key(db, key):
+    """The id of the user whose email has this key (okr.rules.email_addresses.email_key), or None."""
+    row = db.execute("SELECT id FROM users WHERE email_key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def other_with_email(db, email, user_id):
+    """The id of a user other than user_id whose email is this one under the email rule, or None."""
+    row = db.execute("SELECT id FROM users WHERE email_key = ? AND id <> ?", (email_key(email), user_id)).fetchone()
+    return None if row is None else row[0]
+
+
+def emails_and_keys(db):
+    """Every user's email and email key, in creation order (a cursor)."""
+    return db.execute("SELECT email, email_key FROM users ORDER BY seq")
+
+
+def any_active_admin(db):
+    """Whether any user is an active admin."""
+    return db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE role = 'admin' AND is_active)").fetchone()[0] == 1
+
+
+def email_exists(db, email):
+    """Whether a user has this email under the email rule."""
+    return db.execute("SELECT 1 FROM users WHERE email_key = ?", (email_key(email),)).fetchone() is not None
 
 
 # page(db, after, limit): a page of users, oldest first.

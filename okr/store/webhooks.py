@@ -84,6 +84,22 @@ def all_hooks(db):
     return hooks
 
 
+def pending(db, hook_seq):
+    """How many events wait in the hook's outbox."""
+    return db.execute("SELECT count(*) FROM webhook_outbox WHERE hook_seq = ?", (hook_seq,)).fetchone()[0]
+
+
+def pending_by_id(db, hook_id):
+    """How many events wait in the outbox of the hook with this id (0 for none)."""
+    return db.execute("SELECT count(*) FROM webhook_outbox o JOIN webhooks w ON w.seq = o.hook_seq "
+                      "WHERE w.id = ?", (hook_id,)).fetchone()[0]
+
+
+def active_chat_hooks(db):
+    """The active hooks of format slack, which the weekly digest is posted to, in the order added."""
+    return db.execute("SELECT * FROM webhooks WHERE format = 'slack' AND is_active = 1 ORDER BY seq").fetchall()
+
+
 def public(hook):
     """A hook as the commands print it (--json) and the pages show it: never its secret."""
     return {"id": hook["id"], "url": hook["url"], "format": hook["format"], "events": hook.get("patterns", []),

@@ -4,14 +4,10 @@ import io
 import json
 
 from .. import reports
+from ..store import reports as report_rows
+from ..store import sections
 from ..store.bulk import EVENT_JSON
 from .rows import BOOLS, FIELDS, FORMAT, SECTIONS, VERSION, WRITTEN
-
-SELECT = {name: f"SELECT {', '.join(fields)} FROM {name} ORDER BY seq" for name, fields in FIELDS.items()}
-SELECT["checkins"] = (
-    "SELECT c.id, k.id, c.value, c.confidence, c.comment, c.author_id, c.created_at"
-    " FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq ORDER BY c.seq"
-)
 
 
 def export_json(db, out, include_keys=False):
@@ -39,9 +35,7 @@ def export_json(db, out, include_keys=False):
 def section_rows(db, name, parse=json.loads):
     """Yields the rows of a section as tuples of its FIELDS' values, as the file has them (bools as bools, an
     event's actor, data and changes as JSON values, read from their text by parse)."""
-    cursor = db.cursor()
-    cursor.row_factory = None  # plain tuples: sqlite3.Row costs more than the rest
-    cursor.execute(SELECT[name])
+    cursor = sections.section_cursor(db, name)
     if name == "events":
         texts = [index for index, field in enumerate(FIELDS[name]) if field in EVENT_JSON]
         for row in cursor:
@@ -72,23 +66,6 @@ CSV_COLUMNS = ("objective_id", "objective", "team_id", "team", "assignee_id", "a
 TEXT_COLUMNS = frozenset({"objective", "team", "assignee", "key_result", "owner"})
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list for CSV injection
 
-# The report's own query (start value and last check-in), driven from the
-# cycle's objectives in order: the unary + keeps SQLite from walking the key
-# results by cycle, so it takes each objective's by key_results_by_objective,
-# already in order. Nothing is sorted or held: rows stream.
-CYCLE_KEY_RESULTS = f"""
-SELECT h.*, o.name AS objective_name, o.team_id AS objective_team_id, t.name AS team_name,
-    o.assignee_id AS objective_assignee_id, u.name AS assignee_name, w.name AS owner_name
-FROM objectives o
-CROSS JOIN ({reports.KEY_RESULTS_WITH_HISTORY.format(where="+k.cycle_id = ?")}) h ON h.objective_id = o.id
-LEFT JOIN teams t ON t.id = o.team_id
-LEFT JOIN users u ON u.id = o.assignee_id
-LEFT JOIN users w ON w.id = h.owner_id
-WHERE o.cycle_id = ?
-ORDER BY o.seq, h.seq
-"""
-
-
 def cycle_key_results(db, cycle_id, now):
     """Yields (row, report entry) for each key result of a cycle, objective by objective, as they are read.
 
@@ -97,7 +74,7 @@ def cycle_key_results(db, cycle_id, now):
     datetime, for staleness.
     """
     stale = reports.stale_test(db, now)
-    for row in db.execute(CYCLE_KEY_RESULTS, (cycle_id, cycle_id)):
+    for row in report_rows.spreadsheet_rows(db, cycle_id):
         yield row, reports.key_result_node(row, stale)[0]
 
 

@@ -7,17 +7,16 @@ import uuid
 from ..rules.email_addresses import RULE_WORDS, email_key
 from ..rules.ids import UUID_RE
 from ..rules.strict_json import reject_constant, reject_duplicate_keys
-from ..store import bulk, events, users
-from .export import SELECT, section_rows
+from ..store import bulk, events, objectives, sections, users
+from ..store import database as database_rows
+from .export import section_rows
 from .reader import file_digest, records
 from .rows import DATA_SECTIONS, FIELDS, NOT_GIVEN, PLURAL, SECTIONS, SINGULAR, Refusal, checked
-
-COUNT_ROWS = " UNION ALL ".join(f"SELECT '{name}', count(*) FROM {name}" for name in DATA_SECTIONS)
 
 
 def contents(db):
     """What the database holds, in words ("2 users, 1 cycle"); "" when it is empty."""
-    counts = dict(db.execute(COUNT_ROWS).fetchall())
+    counts = database_rows.counts(db, DATA_SECTIONS)
     return ", ".join(f"{counts[name]} {SINGULAR[name] if counts[name] == 1 else PLURAL[name]}"
                      for name in DATA_SECTIONS if counts[name])
 
@@ -51,8 +50,7 @@ class Check:
         self.forward = []  # (index, parent id) of parents not seen yet when checked
 
     def in_database(self, name, value):
-        column = "credential" if name == "api_keys" else "id"
-        return self.merge and self.db.execute(f"SELECT 1 FROM {name} WHERE {column} = ?", (value,)).fetchone()
+        return self.merge and sections.exists(self.db, name, value)
 
     def exists(self, name, value):
         return compact(value) in self.ids[name] or self.in_database(name, value)
@@ -90,10 +88,10 @@ class Check:
                           f"({RULE_WORDS})")
         self.emails[folded] = index
         if self.merge:
-            holder = self.db.execute("SELECT id FROM users WHERE email_key = ?", (folded,)).fetchone()
-            if holder and holder[0] != row["id"] and compact(holder[0]) not in self.ids["users"]:
+            holder = users.id_by_email_key(self.db, folded)
+            if holder and holder != row["id"] and compact(holder) not in self.ids["users"]:
                 raise Refusal(f"{where}: email {row['email']} belongs to another user in the database "
-                              f"({holder[0]})")
+                              f"({holder})")
         self.check_link(where, index, row)
 
     def check_link(self, where, index, row):
@@ -151,8 +149,7 @@ class Check:
     def check_api_keys(self, where, index, row, key):
         if row["user_id"] not in (None, NOT_GIVEN) and not self.exists("users", row["user_id"]):
             raise self.missing(where, "user_id", row["user_id"], "users")
-        if self.db is not None and not self.merge and self.db.execute("SELECT 1 FROM api_keys WHERE credential = ?",
-                                              (row["credential"],)).fetchone():
+        if self.db is not None and not self.merge and sections.exists(self.db, "api_keys", row["credential"]):
             raise Refusal(f"{where}: an API key with credential {row['credential']} exists in the database; "
                           "pass --merge to update it")
 
@@ -167,9 +164,8 @@ class Check:
     def parent_of(self, objective):
         if objective in self.parents:
             return self.parents[objective]
-        row = self.merge and self.db.execute("SELECT parent_objective_id FROM objectives WHERE id = ?",
-                                             (uuid_text(objective),)).fetchone()
-        return compact(row[0]) if row and row[0] and UUID_RE.fullmatch(row[0]) else None
+        parent = self.merge and objectives.parent_id_of(self.db, uuid_text(objective))
+        return compact(parent) if parent and UUID_RE.fullmatch(parent) else None
 
     def check_loops(self):
         """Refuses a parent_objective_id that makes the alignment a loop, in the file or with the database."""
@@ -226,12 +222,12 @@ def import_file(db, path, merge=False, include_keys=False):
     if current is not None:
         check.section_done(current)
     # The check is done: write, reading the file again.
-    had_an_admin = any_active_admin(db)
+    had_an_admin = users.any_active_admin(db)
     db.execute("PRAGMA defer_foreign_keys = ON")  # a parent may come after its child; checked above
     counts = {name: {"added": 0, "updated": 0, "unchanged": 0} for name in SECTIONS}
     if not include_keys:
         counts["api_keys"] = {"left_out": 0}
-    newest = {name: db.execute(f"SELECT coalesce(max(seq), 0) FROM {name}").fetchone()[0] for name in SECTIONS}
+    newest = {name: sections.newest_seq(db, name) for name in SECTIONS}
     written = []
     try:
         for name, index, record in records(path, written):
@@ -258,7 +254,7 @@ def import_file(db, path, merge=False, include_keys=False):
         raise
     if written != hashes:
         raise Refusal("it changed while it was being imported")
-    if had_an_admin and not any_active_admin(db):
+    if had_an_admin and not users.any_active_admin(db):
         # As okr.store.users keeps one: someone must be left to manage people.
         raise Refusal("it would leave no active admin: it demotes or deactivates every admin the database has; "
                       "give one of them role admin and is_active true in the file")
@@ -268,10 +264,6 @@ def import_file(db, path, merge=False, include_keys=False):
     return counts
 
 
-def any_active_admin(db):
-    return db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE role = 'admin' AND is_active)").fetchone()[0] == 1
-
-
 STRICT_JSON = json.JSONDecoder(parse_constant=reject_constant, object_pairs_hook=reject_duplicate_keys)
 
 
@@ -279,9 +271,7 @@ def stored_events(db):
     """Yields the events table's rows as section_rows does, after checking that each one's actor, data and
     changes are JSON text exactly as okr.store.events writes it; Refusal naming the first that is not."""
     texts = [(index, field) for index, field in enumerate(FIELDS["events"]) if field in bulk.EVENT_JSON]
-    cursor = db.cursor()
-    cursor.row_factory = None
-    for place, row in enumerate(cursor.execute(SELECT["events"])):
+    for place, row in enumerate(sections.section_cursor(db, "events")):
         row = list(row)
         for index, field in texts:
             text = row[index]
@@ -314,6 +304,6 @@ def check_stored(db):
         check.section_done(name)
     # Not a field of the format, but the key every lookup by email uses: a backup could hand one user's key
     # to another. (An upgrade from version 0 leaves a clashing user's key NULL.)
-    for index, (email, key) in enumerate(db.execute("SELECT email, email_key FROM users ORDER BY seq")):
+    for index, (email, key) in enumerate(users.emails_and_keys(db)):
         if key is not None and key != email_key(email):
             raise Refusal(f"users[{index}]: email_key {key!r} is not the key of its email {email!r}")

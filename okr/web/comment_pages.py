@@ -29,10 +29,7 @@ def comment_thread(kind, parent_id):
     """What comments.html shows under an objective or a key result (kind): its latest comments oldest first,
     each with its author's name and whether this person may change it, and the form (what was typed and why it
     was refused, when a comment just was)."""
-    rows = get_db().execute(
-        f"""SELECT c.*, u.name AS author_name FROM comments c LEFT JOIN users u ON u.id = c.author_id
-            WHERE c.{PAGES[kind][1]} = ? ORDER BY c.seq DESC LIMIT ?""",
-        (parent_id, SHOWN + 1)).fetchall()
+    rows = comments.latest(get_db(), PAGES[kind][1], parent_id, SHOWN + 1)
     actor = access.current_actor()
     shown = [{**row, "may_change": access.may_change_comment(actor, row)} for row in reversed(rows[:SHOWN])]
     return {"comments": shown, "more": len(rows) > SHOWN, "moment": now(),

@@ -13,7 +13,7 @@ from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
 from ..rules.schemas import key_result_edit_schema, key_result_schema
-from ..store import key_results, objectives
+from ..store import key_results, objectives, users
 from . import editing, forms, words
 from .views import bp
 
@@ -115,8 +115,7 @@ def render_form(objective, row=None, form=None, errors=None, conflict=None, revi
     db = get_db()
     form = form or {}
     keep = (form.get("owner_id", ""), row["owner_id"] if row is not None else "")
-    people = db.execute("SELECT id, name, is_active FROM users WHERE is_active OR id IN (?, ?) ORDER BY name, seq",
-                        keep).fetchall()
+    people = users.choices(db, keep)
     return render_template(
         "keyresult-form.html", objective=objective, kr=row, form=form, errors=errors or {}, conflict=conflict,
         revision=revision, original=original, types=list(TYPES.items()),

@@ -15,9 +15,8 @@ from .. import reports
 from ..accounts import sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
-from ..reports import DESCENDANTS
 from ..rules.schemas import objective_schema, objective_update_schema
-from ..store import cycles, objectives, teams
+from ..store import cycles, objectives, teams, users
 from . import editing
 from .tree import key_result_html
 from .views import bp, now
@@ -86,34 +85,16 @@ def parent_choices(db, objective_id, cycle_id, query, keep):
     Never the objective itself nor one aligned under it (a loop); at most PARENT_CHOICES of them, narrowed to
     names holding query when given; the ids in keep (the present parent) always among them.
     """
-    where = "o.id NOT IN tree" + (" AND instr(lower(o.name), lower(?)) > 0" if query else "")
-    params = (objective_id or "", *((query,) if query else ()))
-    picked = db.execute(
-        DESCENDANTS + f"""SELECT o.id, o.name, o.cycle_id FROM objectives o
-                          WHERE o.cycle_id = ? AND {where} ORDER BY o.seq LIMIT ?""",
-        (params[0], cycle_id or "", *params[1:], PARENT_CHOICES + 1)).fetchall()
-    if len(picked) <= PARENT_CHOICES:
-        picked += db.execute(
-            DESCENDANTS + f"""SELECT o.id, o.name, o.cycle_id FROM objectives o JOIN cycles c ON c.id = o.cycle_id
-                              WHERE o.cycle_id != ? AND {where} ORDER BY c.seq DESC, o.seq LIMIT ?""",
-            (params[0], cycle_id or "", *params[1:], PARENT_CHOICES + 1 - len(picked))).fetchall()
-    total = len(picked)
-    if total > PARENT_CHOICES:
-        picked = picked[:PARENT_CHOICES]
-        # Without a search, all of them less those aligned under it: no scan of every name.
-        count_sql = (f"SELECT count(*) FROM objectives o WHERE {where}" if query else
-                     "SELECT (SELECT count(*) FROM objectives) - (SELECT count(*) FROM objectives WHERE id IN tree)")
-        total = db.execute(DESCENDANTS + count_sql, params).fetchone()[0]
+    picked, total = objectives.parent_candidates(db, objective_id, cycle_id, query, PARENT_CHOICES)
     present = {row["id"] for row in picked}
     for kept in keep:
         if kept and kept not in present:
-            row = db.execute("SELECT id, name, cycle_id FROM objectives WHERE id = ?", (kept,)).fetchone()
+            row = objectives.parent_choice(db, kept)
             if row is not None:
                 picked.append(row)
                 present.add(kept)
-    names = {row["id"]: row["name"] or "Unnamed cycle" for row in db.execute(
-        "SELECT id, name FROM cycles WHERE id IN (SELECT value FROM json_each(?))",
-        (editing.snapshot(sorted({row["cycle_id"] for row in picked})),))}
+    names = {row["id"]: row["name"] or "Unnamed cycle"
+             for row in cycles.names_of(db, sorted({row["cycle_id"] for row in picked}))}
     groups = {}
     for row in picked:
         groups.setdefault(row["cycle_id"], []).append((row["id"], row["name"]))
@@ -124,8 +105,7 @@ def parent_choices(db, objective_id, cycle_id, query, keep):
 def choices(db, row, form):
     """The selects' choices besides the parent's: teams, people (the active ones and the present owner), cycles."""
     keep = (form.get("assignee_id", ""), row["assignee_id"] if row is not None else "")
-    people = db.execute("SELECT id, name, is_active FROM users WHERE is_active OR id IN (?, ?) ORDER BY name, seq",
-                        keep).fetchall()
+    people = users.choices(db, keep)
     return {
         "teams": [(t["id"], t["name"] or "Unnamed team")
                   for t in teams.pick_list(db)],
@@ -161,11 +141,10 @@ def show_objective(objective_id):
         raise NotFound("objective")
     node = report["objective"]
     cycle = cycles.get(db, node["cycle_id"])
-    people = {row["id"]: row["name"] for row in db.execute(
-        "SELECT id, name FROM users WHERE id IN (SELECT value FROM json_each(?))",
-        (editing.snapshot([node["assignee_id"], *(k.get("owner_id") for k in node["key_results"])]),))}
-    team = db.execute("SELECT id, name FROM teams WHERE id = ?", (node["team_id"],)).fetchone()
-    parent = db.execute("SELECT id, name FROM objectives WHERE id = ?", (node["parent_objective_id"],)).fetchone()
+    people = {row["id"]: row["name"] for row in users.names_of(
+        db, [node["assignee_id"], *(k.get("owner_id") for k in node["key_results"])])}
+    team = teams.named(db, node["team_id"])
+    parent = objectives.named(db, node["parent_objective_id"])
     links = request.script_root + "/keyresults/"
     key_results = Markup("".join(key_result_html(k, (), moment, links, people) for k in node["key_results"]))
     return render_template("objective.html", o=node, kind=KIND_WORDS[kind_of(node)], cycle=cycle, team=team,
@@ -182,8 +161,7 @@ def new_objective():
         if cycle_id:
             cycles.get(db, cycle_id)
         else:
-            newest = db.execute("SELECT id FROM cycles ORDER BY seq DESC LIMIT 1").fetchone()
-            cycle_id = newest["id"] if newest else ""
+            cycle_id = cycles.newest_id(db) or ""
         return render_form(form={"kind": "team", "cycle_id": cycle_id,
                                  "parent_objective_id": request.args.get("parent_objective_id", "")})
     form = editing.typed(FIELDS)

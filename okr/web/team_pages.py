@@ -13,7 +13,7 @@ from ..db import get_db
 from ..errors import Invalid
 from ..progress import cycle_state
 from ..rules.schemas import group_schema, group_update_schema
-from ..store import team_members, teams
+from ..store import team_members, teams, users
 from . import editing
 from .account_pages import after_arg
 from .views import bp, now
@@ -29,25 +29,16 @@ LABELS = {"name": "the name"}
 def show_teams():
     """Lists the teams in the order they were made, each with its first members and its counts."""
     db = get_db()
-    rows = db.execute("SELECT * FROM teams WHERE seq > ? ORDER BY seq LIMIT ?",
-                      (after_arg(), TEAMS_PER_PAGE + 1)).fetchall()
+    rows = teams.page(db, after_arg(), TEAMS_PER_PAGE + 1)
     more = rows[TEAMS_PER_PAGE - 1]["seq"] if len(rows) > TEAMS_PER_PAGE else None
     rows = rows[:TEAMS_PER_PAGE]
     names, members, objectives = {}, {}, {}
     if rows:  # three queries for the whole page, however many teams it lists
         span = (rows[0]["seq"], rows[-1]["seq"])
-        for row in db.execute(
-                """SELECT team_id, name, total FROM (
-                       SELECT m.team_id, u.name, row_number() OVER (PARTITION BY m.team_id ORDER BY m.seq) AS n,
-                              count(*) OVER (PARTITION BY m.team_id) AS total
-                       FROM team_members m JOIN teams t ON t.id = m.team_id JOIN users u ON u.id = m.user_id
-                       WHERE t.seq BETWEEN ? AND ?)
-                   WHERE n <= ? ORDER BY team_id, n""", (*span, NAMES_SHOWN)):
+        for row in team_members.first_names(db, span, NAMES_SHOWN):
             names.setdefault(row["team_id"], []).append(row["name"])
             members[row["team_id"]] = row["total"]
-        objectives = dict(db.execute(
-            """SELECT o.team_id, count(*) FROM objectives o JOIN teams t ON t.id = o.team_id
-               WHERE t.seq BETWEEN ? AND ? GROUP BY o.team_id""", span).fetchall())
+        objectives = teams.objective_counts(db, span)
     listed = [{"team": row, "names": names.get(row["id"], []), "members": members.get(row["id"], 0),
                "objectives": objectives.get(row["id"], 0)} for row in rows]
     return render_template("teams.html", teams=listed, more=more)
@@ -78,28 +69,17 @@ def render_team(team_id, form=None, errors=None):
     """The team's page; form and errors: a refused add-member form's choice and the sentence beside it."""
     db = get_db()
     team = teams.get(db, team_id)
-    members = db.execute(
-        """SELECT m.seq AS member_seq, u.* FROM team_members m JOIN users u ON u.id = m.user_id
-           WHERE m.team_id = ? AND m.seq > ? ORDER BY m.seq LIMIT ?""",
-        (team_id, after_arg(), MEMBERS_PER_PAGE + 1)).fetchall()
+    members = team_members.users_page(db, team_id, after_arg(), MEMBERS_PER_PAGE + 1)
     more = members[MEMBERS_PER_PAGE - 1]["member_seq"] if len(members) > MEMBERS_PER_PAGE else None
     today = now().date()
-    day = today.isoformat()
-    objectives = db.execute(
-        """SELECT o.id, o.name, c.id AS cycle_id, c.name AS cycle_name, c.starts_on, c.ends_on
-           FROM objectives o JOIN cycles c ON c.id = o.cycle_id WHERE o.team_id = ?
-           ORDER BY CASE WHEN c.starts_on > ? THEN 1 WHEN c.ends_on < ? THEN 2 ELSE 0 END, c.seq DESC, o.seq
-           LIMIT ?""", (team_id, day, day, OBJECTIVES_SHOWN)).fetchall()
+    objectives = teams.objectives_of(db, team_id, today, OBJECTIVES_SHOWN)
     total = len(objectives)
     if total == OBJECTIVES_SHOWN:
-        total = db.execute("SELECT count(*) FROM objectives WHERE team_id = ?", (team_id,)).fetchone()[0]
+        total = teams.objective_count(db, team_id)
     states = [cycle_state(row["starts_on"], row["ends_on"], today) for row in objectives]
     candidates = []
     if access.may_write(access.current_actor(), "POST"):
-        candidates = db.execute(
-            """SELECT id, name, email FROM users WHERE is_active = 1
-               AND id NOT IN (SELECT user_id FROM team_members WHERE team_id = ?) ORDER BY name, seq""",
-            (team_id,)).fetchall()
+        candidates = team_members.candidates(db, team_id)
     return render_template("team.html", team=team, members=members[:MEMBERS_PER_PAGE], more=more,
                            objectives=list(zip(objectives, states)), objectives_total=total,
                            candidates=[(row["id"], f"{row['name']} ({row['email']})") for row in candidates],
@@ -113,7 +93,7 @@ def add_team_member(team_id):
     db = get_db()
     teams.get(db, team_id)
     form = editing.typed(("user_id",))
-    chosen = db.execute("SELECT * FROM users WHERE id = ?", (form["user_id"],)).fetchone()
+    chosen = users.find(db, form["user_id"])
     if chosen is None:
         return render_team(team_id, form, {"user_id": "Choose a person from the list."}), 400
     if not chosen["is_active"]:

@@ -21,6 +21,7 @@ from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives, teams, users
+from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import forms, week, words
 from .errors import PageError
@@ -97,13 +98,10 @@ def cycles_page(endpoint):
     before = request.args.get("before", "")
     if before and not (before.isascii() and before.isdigit() and len(before) <= 19):
         raise PageError(400, "Bad page link", "The link's 'before' is not a cycle position.")
-    cycles = db.execute(
-        "SELECT * FROM cycles WHERE seq < ? ORDER BY seq DESC LIMIT ?",
-        (min(int(before), MAX_ROW_ID) if before else MAX_ROW_ID, CYCLES_PER_PAGE + 1),
-    ).fetchall()
-    older = cycles[CYCLES_PER_PAGE]["seq"] + 1 if len(cycles) > CYCLES_PER_PAGE else None
+    listed = cycles.newest_first(db, min(int(before), MAX_ROW_ID) if before else MAX_ROW_ID, CYCLES_PER_PAGE + 1)
+    older = listed[CYCLES_PER_PAGE]["seq"] + 1 if len(listed) > CYCLES_PER_PAGE else None
     moment = now()
-    summaries = [report_writer.cycle_summary(db, cycle, moment) for cycle in cycles[:CYCLES_PER_PAGE]]
+    summaries = [report_writer.cycle_summary(db, cycle, moment) for cycle in listed[:CYCLES_PER_PAGE]]
     groups = [(state, [c for c in summaries if c["cycle"]["state"] == state]) for state in STATES]
     return render_template("dashboard.html", cycles=summaries, groups=[g for g in groups if g[1]], older=older,
                            endpoint=endpoint)
@@ -115,7 +113,7 @@ def show_cycle(cycle_id):
     db = get_db()
     cycle = cycles.get(db, cycle_id)
     chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id")}
-    if bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"], **chosen)):
+    if bounded.is_big(report_rows.cycle_objective_count(db, cycle["id"], **chosen)):
         with bounded.slot():  # the page is built in memory still: one slot bounds how many at once
             return render_cycle(db, cycle, chosen)
     return render_cycle(db, cycle, chosen)
@@ -129,7 +127,7 @@ def render_cycle(db, cycle, chosen):
         report["objectives"],
         team_names={row["id"]: row["name"] for row in team_rows},
         user_names={row["id"]: row["name"] for row in user_rows},
-        sparks=reports.recent_values(db, cycle["id"], SPARK_POINTS),
+        sparks=report_rows.recent_values(db, cycle["id"], SPARK_POINTS),
         now=moment,
         root=request.script_root,
         link_objectives=has_endpoint("web.show_objective"),
@@ -146,7 +144,7 @@ def download_cycle_csv(cycle_id):
     cycle = cycles.get(db, cycle_id)
     moment = now()  # the clock the CLI's export and reports use
     headers = {"Content-Disposition": f'attachment; filename="{csv_file_name(cycle)}.csv"'}
-    if bounded.is_big(report_writer.cycle_objective_count(db, cycle["id"])):
+    if bounded.is_big(report_rows.cycle_objective_count(db, cycle["id"])):
         spool, size, _ = bounded.build(lambda out: write_cycle_csv(db, cycle["id"], moment, out), "exports")
         return bounded.file_response(spool, size, "text/csv", headers)
     response = make_response(cycle_csv_bytes(db, cycle_id, moment))
@@ -231,14 +229,8 @@ def render_key_result(key_result_id, form=None, errors=None):
     if node is None:
         raise NotFound("key result")
     objective = objectives.get(db, node["objective_id"])
-    owner = db.execute("SELECT name FROM users WHERE id = ?", (node["owner_id"],)).fetchone()
-    history = db.execute(
-        """SELECT c.*, u.name AS author_name FROM checkins c
-           JOIN key_results k ON k.seq = c.key_result_seq
-           LEFT JOIN users u ON u.id = c.author_id
-           WHERE k.id = ? ORDER BY c.seq DESC LIMIT ?""",
-        (key_result_id, HISTORY_ROWS + 1),
-    ).fetchall()
+    owner = users.name_of(db, node["owner_id"])
+    history = checkins.latest(db, key_result_id, HISTORY_ROWS + 1)
     shown = history[:HISTORY_ROWS]
     targets = [t for t in (node["target_value_min"], node["target_value_max"]) if t is not None]
     # A key result always has a first check-in, unless rows were deleted behind the API's back.
@@ -247,7 +239,7 @@ def render_key_result(key_result_id, form=None, errors=None):
         form = {"value": "", "confidence": words.percent(node["confidence"]), "comment": ""}
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
-        chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner["name"] if owner else None,
+        chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner,
     )
 
 

@@ -54,8 +54,7 @@ def hook_page(hook_id, result=None, status=200):
     db = get_db()
     hook = webhooks.get(db, hook_id)
     shown = {**dict(hook), "patterns": webhooks.patterns_of(db, hook["seq"]),
-             "pending": db.execute("SELECT count(*) FROM webhook_outbox WHERE hook_seq = ?",
-                                   (hook["seq"],)).fetchone()[0]}
+             "pending": webhooks.pending(db, hook["seq"])}
     return render_template("webhook.html", hook=shown, attempts=webhooks.deliveries(db, hook_id),
                            result=result), status
 
@@ -93,7 +92,7 @@ def remove_webhook(hook_id):
     db = get_db()
     hook = webhooks.get(db, hook_id)
     if request.method == "GET":
-        waiting = db.execute("SELECT count(*) FROM webhook_outbox WHERE hook_seq = ?", (hook["seq"],)).fetchone()[0]
+        waiting = webhooks.pending(db, hook["seq"])
         return confirm_delete("Remove webhook", f"the webhook to {hook['url']}",
                               [f"{waiting} events waiting for it will never be sent." if waiting else None,
                                "Its receiver gets nothing more."],

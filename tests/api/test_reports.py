@@ -22,7 +22,7 @@ from helpers import (
     make_user,
     statements_of,
 )
-from okr.reports import recent_values
+from okr.store.reports import recent_values
 
 UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
 KR_EXTRAS = ["owner_id", "start_value", "progress", "status", "stale", "last_checkin_at"]

@@ -1,0 +1,208 @@
+"""The reports' reads: a cycle's or an objective's objectives and key results (each key result with its start,
+its last check-in and whether it was updated), a cycle as it stood at a moment, and the sparklines' values.
+
+A report is built from a fixed number of these queries whatever its size (no query per row) by okr.reports,
+and written from the same rows as they stream by okr.report_writer: each read comes as a list (of dicts, or of
+the connection's rows where the caller reads them so) or, for the streaming writer, as an iterator of dicts
+read one row at a time from the cursor, never held whole.
+"""
+
+# Each key result with its start (the value of its first check-in), its last
+# check-in's time and whether it had a check-in after its first (an update):
+# three probes of checkins_history per key result, whatever its history's length.
+# Every key result has a first check-in; the fallbacks only keep a row written
+# behind the API's back from breaking a report.
+KEY_RESULTS_WITH_HISTORY = """
+SELECT k.*,
+    coalesce((SELECT value FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1),
+             k.current_value) AS start_value,
+    coalesce((SELECT created_at FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq DESC LIMIT 1),
+             k.modified_at) AS last_checkin_at,
+    EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated
+FROM key_results k
+WHERE {where}
+ORDER BY k.seq
+"""
+
+# An objective and everything aligned below it, at any depth and in any cycle.
+DESCENDANTS = """
+WITH RECURSIVE tree(id) AS (
+    SELECT ?
+    UNION
+    SELECT o.id FROM objectives o JOIN tree t ON o.parent_objective_id = t.id
+)
+"""
+
+
+def dict_rows(db, sql, params):
+    """A query's rows as dicts: a report reads each row's columns by name a dozen times, which
+    costs a sqlite3.Row a search of its columns every time."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    cursor.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row)) for row in cursor]
+
+
+def streamed_rows(db, sql, params):
+    """A query's rows as dicts (as dict_rows), one at a time."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    cursor.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    for row in cursor:
+        yield dict(zip(names, row))
+
+
+def cycle_condition(cycle_id, team_id=None, assignee_id=None):
+    """The condition on objectives that a cycle report keeps, and its parameters."""
+    conditions, params = ["cycle_id = ?"], [cycle_id]
+    for column, value in (("team_id", team_id), ("assignee_id", assignee_id)):
+        if value is not None:
+            conditions.append(f"{column} = ?")
+            params.append(value)
+    return " AND ".join(conditions), params
+
+
+def cycle_queries(cycle_id, team_id=None, assignee_id=None):
+    """The SQL and parameters of a cycle report's objectives and of its key results, each in creation order."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    objectives = f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params
+    if len(params) == 1:
+        return objectives, (KEY_RESULTS_WITH_HISTORY.format(where="k.cycle_id = ?"), params)
+    where = f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
+    return objectives, (KEY_RESULTS_WITH_HISTORY.format(where=where), [cycle_id, *params])
+
+
+def cycle_rows(db, cycle_id, team_id=None, assignee_id=None):
+    """A cycle report's objectives and key results (with their history), each a list of dicts in creation
+    order; of one team's and/or assignee's objectives when given."""
+    objectives, key_results = cycle_queries(cycle_id, team_id, assignee_id)
+    return dict_rows(db, *objectives), dict_rows(db, *key_results)
+
+
+def streamed_cycle_rows(db, cycle_id, team_id=None, assignee_id=None):
+    """cycle_rows as two iterators of dicts, each read from its cursor as it is consumed (the objectives'
+    first: the key results' query starts when their iterator is first read)."""
+    objectives, key_results = cycle_queries(cycle_id, team_id, assignee_id)
+    return streamed_rows(db, *objectives), streamed_rows(db, *key_results)
+
+
+def cycle_objective_count(db, cycle_id, team_id=None, assignee_id=None):
+    """How many objectives a cycle report would show: one walk of an index."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    return db.execute(f"SELECT count(*) FROM objectives WHERE {kept}", params).fetchone()[0]
+
+
+def objective_tree(db, objective_id):
+    """The objective and its aligned descendants, whatever their cycle (the connection's rows, in creation
+    order; none when it is missing), and their key results with their history."""
+    objectives = db.execute(
+        DESCENDANTS + "SELECT * FROM objectives WHERE id IN tree ORDER BY seq", (objective_id,)
+    ).fetchall()
+    if not objectives:
+        return objectives, []
+    key_results = db.execute(
+        DESCENDANTS + KEY_RESULTS_WITH_HISTORY.format(where="k.objective_id IN tree"), (objective_id,)
+    ).fetchall()
+    return objectives, key_results
+
+
+def streamed_objective_tree(db, objective_id):
+    """objective_tree as two iterators of dicts, each read from its cursor as it is consumed."""
+    return (streamed_rows(db, DESCENDANTS + "SELECT * FROM objectives WHERE id IN tree ORDER BY seq",
+                          [objective_id]),
+            streamed_rows(db, DESCENDANTS + KEY_RESULTS_WITH_HISTORY.format(where="k.objective_id IN tree"),
+                          [objective_id]))
+
+
+def descendant_count(db, objective_id):
+    """How many objectives an objective report would show (0 when the objective is missing)."""
+    return db.execute(DESCENDANTS + "SELECT count(*) FROM objectives WHERE id IN tree", (objective_id,)).fetchone()[0]
+
+
+def key_result_with_history(db, key_result_id):
+    """One key result's row with its history (as in a cycle report's), or None."""
+    return db.execute(KEY_RESULTS_WITH_HISTORY.format(where="k.id = ?"), (key_result_id,)).fetchone()
+
+
+# A key result as it stood at :as_of, from its check-ins up to then: its value and confidence then, its last
+# check-in then, and whether it had been updated by then. Its type and targets are today's (no history of
+# them is kept).
+KEY_RESULTS_AS_OF = """
+SELECT k.*,
+    coalesce((SELECT value FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1),
+             k.current_value) AS start_value,
+    (SELECT value FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
+     ORDER BY c.seq DESC LIMIT 1) AS value_then,
+    (SELECT confidence FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
+     ORDER BY c.seq DESC LIMIT 1) AS confidence_then,
+    coalesce((SELECT created_at FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
+              ORDER BY c.seq DESC LIMIT 1), k.created_at) AS last_checkin_at,
+    EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
+            ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated
+FROM key_results k
+WHERE k.cycle_id = :cycle AND k.created_at <= :as_of
+    AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})
+ORDER BY k.seq
+"""
+
+
+def cycle_rows_as_of(db, cycle_id, stamp, team_id=None):
+    """A cycle's objectives and key results as they stood at stamp (a UTC timestamp as the rows have them),
+    each a list of dicts in creation order: those that existed then, each key result with its value_then and
+    confidence_then (None when it had no check-in by then); of one team's objectives when given."""
+    kept, params = "cycle_id = :cycle AND created_at <= :as_of", {"cycle": cycle_id, "as_of": stamp}
+    if team_id is not None:
+        kept += " AND team_id = :team"
+        params["team"] = team_id
+    objectives = dict_rows(db, f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params)
+    key_results = dict_rows(db, KEY_RESULTS_AS_OF.format(kept=kept), params)
+    return objectives, key_results
+
+
+def recent_values(db, cycle_id, count):
+    """{key result id: the values of its last `count` check-ins, oldest first} for a cycle, in one query.
+
+    For each key result SQLite takes its last `count` check-ins from
+    checkins_history, newest first, and joins their values into one string:
+    4,000 rows reach Python for a cycle's sparklines rather than every
+    check-in, the most of what they cost. (The join follows the order of the
+    ORDER BY ... LIMIT subquery it reads, as SQLite runs it; a test holds it to
+    that.) Stored values are decimals in plain notation, never holding the
+    space that separates them.
+    """
+    cursor = db.cursor()
+    cursor.row_factory = None
+    cursor.execute(
+        """SELECT k.id, (SELECT group_concat(value, ' ') FROM (
+                            SELECT c.value FROM checkins c WHERE c.key_result_seq = k.seq
+                            ORDER BY c.seq DESC LIMIT ?))
+           FROM key_results k WHERE k.cycle_id = ?""",
+        (count, cycle_id),
+    )
+    return {key_result_id: values.split(" ")[::-1] for key_result_id, values in cursor if values is not None}
+
+
+# The report's own query (start value and last check-in), driven from the
+# cycle's objectives in order: the unary + keeps SQLite from walking the key
+# results by cycle, so it takes each objective's by key_results_by_objective,
+# already in order. Nothing is sorted or held: rows stream.
+SPREADSHEET_ROWS = f"""
+SELECT h.*, o.name AS objective_name, o.team_id AS objective_team_id, t.name AS team_name,
+    o.assignee_id AS objective_assignee_id, u.name AS assignee_name, w.name AS owner_name
+FROM objectives o
+CROSS JOIN ({KEY_RESULTS_WITH_HISTORY.format(where="+k.cycle_id = ?")}) h ON h.objective_id = o.id
+LEFT JOIN teams t ON t.id = o.team_id
+LEFT JOIN users u ON u.id = o.assignee_id
+LEFT JOIN users w ON w.id = h.owner_id
+WHERE o.cycle_id = ?
+ORDER BY o.seq, h.seq
+"""
+
+
+def spreadsheet_rows(db, cycle_id):
+    """Each key result of a cycle with its history (as a report's), objective by objective, with its objective's
+    name, team and assignee (objective_name, objective_team_id, team_name, objective_assignee_id,
+    assignee_name) and its owner's name (owner_name): a cycle's CSV, as a cursor read as it goes."""
+    return db.execute(SPREADSHEET_ROWS, (cycle_id, cycle_id))
