@@ -162,7 +162,7 @@ def begin_write(db):
     Writers in one process queue on this lock rather than on SQLite's: a writer
     that finds SQLite's lock taken sleeps and polls (1, 2, 5, 10 ms and longer),
     so under load the lock often stood free while every waiter slept. With
-    several worker processes (okr/cli/workers.py) the one writer of each that
+    several worker processes (okr/server/workers.py) the one writer of each that
     holds this lock then queues on a flock(2) shared by all of them
     (WritersFile), for the same reason; docs/design.md has the figures. Other
     processes (the background jobs, the admin commands) still meet SQLite's

@@ -8,7 +8,7 @@ password reset links, or RESET_REQUEST + an email key for the emails that send t
 failure would). Failures older than the window go at each failure.
 
 An address is what address_key makes of the client's: its IPv4 address, or its IPv6 /64. The connection cap of
-`okr serve` (okr.cli.connections) counts clients by it too.
+`okr serve` (okr.server.connections) counts clients by it too.
 """
 import ipaddress
 import time
