@@ -1,9 +1,11 @@
 import compileall
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +14,8 @@ import okr.clock
 from okr import create_app
 from okr.db import init_db
 
-from helpers import HttpClient, create_key, make_cycle, make_key_result, make_objective, served_in_thread
+from helpers import (RUN_LOCK, SCREENSHOT_FOLDERS, HttpClient, RunLock, create_key, make_cycle, make_key_result,
+                     make_objective, run_folder, served_in_thread)
 
 CLOCK_START = "2026-01-01T00:00:00Z"
 
@@ -22,8 +25,57 @@ def pytest_sessionstart(session):
 
     Python writes no bytecode where PYTHONDONTWRITEBYTECODE is set (some CI machines and containers), and an
     editable install leaves none: every process would compile the whole package again, a third of its start.
+    Under pytest-xdist the controller compiles, before it starts the workers, which then find it done.
+
+    Opens the run's lock (helpers.RunLock) in each process that runs tests.
     """
-    compileall.compile_dir(os.path.dirname(okr.__file__), quiet=2)
+    if not hasattr(session.config, "workerinput"):
+        compileall.compile_dir(os.path.dirname(okr.__file__), quiet=2)
+    session.config.stash[RUN_LOCK] = RunLock(run_folder(session.config))
+
+
+def pytest_sessionfinish(session):
+    lock = session.config.stash.get(RUN_LOCK, None)
+    if lock is not None:
+        lock.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (in each worker, which all collect alike), the order the tests are handed out in: those
+    marked slow first, since the longest are among them and one started late would keep its worker busy after the
+    others had ended; then the in-process tier, whose many short tests even out the workers' ends; and those marked
+    alone last, which then mostly wait for short tests to end. Without xdist the order stays the files' own."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: 2 if item.get_closest_marker("alone") else 0 if item.get_closest_marker("slow")
+                   else 1)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist's controller, as a worker ends: the screenshot folders it used (helpers.screenshots_in)."""
+    folders = getattr(node, "workeroutput", {}).get("okr_screenshot_folders", [])
+    node.config.stash.setdefault(SCREENSHOT_FOLDERS, set()).update(folders)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Where the browser tests' screenshots are, once any were taken."""
+    for folder in sorted(config.stash.get(SCREENSHOT_FOLDERS, ())):
+        files = sorted(Path(folder).glob("*.png"))
+        terminalreporter.section("browser screenshots")
+        terminalreporter.write_line(f"{len(files)} screenshots in {folder}")
+        for path in files:
+            terminalreporter.write_line(f"  {path.name}")
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """A parameter that holds a UUID (a random unknown id, made at import) is named `uuid` there (`UUID` in capitals):
+    every xdist worker must collect the same test names, and each worker's import makes other random ids."""
+    if isinstance(val, str) and UUID.search(val):
+        return UUID.sub(lambda found: "UUID" if found[0].isupper() else "uuid", val)
+    return None
 
 
 class StartsAServer(Exception):
@@ -54,12 +106,25 @@ def in_process_only(item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Holds every test not marked slow to the in-process tier, from its fixtures' set-up to their teardown."""
-    if item.get_closest_marker("slow"):
-        yield
-    else:
-        with in_process_only(item):
+    """From a test's fixtures' set-up to their teardown: holds the run's lock shared (helpers.RunLock), and holds a
+    test not marked slow to the in-process tier."""
+    with item.config.stash[RUN_LOCK].holding(RunLock.SHARED):
+        if item.get_closest_marker("slow"):
             yield
+        else:
+            with in_process_only(item):
+                yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A test marked alone runs with no other test at the same time, in any xdist worker: the run's lock is held
+    exclusively while the test function runs (its fixtures are set up and torn down beside other tests)."""
+    if item.get_closest_marker("alone"):
+        with item.config.stash[RUN_LOCK].switched(RunLock.EXCLUSIVE):
+            yield
+    else:
+        yield
 
 
 @pytest.fixture(scope="session")

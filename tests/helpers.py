@@ -1,9 +1,11 @@
 """Shared assertions and builders for the tests."""
 import base64
 import ctypes
+import fcntl
 import http.client
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -225,7 +227,35 @@ def run_okr(*args, cwd, env=None, timeout=60):
                           env={**ENV_WITHOUT_OKR, **(env or {})}, capture_output=True, text=True, timeout=timeout)
 
 
+def ephemeral_ports():
+    """The kernel's range of ephemeral ports: where it picks the local port of a connect(), and for bind(port 0)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = map(int, f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+PORTS = random.Random()  # its own: Hypothesis reseeds the global random module
+
+
 def free_port():
+    """A loopback port that nothing listens on now, for a server about to start on it.
+
+    Picked at random below the ephemeral range, not by bind(port 0): with the tests of other xdist workers opening
+    thousands of connections beside this one, the kernel would soon give a port it had just said was free to one
+    of their connect()s, before the server took it ("port ... is in use").
+    """
+    low = min(ephemeral_ports()[0], 32768)
+    for _ in range(200):
+        port = PORTS.randrange(max(1024, low - 16384), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -379,3 +409,111 @@ def loopback_certificate(folder):
                    check=True, capture_output=True)
     return cert, key
 
+
+
+# --- running beside other tests (pytest-xdist) ------------------------------------------------------------------
+# `pytest` runs the suite in several worker processes (setup.cfg's addopts: -n, --dist loadgroup). What follows is
+# how a test or a fixture copes with the others: the folder the workers share, the lock that lets a test marked
+# `alone` run with no other test at the same time, and doing something once for the whole run.
+
+
+def run_folder(config):
+    """A folder of this run that all its xdist workers share: the controller's basetemp, of which each worker's
+    basetemp (popen-gwN) is a subfolder; without xdist, the basetemp of the one process."""
+    if hasattr(config, "workerinput"):
+        return Path(config.getoption("basetemp")).parent
+    return config._tmp_path_factory.getbasetemp()
+
+
+class RunLock:
+    """The run's readers-writer lock, which its xdist workers share through two flock()ed files in run_folder:
+    every test holds it shared from its fixtures' set-up to their teardown, and a test marked `alone` holds it
+    exclusively, so that nothing else of the run goes on meanwhile (its timing measures the code, not the other
+    tests). The turnstile makes a waiting exclusive holder go next: a worker takes it for a moment before the lock,
+    and the exclusive one keeps it until the shared holders have let go, so new tests cannot overtake it."""
+
+    SHARED, EXCLUSIVE = fcntl.LOCK_SH, fcntl.LOCK_EX
+
+    def __init__(self, folder):
+        self.turnstile = os.open(folder / "okr-tests-turnstile.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self.lock = os.open(folder / "okr-tests.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self.held = None
+
+    def acquire(self, mode):
+        fcntl.flock(self.turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.lock, mode)
+        finally:
+            fcntl.flock(self.turnstile, fcntl.LOCK_UN)
+        self.held = mode
+
+    def release(self):
+        fcntl.flock(self.lock, fcntl.LOCK_UN)
+        self.held = None
+
+    @contextmanager
+    def holding(self, mode):
+        self.acquire(mode)
+        try:
+            yield
+        finally:
+            self.release()
+
+    @contextmanager
+    def switched(self, mode):
+        """Within a test: the block with the lock held in mode instead (None: not at all), then as before."""
+        before = self.held
+        if before is not None:
+            self.release()
+        if mode is not None:
+            self.acquire(mode)
+        try:
+            yield
+        finally:
+            if mode is not None:
+                self.release()
+            if before is not None:
+                self.acquire(before)
+
+    def close(self):
+        os.close(self.lock)
+        os.close(self.turnstile)
+
+
+RUN_LOCK = pytest.StashKey()
+
+
+def run_lock(config):
+    """This process's RunLock (tests/conftest.py opens it at the session's start)."""
+    return config.stash[RUN_LOCK]
+
+
+def alone(config):
+    """Within a test or a fixture: the block runs with no other test of the run at the same time (as a test marked
+    `alone` does), for a fixture that measures, such as the single-file build's start-up time."""
+    return run_lock(config).switched(RunLock.EXCLUSIVE)
+
+
+@contextmanager
+def one_at_a_time(config, path):
+    """An exclusive flock() on path for the block, waited for without holding the run's lock: another worker that
+    holds path may want the run to itself meanwhile (alone), and would otherwise wait for this test forever."""
+    with run_lock(config).switched(None):
+        descriptor = os.open(path, os.O_RDONLY if os.path.isdir(path) else os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        os.close(descriptor)
+
+
+SCREENSHOT_FOLDERS = pytest.StashKey()
+
+
+def screenshots_in(config, folder):
+    """Lists folder's screenshots (*.png) at the end of the run, under "browser screenshots" (tests/conftest.py's
+    pytest_terminal_summary): from an xdist worker too, which hands its folders to the controller as it ends."""
+    folders = config.stash.setdefault(SCREENSHOT_FOLDERS, set())
+    folders.add(str(folder))
+    if hasattr(config, "workeroutput"):
+        config.workeroutput["okr_screenshot_folders"] = sorted(folders)

@@ -1,7 +1,7 @@
 """The single-file executable: built by `python -m okr.server.build`, then used as a person would, without Python.
 
-The build takes a minute or so, once per test session. Where PyInstaller is not
-installed the tests skip, saying so, except under CI (CI=1), where they fail.
+The build takes a minute or so, once per test run (one build for all of pytest-xdist's workers). Where
+PyInstaller is not installed the tests skip, saying so, except under CI (CI=1), where they fail.
 """
 import hashlib
 import hmac
@@ -17,27 +17,38 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, free_port, keep_file_permissions, start_service
+from helpers import REPO, alone, free_port, keep_file_permissions, one_at_a_time, run_folder, start_service
 
-pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+pytestmark = [pytest.mark.slow,  # every test here starts a server, a process or a browser
+              pytest.mark.xdist_group("single-file")]  # in one worker: the others need not wait for the build
 
 BUILD_TIMEOUT = 900
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """The executable, built once into a temporary folder; and the build's output."""
+def built(request):
+    """The executable, built once for the whole run into a folder its xdist workers share; and the build's output.
+
+    The first worker to want it builds it, alone (the build times the executable's start-up), while the others wait
+    for it and then take what it left.
+    """
     try:
         import PyInstaller  # noqa: F401 (only whether it is installed)
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("PyInstaller is not installed: pip install -e '.[test]' installs it")
         pytest.skip("PyInstaller is not installed: pip install -e '.[build]'")
-    dist = tmp_path_factory.mktemp("dist")
-    build = subprocess.run([sys.executable, "-m", "okr.server.build", "--dist", str(dist), "--starts", "1"], cwd=REPO,
-                           capture_output=True, text=True, timeout=BUILD_TIMEOUT)
-    assert build.returncode == 0, build.stdout + build.stderr
-    return dist / "okr", build.stdout
+    folder = run_folder(request.config) / "single-file"
+    folder.mkdir(exist_ok=True)
+    dist, output = folder / "dist", folder / "build-output.txt"
+    with one_at_a_time(request.config, folder):
+        if not output.exists():
+            with alone(request.config):
+                build = subprocess.run([sys.executable, "-m", "okr.server.build", "--dist", str(dist), "--starts", "1"],
+                                       cwd=REPO, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+            assert build.returncode == 0, build.stdout + build.stderr
+            output.write_text(build.stdout)
+    return dist / "okr", output.read_text()
 
 
 @pytest.fixture

@@ -35,6 +35,8 @@ ADMIN = "elena.marsh@tallybird.example"
 SIGN_IN = re.compile(r"sign in as elena\.marsh@tallybird\.example with password (\S+) \(every demo user has it\)")
 DEMO_PASSWORD = "the demo's password for these tests"
 
+pytestmark = pytest.mark.xdist_group("demo")  # in one xdist worker, which makes the demo database once
+
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):

@@ -14,18 +14,12 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
-from helpers import loopback_certificate, make_cycle, make_key_result, make_objective
+from helpers import free_port, loopback_certificate, make_cycle, make_key_result, make_objective
 from okr import create_app, mail
 from okr.db import init_db, transaction
 from okr.store import users
 
 from mail_helpers import BASE_URL, REMINDERS_MADE, mail_sent, person
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Recorder:

@@ -1,8 +1,19 @@
+import shutil
+
 import pytest
 
 from okr.server import litestream as replication  # the fixture litestream is the binary
 
+import replicas
 from replicas import S3Server
+
+
+@pytest.fixture(autouse=True)
+def server_tmpdirs():
+    """Removes the TMPDIRs of the servers the test started (replicas.server_tmpdir), with what they left there."""
+    yield
+    while replicas.server_tmpdirs:
+        shutil.rmtree(replicas.server_tmpdirs.pop(), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -24,12 +25,26 @@ S3_ENV = {**SERVER_ENV, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY":
           "AWS_REGION": "us-east-1"}
 
 
+# The TMPDIRs start_replicating made for the test running; tests/replication/conftest.py removes them after it.
+server_tmpdirs = []
+
+
+def server_tmpdir():
+    """A new folder of a short name in the system's temporary folder, for a server's TMPDIR. The server makes
+    Litestream's folder there and puts its control socket in it, and a Unix socket's path may not pass 107 bytes:
+    the test's own folder is too deep for that under pytest-xdist (/tmp/pytest-of-USER/pytest-N/popen-gw0/test_
+    NAME0/okr-litestream-XXXXXXXX/control.sock is 109 bytes), and Litestream then answers no status."""
+    folder = tempfile.mkdtemp(prefix="okr-tests-")
+    server_tmpdirs.append(folder)
+    return folder
+
+
 def start_replicating(tmp_path, *options, env=None):
     """`okr serve` on a free port with options, in a session of its own (its whole group can be killed:
     it, its background process and Litestream); (process, http client)."""
-    # TMPDIR: Litestream's folder, which a killed server leaves behind, goes with the test's.
+    # TMPDIR: Litestream's folder, which a killed server leaves behind, goes with the test's (server_tmpdir).
     return start_service(free_port(), "--database", str(tmp_path / "okr.db"), "--no-access-log", *options,
-                         env={**(env or SERVER_ENV), "TMPDIR": str(tmp_path)}, start_new_session=True,
+                         env={**(env or SERVER_ENV), "TMPDIR": server_tmpdir()}, start_new_session=True,
                          cwd=tmp_path)
 
 

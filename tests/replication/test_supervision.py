@@ -215,15 +215,25 @@ def test_litestream_is_started_only_while_no_worker_is_being_forked(tmp_path):
     program.chmod(0o755)
     replicator = Replicator(str(program), tmp_path / "okr.db", replication.replica(f"file://{tmp_path / 'replica'}"),
                             5000)
-    starting = threading.Thread(target=replicator.launch, daemon=True)
+    checked = threading.Event()
+
+    def launch():
+        replicator.launch()
+        # Lives on until checked, as the server's starting thread does: the program gets SIGTERM
+        # (PR_SET_PDEATHSIG) once the thread that started it ends, which a loaded machine shows before the check.
+        checked.wait(10)
+
+    starting = threading.Thread(target=launch, daemon=True)
     try:
         with workers.STARTING_CHILDREN:  # a worker being forked
             starting.start()
             starting.join(timeout=0.5)
             assert starting.is_alive() and replicator.process is None
-        starting.join(timeout=10)
-        assert replicator.process is not None and replicator.process.poll() is None
+        assert wait_until(lambda: replicator.process is not None, timeout=10)
+        assert replicator.process.poll() is None
     finally:
+        checked.set()
+        starting.join(timeout=10)
         if replicator.process is not None:
             replicator.process.kill()
             replicator.process.wait()

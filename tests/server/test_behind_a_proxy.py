@@ -233,6 +233,7 @@ def test_a_trusted_proxy_s_connections_are_not_capped_but_others_are(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # an answer within 0.3 s
 def test_each_forwarded_client_takes_its_own_share_of_the_threads(tmp_path):
     with probed_server(tmp_path, TRUSTED_PROXIES=[PROXY]) as (port, probe):  # 4 threads: 2 for a client
         # One proxy connection first, whose pipelined requests are of two clients in turn.

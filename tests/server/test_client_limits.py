@@ -96,6 +96,7 @@ def test_the_next_pipelined_request_waits_until_the_answer_before_it_is_read(pro
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # an answer within 0.3 s
 def test_an_address_takes_at_most_half_the_threads_and_others_get_the_rest(probed):
     port, probe = probed  # 4 threads: 2 for an address
     socks = [pipeline(port, 3, headers="X-Sleep: 0.6\r\n") for _ in range(4)]

@@ -66,6 +66,14 @@ class Server:
         inode = listening_inode(self.port)
         return sorted(pid for pid in children_of(self.pid) if inode and holds_socket(pid, inode))
 
+    def workers_once(self, count, without=()):
+        """The workers once there are count of them, none of them in without: each try checks and returns one
+        reading of /proc (two readings may differ while a worker is being replaced); false after 10 s."""
+        def check():
+            workers = self.workers()
+            return len(workers) == count and not set(workers) & set(without) and workers
+        return eventually(check)
+
     def others(self):
         """The supervisor's children that do not serve it: the background process."""
         workers = self.workers()
@@ -110,7 +118,7 @@ def answered(server, path="/v1/cycles"):
 @pytest.mark.slow
 def test_n_workers_share_the_socket_and_each_serves_alone(serve):
     server = serve("--workers", "3")
-    workers = eventually(lambda: len(server.workers()) == 3 and server.workers())
+    workers = server.workers_once(3)
     assert workers and server.pid not in workers, server.log()
     assert "serving with 3 worker processes" in server.log()
     # Each worker, with the others stopped, takes the new connections: all three accept on the one socket.
@@ -141,18 +149,21 @@ def test_the_default_is_one_worker_per_cpu_at_most_eight(serve):
     if expected == 1:
         assert holds_socket(server.pid, listening_inode(server.port)) and server.workers() == []
     else:
-        assert len(eventually(lambda: len(server.workers()) == expected and server.workers())) == expected
+        assert len(server.workers_once(expected)) == expected
 
 
 @pytest.mark.slow
 def test_workers_keep_each_to_a_cpu_of_its_own(serve):
     allowed = sorted(os.sched_getaffinity(0))
     server = serve("--workers", "2")
-    workers = eventually(lambda: len(server.workers()) == 2 and server.workers())
-    placed = sorted(sorted(os.sched_getaffinity(pid)) for pid in workers)
-    assert placed == sorted([[allowed[0]], [allowed[1 % len(allowed)]]])
+    workers = server.workers_once(2)
+    wanted = sorted([[allowed[0]], [allowed[1 % len(allowed)]]])
+
+    def placed():  # each worker pins itself once forked, and holds the socket from the fork on
+        return sorted(sorted(os.sched_getaffinity(pid)) for pid in workers)
+    assert eventually(lambda: placed() == wanted), placed()
     unpinned = serve("--workers", "2", "--cpu", "all")
-    for pid in eventually(lambda: len(unpinned.workers()) == 2 and unpinned.workers()):
+    for pid in unpinned.workers_once(2):
         assert sorted(os.sched_getaffinity(pid)) == allowed
 
 
@@ -173,24 +184,23 @@ def test_a_bad_worker_count_stops_okr_with_one_line(tmp_path, args, env, shown):
 @pytest.mark.slow
 def test_a_killed_worker_is_replaced_and_its_end_logged(serve):
     server = serve("--workers", "2")
-    first = eventually(lambda: len(server.workers()) == 2 and server.workers())
+    first = server.workers_once(2)
     os.kill(first[0], signal.SIGKILL)
-    replaced = eventually(lambda: len(server.workers()) == 2 and first[0] not in server.workers()
-                          and server.workers())
+    replaced = server.workers_once(2, without=[first[0]])
     assert replaced and first[1] in replaced, server.log()
     assert f"(pid {first[0]}) was killed by signal SIGKILL" in server.log()
     assert [answered(server) for _ in range(4)] == [200] * 4
     # A worker that ends of itself is replaced too, and its exit code logged.
     os.kill(replaced[1], signal.SIGTERM)  # a worker alone stops as when its supervisor stops it: exit code 0
     assert eventually(lambda: f"(pid {replaced[1]}) ended with exit code 0" in server.log()), server.log()
-    assert eventually(lambda: len(server.workers()) == 2 and replaced[1] not in server.workers())
+    assert server.workers_once(2, without=[replaced[1]])
 
 
 @pytest.mark.slow
 def test_a_worker_that_keeps_dying_is_restarted_ever_more_slowly(serve):
     server = serve("--workers", "2")
     for _ in range(4):
-        workers = eventually(lambda: len(server.workers()) == 2 and server.workers())
+        workers = server.workers_once(2)
         newest = max(workers)
         os.kill(newest, signal.SIGKILL)
         eventually(lambda: not alive(newest) and newest not in children_of(server.pid))
@@ -219,7 +229,7 @@ def refused(port):
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_lets_the_request_in_flight_end_then_exits_0(serve, stop):
     server = serve("--workers", "2")
-    workers = eventually(lambda: len(server.workers()) == 2 and server.workers())
+    workers = server.workers_once(2)
     helpers = children_of(server.pid)
     body = json.dumps({"name": "finished while stopping"}).encode()
     connection = start_slow_post(server, body)
@@ -243,7 +253,7 @@ def test_a_stop_lets_the_request_in_flight_end_then_exits_0(serve, stop):
 @pytest.mark.slow
 def test_workers_die_with_their_supervisor(serve):
     server = serve("--workers", "2")
-    workers = eventually(lambda: len(server.workers()) == 2 and server.workers())
+    workers = server.workers_once(2)
     os.kill(server.pid, signal.SIGKILL)
     server.process.wait(timeout=10)
     assert eventually(lambda: not any(alive(pid) for pid in workers)), "a worker outlived its supervisor"
@@ -261,7 +271,7 @@ def test_exactly_one_background_process_however_many_workers(serve):
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     # Killing a worker starts a worker, never another background process.
     os.kill(server.workers()[0], signal.SIGKILL)
-    assert eventually(lambda: len(server.workers()) == 3 and background not in server.workers())
+    assert server.workers_once(3, without=[background])
     assert server.others() == [background]
 
 
@@ -384,7 +394,7 @@ def connections_of(pid, port):
 @pytest.mark.slow
 def test_new_connections_are_shared_out_evenly(serve):
     server = serve("--workers", "2")
-    workers = eventually(lambda: len(server.workers()) == 2 and server.workers())
+    workers = server.workers_once(2)
     time.sleep(1)  # both serving: a worker that has not yet begun is left out, and the other takes them all
     kept = []
     try:

@@ -430,6 +430,7 @@ def signed_in_over_http(port, address="127.0.0.1"):
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # a check-in answered within 1 s
 def test_check_ins_go_on_while_sign_ins_wait_for_their_hashes(app, key_result, gate):
     person(app)  # after the key result, made while the API was open
     with app.app_context(), transaction() as db:

@@ -21,9 +21,10 @@ import pytest
 
 from okr.signing import authorization_header
 
-from helpers import HttpClient, free_port, run_okr, start_service, stop_process
+from helpers import HttpClient, free_port, run_okr, screenshots_in, start_service, stop_process
 
-pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+pytestmark = [pytest.mark.slow,  # every test here starts a server, a process or a browser
+              pytest.mark.xdist_group("browser")]  # in one xdist worker, which starts the module's Chromium and server once
 
 try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling module
     import a11y
@@ -391,30 +392,12 @@ def test_log_in_open_the_cycle_and_filter_by_team(browser, service):
 # --- screenshots ----------------------------------------------------------------------------------
 
 
-class ScreenshotSummary:
-    """A pytest plugin, registered by the first screenshot taken, that tells at the end where they are."""
-
-    name = "okr-browser-screenshots"
-
-    def __init__(self, folder):
-        self.folder = folder
-
-    def pytest_terminal_summary(self, terminalreporter):
-        files = sorted(self.folder.glob("*.png"))
-        terminalreporter.section("browser screenshots")
-        terminalreporter.write_line(f"{len(files)} screenshots in {self.folder}")
-        for path in files:
-            terminalreporter.write_line(f"  {path.name}")
-
-
 @pytest.fixture(scope="module")
 def screenshots(request, tmp_path_factory):
     chosen = os.environ.get("OKR_SCREENSHOTS")
     folder = Path(chosen).resolve() if chosen else tmp_path_factory.mktemp("screenshots")
     folder.mkdir(parents=True, exist_ok=True)
-    plugins = request.config.pluginmanager
-    if not plugins.has_plugin(ScreenshotSummary.name):
-        plugins.register(ScreenshotSummary(folder), ScreenshotSummary.name)
+    screenshots_in(request.config, folder)  # the run lists them at its end
     print(f"browser screenshots: {folder}")
     return folder
 

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -24,7 +23,7 @@ from urllib.request import urlopen
 import pytest
 from joserfc.jwk import RSAKey
 
-from helpers import REPO, served_in_thread
+from helpers import REPO, free_port, one_at_a_time, served_in_thread
 from okr import create_app
 from okr.accounts import passwords, provider_sign_in
 from okr.db import init_db, transaction
@@ -39,8 +38,10 @@ PASSWORD = "correct horse battery"
 WAIT_MS = 15_000
 MIN_NODE = (20, 19)
 
+pytestmark = pytest.mark.xdist_group("oidc-browser")  # in one xdist worker, which starts the provider once
 
-def problem_with_node():
+
+def problem_with_node(config):
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         return "no node or npm on PATH (Node.js 20.19 or newer: apt-get install nodejs npm, or Node's own build)"
@@ -48,11 +49,12 @@ def problem_with_node():
     numbers = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
     if numbers < MIN_NODE:
         return f"node {version} is older than oidc-provider 9 needs (20.19)"
-    if not (PROVIDER_DIR / "node_modules" / "oidc-provider" / "package.json").exists():
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=PROVIDER_DIR, capture_output=True,
-                              text=True, timeout=600)
-        if done.returncode != 0:
-            return f"npm ci in {PROVIDER_DIR} failed: {done.stderr[-2000:]}"
+    with one_at_a_time(config, PROVIDER_DIR):  # one npm ci at a time in the folder, for all of the run's workers
+        if not (PROVIDER_DIR / "node_modules" / "oidc-provider" / "package.json").exists():
+            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=PROVIDER_DIR, capture_output=True,
+                                  text=True, timeout=600)
+            if done.returncode != 0:
+                return f"npm ci in {PROVIDER_DIR} failed: {done.stderr[-2000:]}"
     return None
 
 
@@ -62,12 +64,6 @@ def needs(problem):
         if in_ci():
             pytest.fail(f"{message} (CI is set, so this fails instead of skipping)", pytrace=False)
         pytest.skip(message)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Provider:
@@ -143,8 +139,8 @@ def okr_server(stack, tmp_path, issuer, **config):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    needs(problem_with_node())
+def world(request, tmp_path_factory):
+    needs(problem_with_node(request.config))
     started = time.monotonic()
     with ExitStack() as stack:
         port = free_port()

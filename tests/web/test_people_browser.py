@@ -23,7 +23,8 @@ from okr.accounts.passwords import hash_password
 from okr.db import transaction
 from okr.store import invitations, users
 
-pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
+pytestmark = [pytest.mark.slow,  # every test here starts a server, a process or a browser
+              pytest.mark.xdist_group("people-browser")]  # in one xdist worker, which starts the module's Chromium and server once
 
 try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling module
     import test_browser
