@@ -24,7 +24,7 @@ from waitress import create_server
 
 from okr.accounts import passwords
 from okr.db import transaction
-from okr.signing import authorization_header
+from okr.rules.request_signature import authorization_header
 from okr.store import users
 
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")

@@ -1,4 +1,4 @@
-"""okr.client end to end against real waitress servers on loopback: every method against the service
+"""okr.transfer.api_client end to end against real waitress servers on loopback: every method against the service
 with a key, and the retry rules against small fake servers that answer 503, refuse, or drop."""
 import json
 import socket
@@ -14,8 +14,8 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from helpers import (KEY_RESULT_FIELDS, OBJECTIVE_FIELDS, USER_FIELDS, free_port, make_user,
                      served_in_thread)
-import okr.client as client_module
-from okr.client import ApiError, Client, Resource, authorization_header
+import okr.transfer.api_client as client_module
+from okr.transfer.api_client import ApiError, Client, Resource, authorization_header
 
 VECTOR_HEADER = ("S1-HMAC-SHA256 Credential=mycredential&Timestamp=2019-02-03T01:55:37Z"
                  "&Signature=ab9b15c8321dd0e00bbbcc8e33629adcb273b1dfeedb54387cb305fca6c409fa")

@@ -12,7 +12,7 @@ import pytest
 import helpers
 import okr.store.schema
 from okr import create_app, schema_path
-from okr.signing import authorization_header
+from okr.rules.request_signature import authorization_header
 from okr.clock import utc_now
 from okr.db import init_db
 from okr.store.schema import SCHEMA_VERSION, SchemaTooNew

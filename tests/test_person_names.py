@@ -11,7 +11,8 @@ import pytest
 from marshmallow import ValidationError
 
 from helpers import make_user, stored_users, write_csv
-from okr import create_app, mail
+from okr import create_app
+from okr.outbound import smtp
 from okr.accounts import passwords
 from okr.db import init_db, transaction
 from okr.rules.schemas import user_schema
@@ -35,7 +36,7 @@ TAKEN = ["Zoë Ñúñez-O'Brien", "李小龙", "میرزا\u200cعلی", "Ada �
 
 @pytest.fixture
 def app(tmp_path):
-    """The app, with email set up; what it sends is recorded (mail.send replaced), to no server."""
+    """The app, with email set up; what it sends is recorded (smtp.send replaced), to no server."""
     app = create_app({"TESTING": True, "DATABASE": tmp_path / "okr.db", "SMTP_URL": "smtp://127.0.0.1:25",
                       "MAIL_FROM": "OKR <okr@example.com>", "BASE_URL": "http://okr.test"})
     with app.app_context():
@@ -47,7 +48,7 @@ def app(tmp_path):
 def sent(monkeypatch):
     """The emails sent, as the bytes smtplib would send: each is written out, as sending does."""
     outbox = []
-    monkeypatch.setattr(mail, "send", lambda settings, message: outbox.append(message.as_bytes()))
+    monkeypatch.setattr(smtp, "send", lambda settings, message: outbox.append(message.as_bytes()))
     return outbox
 
 

@@ -7,7 +7,8 @@ import pytest
 
 import helpers
 import okr.__main__ as program
-from okr import create_app, delivery, mail, settings
+from okr import create_app, settings
+from okr.outbound import smtp, webhook_request
 from okr.server import litestream as replication
 from okr.cli import COMMANDS
 from okr.settings import SETTINGS
@@ -50,9 +51,9 @@ def test_the_app_starts_from_the_tables_defaults():
 
 def test_the_constants_that_are_settings_are_the_tables_defaults():
     # Wired: the retry schedule, the replica's lag and the mail timeout take their defaults from the table.
-    assert delivery.RETRY_SCHEDULE == settings.default("WEBHOOK_RETRY_SCHEDULE")
+    assert webhook_request.RETRY_SCHEDULE == settings.default("WEBHOOK_RETRY_SCHEDULE")
     assert replication.DEFAULT_MAX_LAG == settings.default("REPLICATE_MAX_LAG")
-    assert mail.DEFAULT_TIMEOUT == settings.default("SMTP_TIMEOUT")
+    assert smtp.DEFAULT_TIMEOUT == settings.default("SMTP_TIMEOUT")
     # The sign-in throttle's and the sessions' constants, which tests count with, are the defaults too.
     assert (sign_ins.WINDOW, sign_ins.FAILURES_PER_ACCOUNT, sign_ins.FAILURES_PER_ADDRESS) == (
         settings.default("SIGN_IN_WINDOW"), settings.default("SIGN_IN_FAILURES_PER_ACCOUNT"),

@@ -3,7 +3,7 @@
 the person in. A wrong link counts for the throttle (okr.accounts.throttle) only when a password is sent with it,
 and so does every request for a reset's email.
 
-Without email set up (OKR_SMTP_URL and OKR_MAIL_FROM, okr.mail) nothing is emailed, and the pages say so.
+Without email set up (OKR_SMTP_URL and OKR_MAIL_FROM, okr.outbound.smtp) nothing is emailed, and the pages say so.
 Links in emails use the configured public address (OKR_BASE_URL, else http://HOST:PORT), never the request's
 Host header, which a stranger asking for someone's reset could set to an address of their own.
 """
@@ -13,8 +13,8 @@ import threading
 
 from flask import after_this_request, current_app, request
 
-from .. import mail
 from ..db import get_db, transaction
+from ..outbound import smtp
 from ..store import invitations, password_resets, users
 from . import sessions, sign_in, throttle
 from .access import READ_METHODS
@@ -35,7 +35,7 @@ class LinkNotValid(Exception):
 
 def mail_settings():
     """The server's MailSettings, or None when email is not set up."""
-    return mail.settings_or_none(current_app.config)
+    return smtp.settings_or_none(current_app.config)
 
 
 def counts_as_a_try():
@@ -87,11 +87,11 @@ def email_invitation(user, token):
     settings = mail_settings()
     if settings is None:
         return "Email is not set up on this server: send the link yourself."
-    message = mail.message(settings, user["name"], user["email"], "Your invitation to the OKR dashboard",
-                           mail.invitation_text(user["name"], user["email"], f"{settings.base_url}/invitations/{token}"))
+    message = smtp.message(settings, user["name"], user["email"], "Your invitation to the OKR dashboard",
+                           smtp.invitation_text(user["name"], user["email"], f"{settings.base_url}/invitations/{token}"))
     try:
-        mail.send(settings, message)
-    except mail.MailError as error:
+        smtp.send(settings, message)
+    except smtp.MailError as error:
         logger.warning("the invitation of user %s not sent: %s", user["id"], error)
         return f"The email was not sent ({error}): send the link yourself."
     return None
@@ -128,10 +128,10 @@ def email_reset_link(app, settings, email):
                 return
             with transaction() as db:
                 token = password_resets.create(db, user)
-            message = mail.message(settings, user["name"], user["email"], "Choose a new password", reset_text(
+            message = smtp.message(settings, user["name"], user["email"], "Choose a new password", reset_text(
                 user, f"{settings.base_url}/password-reset/{token}"))
-            mail.send(settings, message)
-        except mail.MailError as error:
+            smtp.send(settings, message)
+        except smtp.MailError as error:
             logger.warning("the password reset of user %s not sent: %s", user["id"], error)
         except sqlite3.Error:
             logger.exception("a password reset link could not be made")

@@ -30,7 +30,7 @@ from .sign_in import DEACTIVATED, SignInRefused
 # A sign-in not finished within this many seconds is started again.
 PENDING_SECONDS = 600
 # Who the activity feed says added a person at their first sign-in, or was refused as another's linked
-# account (okr.activity.actor_name words it).
+# account (okr.reports.activity.actor_name words it).
 CREATED_BY = events.system("single sign-on")
 # Says neither whose account it is nor which sign-in it is linked to.
 LINKED_ELSEWHERE = "This account is linked to another sign-in; ask an admin."

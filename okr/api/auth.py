@@ -1,4 +1,4 @@
-"""Checks Simple OKR's request signature (okr/signing.py) on the API's requests.
+"""Checks Simple OKR's request signature (okr/rules/request_signature.py) on the API's requests.
 
 Whether auth is on, and what a key may do, is okr.accounts.access's to say.
 """
@@ -11,7 +11,7 @@ from werkzeug.exceptions import Unauthorized
 
 from ..accounts import access
 from ..db import get_connection, get_db
-from ..signing import SCHEME, sign
+from ..rules.request_signature import SCHEME, sign
 
 MAX_CLOCK_SKEW = timedelta(minutes=10)
 RFC3339 = re.compile(

@@ -17,10 +17,10 @@ from flask import request as incoming  # build_document has a `request` of its o
 from marshmallow import Schema, fields
 
 from ..rules import schemas
-from ..store import users
-from .auth import SCHEME
 from ..rules.fields import DECIMAL_TEXT, ISO_DATE, DateText, DecimalString, StrictBool, Text, WHITESPACE
 from ..rules.ids import UUID_PATTERN
+from ..store import users
+from .auth import SCHEME
 from .paging import BOOLEANS
 
 bp = Blueprint("openapi", __name__)
@@ -504,7 +504,7 @@ ERRORS = {
     503: "The database stayed busy past the busy timeout, or its file is not writable; retry",
     507: "The disk is full; nothing was written",
 }
-# A big report's or CSV's 503 (okr/bounded.py), which carries Retry-After as every 503 of ERRORS does.
+# A big report's or CSV's 503 (okr/reports/spooled.py), which carries Retry-After as every 503 of ERRORS does.
 BUSY_REPORT = ("The database stayed busy past the busy timeout, or its file is not writable; or the report is big "
                "(2,000 objectives or more, by default) and the server's slots for big reports stayed taken: retry "
                "after Retry-After seconds")

@@ -1,16 +1,17 @@
-"""Reports: /v1/cycles/<id>/report (and report.csv) and /v1/objectives/<id>/report, built by okr.reports.
+"""Reports: /v1/cycles/<id>/report (and report.csv) and /v1/objectives/<id>/report, built by okr.reports.alignment.
 
-A big one (okr/bounded.py) is built within a slot shared by every server process, by okr.report_writer into a
+A big one (okr/reports/spooled.py) is built within a slot shared by every server process, by okr.reports.streaming into a
 file, the same bytes, and sent from it; with no slot free in time the answer is 503 with Retry-After.
 """
 from flask import Blueprint, Response
 
-from .. import bounded, clock, progress, report_writer, reports
+from .. import clock, progress
 from ..db import get_db
-from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from ..errors import NotFound
+from ..reports import alignment, spooled, streaming
 from ..store import cycles
 from ..store import reports as report_rows
+from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from .paging import uuid_arg
 
 bp = Blueprint("reports", __name__, url_prefix="/v1")
@@ -23,11 +24,11 @@ def report_cycle(cycle_id):
     db = get_db()
     cycle = cycles.get(db, cycle_id)
     now = progress.parse_timestamp(clock.utc_now())
-    encode = bounded.compact_json()
-    if encode is None or not bounded.is_big(report_rows.cycle_objective_count(db, cycle["id"], team_id,
+    encode = spooled.compact_json()
+    if encode is None or not spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], team_id,
                                                                                assignee_id)):
-        return reports.cycle_report(db, cycle, now, team_id=team_id, assignee_id=assignee_id)
-    return json_file(lambda out: report_writer.write_cycle_report(db, cycle, now, out, encode, team_id=team_id,
+        return alignment.cycle_report(db, cycle, now, team_id=team_id, assignee_id=assignee_id)
+    return json_file(lambda out: streaming.write_cycle_report(db, cycle, now, out, encode, team_id=team_id,
                                                                   assignee_id=assignee_id))
 
 
@@ -36,22 +37,22 @@ def report_objective(objective_id):
     """Reports an objective and its aligned descendants, with progress."""
     db = get_db()
     now = progress.parse_timestamp(clock.utc_now())
-    encode = bounded.compact_json()
-    if encode is None or not bounded.is_big(report_rows.descendant_count(db, objective_id)):
-        report = reports.objective_report(db, objective_id, now)
+    encode = spooled.compact_json()
+    if encode is None or not spooled.is_big(report_rows.descendant_count(db, objective_id)):
+        report = alignment.objective_report(db, objective_id, now)
         if report is None:
             raise NotFound("objective")
         return report
-    return json_file(lambda out: report_writer.write_objective_report(db, objective_id, now, out, encode))
+    return json_file(lambda out: streaming.write_objective_report(db, objective_id, now, out, encode))
 
 
 def json_file(write):
     """The response of a big report, which write writes to a file (returning False when it is missing)."""
-    spool, size, found = bounded.build(lambda out: (write(out), out.write(b"\n"))[0])
+    spool, size, found = spooled.build(lambda out: (write(out), out.write(b"\n"))[0])
     if found is False:
         spool.close()
         raise NotFound("objective")
-    return bounded.file_response(spool, size, "application/json")
+    return spooled.file_response(spool, size, "application/json")
 
 
 @bp.get("/cycles/<cycle_id>/report.csv")
@@ -61,7 +62,7 @@ def report_cycle_csv(cycle_id):
     cycle = cycles.get(db, cycle_id)
     now = progress.parse_timestamp(clock.utc_now())
     headers = {"Content-Disposition": f'attachment; filename="cycle-{cycle["id"]}.csv"'}
-    if not bounded.is_big(report_rows.cycle_objective_count(db, cycle["id"])):
+    if not spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"])):
         return Response(cycle_csv_bytes(db, cycle["id"], now), mimetype="text/csv", headers=headers)
-    spool, size, _ = bounded.build(lambda out: write_cycle_csv(db, cycle["id"], now, out), "exports")
-    return bounded.file_response(spool, size, "text/csv", headers)
+    spool, size, _ = spooled.build(lambda out: write_cycle_csv(db, cycle["id"], now, out), "exports")
+    return spooled.file_response(spool, size, "text/csv", headers)

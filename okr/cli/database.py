@@ -11,10 +11,10 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from .. import scratch
 from ..db import init_db
 from ..server import litestream, serving_lock
 from ..store import database as database_rows
+from ..store import scratch
 from ..store.schema import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, migrate,
                             schema_objects, schema_version)
 from ..transfer.importer import check_stored

@@ -4,8 +4,8 @@ from flask.cli import AppGroup
 
 from .. import clock
 from ..db import transaction
-from ..signing import authorization_header
 from ..errors import NotFound
+from ..rules.request_signature import authorization_header
 from ..store import keys, users
 from .common import echo_json, read_database, reports_errors, use_database
 from .users import columns

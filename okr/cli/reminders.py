@@ -1,6 +1,6 @@
 """okr reminders: the weekly emails (check-in reminders and team digests) now, listed or sent.
 
-The server sends them by itself at OKR_WEEKLY_MAIL (okr/weekly.py); these commands are for a look before, and
+The server sends them by itself at OKR_WEEKLY_MAIL (okr/outbound/weekly.py); these commands are for a look before, and
 for sending them now. Either way an email goes once a week per person: one already sent this week is neither
 listed nor sent again.
 """
@@ -8,15 +8,15 @@ import click
 from flask import current_app
 from flask.cli import AppGroup, with_appcontext
 
-from .. import mail, weekly
+from ..outbound import smtp, weekly
 from .common import read_database, reports_errors, use_database
 
 
 def mail_setup():
     """(MailSettings or None, Schedule); a bad setting as one `okr:` line."""
     try:
-        return mail.settings(current_app.config), weekly.schedule(current_app.config)
-    except mail.MailSettingsError as error:
+        return smtp.settings(current_app.config), weekly.schedule(current_app.config)
+    except smtp.MailSettingsError as error:
         raise click.ClickException(str(error)) from None
 
 
@@ -27,7 +27,7 @@ def emails_now():
     week = weekly.week_of(now, when.zone)
     try:
         return week, weekly.unsent(current_app.config, now, week)
-    except mail.MailSettingsError as error:
+    except smtp.MailSettingsError as error:
         raise click.ClickException(str(error)) from None
 
 
@@ -82,13 +82,13 @@ def send_reminders():
     """
     settings, when = mail_setup()
     if settings is None:
-        raise click.ClickException(f"{mail.NOT_SET_UP}: set OKR_SMTP_URL and OKR_MAIL_FROM (docs/email.md)")
+        raise click.ClickException(f"{smtp.NOT_SET_UP}: set OKR_SMTP_URL and OKR_MAIL_FROM (docs/email.md)")
     use_database()
     now = weekly.current_time()
     week = weekly.week_of(now, when.zone)
     try:
         result = weekly.send_round(current_app.config, settings, now, week)
-    except mail.MailSettingsError as error:
+    except smtp.MailSettingsError as error:
         raise click.ClickException(str(error)) from None
     for email in result.sent:
         click.echo(f"sent {email.kind} to {email.person['email']}")

@@ -1,6 +1,6 @@
 """okr import-simpleokr: a Simple OKR API's users, teams, cycles, objectives and key results, into the database.
 
-The work is okr/simpleokr.py's; this is the command line: options, the progress
+The work is okr/transfer/from_simpleokr.py's; this is the command line: options, the progress
 on stderr (a bar on a terminal, plain lines otherwise), and the report on stdout.
 """
 import json
@@ -12,8 +12,8 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from .. import simpleokr
-from ..client import Client
+from ..transfer import from_simpleokr
+from ..transfer.api_client import Client
 from ..transfer.rows import PLURAL
 from .common import existing_database, reports_errors, use_database
 
@@ -26,7 +26,7 @@ class Progress:
     def __init__(self, stream, base_url):
         self.stream, self.base_url = stream, base_url
         self.terminal = stream.isatty()
-        self.rows = dict.fromkeys(simpleokr.RESOURCES, 0)
+        self.rows = dict.fromkeys(from_simpleokr.RESOURCES, 0)
         self.position = self.total = None
         self.drawn = False
 
@@ -90,13 +90,13 @@ def report_text(result):
     lines = [f"{'':12}{'created':>9}{'updated':>9}{'unchanged':>11}{'failed':>8}"]
     for name, counts in result.counts.items():
         lines.append(f"{PLURAL[name]:12}" + "".join(f"{counts[outcome]:>{width}}" for outcome, width in
-                                                  zip(simpleokr.OUTCOMES, (9, 9, 11, 8))))
+                                                  zip(from_simpleokr.OUTCOMES, (9, 9, 11, 8))))
     if result.dry_run:
         for name, row_id, fields in result.updates:
-            lines.append(f"would update {simpleokr.SINGULAR[name]} {shown(row_id)}: {shown(', '.join(fields))}")
+            lines.append(f"would update {from_simpleokr.SINGULAR[name]} {shown(row_id)}: {shown(', '.join(fields))}")
     if result.failures:
         lines.append("not imported:")
-        lines += [f"  {simpleokr.SINGULAR[name]} {shown(row_id)}: {shown(reason)}"
+        lines += [f"  {from_simpleokr.SINGULAR[name]} {shown(row_id)}: {shown(reason)}"
                   for name, row_id, reason in result.failures]
     lines.append("dry run: nothing was written" if result.dry_run else
                  "rows here that the source does not have are kept: nothing is deleted")
@@ -167,11 +167,11 @@ def import_simpleokr_command(base_url, credential, secret, dry_run, as_json, max
     progress = Progress(sys.stderr, base_url)
     try:
         with client:
-            result = simpleokr.import_simpleokr(
+            result = from_simpleokr.import_simpleokr(
                 str(database), client, dry_run=dry_run, busy_timeout_ms=current_app.config["BUSY_TIMEOUT_MS"],
                 schema=current_app.config["SCHEMA"], progress=progress)
         problem = None
-    except simpleokr.SourceError as error:
+    except from_simpleokr.SourceError as error:
         result, problem = error.result, str(error)
     finally:
         progress.done()

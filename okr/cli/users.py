@@ -15,14 +15,14 @@ from flask.cli import AppGroup
 from marshmallow import ValidationError
 
 from ..accounts import passwords, throttle
+from ..db import transaction
+from ..errors import Conflict, NotFound
+from ..outbound import smtp
+from ..outbound.smtp import base_url_problem
+from ..records import user_json
+from ..rules.email_addresses import email_key
 from ..rules.messages import flatten
 from ..rules.schemas import user_schema
-from ..db import transaction
-from ..rules.email_addresses import email_key
-from ..errors import Conflict, NotFound
-from ..records import user_json
-from .. import mail
-from ..mail import base_url_problem
 from ..store import invitations, users
 from .common import address, echo_json, logger, read_database, reports_errors, use_database
 
@@ -233,8 +233,8 @@ def invite_user(email, base_url, as_json):
     invited.
     """
     try:
-        mail_settings = mail.settings(current_app.config)
-    except mail.MailSettingsError as error:
+        mail_settings = smtp.settings(current_app.config)
+    except smtp.MailSettingsError as error:
         raise click.ClickException(str(error)) from None
     base = invitation_base(base_url)
     use_database()
@@ -258,11 +258,11 @@ def invite_user(email, base_url, as_json):
 def email_invitation(mail_settings, user, url):
     """Emails the invitation link; True once sent. A mail server's refusal is a warning on stderr, not a
     failure: the link is printed all the same, to send some other way."""
-    message = mail.message(mail_settings, user["name"], user["email"], "Your invitation to the OKR dashboard",
-                           mail.invitation_text(user["name"], user["email"], url))
+    message = smtp.message(mail_settings, user["name"], user["email"], "Your invitation to the OKR dashboard",
+                           smtp.invitation_text(user["name"], user["email"], url))
     try:
-        mail.send(mail_settings, message)
-    except mail.MailError as error:
+        smtp.send(mail_settings, message)
+    except smtp.MailError as error:
         logger.warning("the invitation was not emailed: %s; send the link yourself", error)
         return False
     return True

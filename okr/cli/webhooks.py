@@ -1,10 +1,12 @@
-"""okr webhooks: outbound webhooks, which the server's background process delivers (okr.deliverer)."""
+"""okr webhooks: outbound webhooks, which the server's background process delivers (okr.outbound.webhook_queue)."""
 import click
 from flask.cli import AppGroup
 
-from .. import clock, delivery
+from .. import clock
 from ..db import transaction
 from ..errors import Invalid, NotFound
+from ..outbound import webhook_request
+from ..rules import hooks
 from ..store import events, webhooks
 from .common import echo_json, read_database, reports_errors, use_database
 
@@ -45,12 +47,12 @@ def add_hook(url, patterns, hook_format, allow_private, as_json):
     per the Standard Webhooks specification with the secret (whsec_...).
     See docs/webhooks.md.
     """
-    problem = delivery.url_problem(url)
+    problem = hooks.url_problem(url)
     if problem:
         raise click.ClickException(problem)
     try:
-        delivery.check_destination(url, allow_private)
-    except delivery.Refused as refused:
+        webhook_request.check_destination(url, allow_private)
+    except webhook_request.Refused as refused:
         raise click.ClickException(str(refused)) from None
     use_database()
     try:
@@ -118,7 +120,7 @@ def test_hook(hook_id):
     use_database()
     with transaction(write=False) as db:
         hook = found(db, hook_id)
-    outcome, message_id = delivery.send_ping(hook, events.ACTOR.get())
+    outcome, message_id = webhook_request.send_ping(hook, events.ACTOR.get())
     with transaction() as db:
         webhooks.log_attempts(db, hook["seq"], [(message_id, "ping", clock.utc_now(), outcome.status, outcome.error)])
     if not outcome.ok:

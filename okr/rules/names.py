@@ -2,7 +2,7 @@
 email's To header (which refuses one, so the email was never sent), into one-line lists, CSV cells and logs.
 
 The rule is okr.rules.fields.PersonName's, which every way a person is named loads through (the People page,
-okr users add, update and import, okr import); one_line is for a name stored before the rule, which okr.mail
+okr users add, update and import, okr import); one_line is for a name stored before the rule, which okr.outbound.smtp
 still addresses.
 """
 import re

@@ -19,11 +19,11 @@ import threading
 import time
 from contextlib import closing
 
-from ..chat_digest import chat_digest_job
-from ..deliverer import deliver_webhooks
+from ..outbound.chat_digest import chat_digest_job
+from ..outbound.webhook_queue import deliver_webhooks
+from ..outbound.weekly import weekly_mail_job
 from ..store import events
 from ..store.schema import connect
-from ..weekly import weekly_mail_job
 from .workers import STARTING_CHILDREN
 
 logger = logging.getLogger("okr")

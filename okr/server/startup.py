@@ -10,12 +10,12 @@ import sqlite3
 import sys
 from contextlib import closing
 
-from .. import mail, weekly
 from ..accounts.access import is_loopback, sign_in_needed_because
 from ..db import init_db
-from ..scratch import remove_leftovers
+from ..outbound import smtp, weekly
 from ..store import ways_in
 from ..store.schema import connect
+from ..store.scratch import remove_leftovers
 from .background import run_beside, stop_background
 from .http_server import cannot_listen, make_server
 from .replication import check_replication, start_replication
@@ -103,7 +103,7 @@ def serve(app):
             # The supervisor stays unpinned: its workers each keep to a CPU (okr/server/workers.py).
             cpus, placement = worker_cpus(app.config["CPU"], workers)
         check_replication(app.config)  # a wrong URL or no Litestream, before anything is made
-        mail_settings = mail.settings(app.config)
+        mail_settings = smtp.settings(app.config)
         if mail_settings is not None:
             weekly.schedule(app.config)
     except ValueError as error:  # MailSettingsError too

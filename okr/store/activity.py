@@ -1,13 +1,13 @@
-"""The activity feed's reads for people (okr.activity words them): the newest events by team, person and cycle,
+"""The activity feed's reads for people (okr.reports.activity words them): the newest events by team, person and cycle,
 one objective's or key result's history, and the names the events refer to.
 
-Two events of a pair are folded into the other, so that one change reads as one line (okr.activity says which);
+Two events of a pair are folded into the other, so that one change reads as one line (okr.reports.activity says which);
 both pairs are written one after the other in one transaction, so their seqs are consecutive.
 """
 import json
 
 # Folded: a key_result.updated that a check-in follows (WITH_CHECKIN) and that changed nothing but what a
-# check-in moves and the clock (okr.activity.CHECKIN_FIELDS), and a new key result's first check-in.
+# check-in moves and the clock (okr.reports.activity.CHECKIN_FIELDS), and a new key result's first check-in.
 WITH_CHECKIN = """EXISTS (SELECT 1 FROM events c WHERE c.seq = e.seq + 1 AND c.type = 'checkin.created'
                           AND c.parent_id = e.resource_id)"""
 FOLDED = f"""((e.type = 'key_result.updated' AND {WITH_CHECKIN}

@@ -1,8 +1,8 @@
 """The reports' reads: a cycle's or an objective's objectives and key results (each key result with its start,
 its last check-in and whether it was updated), a cycle as it stood at a moment, and the sparklines' values.
 
-A report is built from a fixed number of these queries whatever its size (no query per row) by okr.reports,
-and written from the same rows as they stream by okr.report_writer: each read comes as a list (of dicts, or of
+A report is built from a fixed number of these queries whatever its size (no query per row) by okr.reports.alignment,
+and written from the same rows as they stream by okr.reports.streaming: each read comes as a list (of dicts, or of
 the connection's rows where the caller reads them so) or, for the streaming writer, as an iterator of dicts
 read one row at a time from the cursor, never held whole.
 """

@@ -1,7 +1,7 @@
 """Outbound webhooks: the hooks (added, listed, removed, enabled, disabled), their outbox and delivery log.
 
 okr.store.events puts each event in the outbox of every hook whose patterns match, in the event's own
-transaction; the deliverer (okr.deliverer) reads a hook's outbox in order and acknowledges what was
+transaction; the deliverer (okr.outbound.webhook_queue) reads a hook's outbox in order and acknowledges what was
 delivered here, a batch per short transaction. A hook's secret is shown when it is added and never again
 by the commands or the pages; `okr export` leaves webhooks out.
 
@@ -12,8 +12,8 @@ import re
 
 from .. import clock
 from ..clock import new_id
-from ..delivery import new_secret, url_problem
 from ..errors import Invalid, NotFound
+from ..rules.hooks import new_secret, url_problem
 
 FORMATS = ("events", "slack")
 DEFAULT_PATTERNS = ("*",)
@@ -42,7 +42,7 @@ def patterns_from(text):
 
 def add(db, url, patterns=None, format="events", allow_private=False):
     """Adds a hook; its row as a dict with its patterns (a list). The caller checks the URL's addresses
-    (okr.delivery.check_destination) before: DNS is no business of a write transaction."""
+    (okr.outbound.webhook_request.check_destination) before: DNS is no business of a write transaction."""
     problem = url_problem(url)
     if problem:
         raise Invalid({"url": problem})

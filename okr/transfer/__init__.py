@@ -2,8 +2,10 @@
 
 The core of the two commands (okr/cli/transfer.py is their command line), one
 module per job: export (JSON and CSV out), reader (a file read as it streams
-by), rows (the rules a row must meet, for every importer) and importer (okr
-import). It works on an open SQLite connection and on files, never on Flask's
+by), rows (the rules a row must meet, for every importer), importer (okr
+import), api_client (a client of this API, which is Simple OKR's) and
+from_simpleokr (okr import-simpleokr, which reads a Simple OKR API through
+api_client). It works on an open SQLite connection and on files, never on Flask's
 app or request: rows are checked with the API's own marshmallow schemas
 (okr.rules.schemas), written by okr.store.bulk, and CSV figures come from the
 report's query and okr.progress, so that a rule lives in one place.
@@ -181,7 +183,7 @@ objective by objective in creation order, each objective's key results in
 theirs, with the columns of CSV_COLUMNS below. It is UTF-8 with a byte-order
 mark (without one, Excel reads it in the local code page) and CRLF line ends.
 start_value, progress, status, stale and last_checkin_at are the cycle
-report's own (okr.reports, okr.progress); a baseline's progress is empty.
+report's own (okr.reports.alignment, okr.progress); a baseline's progress is empty.
 Names are free text, which a spreadsheet would run as a formula when it begins
 with = + - @, a tab or a carriage return: such a name gets a leading single
 quote (OWASP's advice on CSV injection). Every other column holds an id, a

@@ -3,7 +3,7 @@ import csv
 import io
 import json
 
-from .. import reports
+from ..reports import alignment
 from ..store import reports as report_rows
 from ..store import sections
 from ..store.bulk import EVENT_JSON
@@ -69,13 +69,13 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list for CSV inject
 def cycle_key_results(db, cycle_id, now):
     """Yields (row, report entry) for each key result of a cycle, objective by objective, as they are read.
 
-    The entry is the cycle report's (okr.reports.key_result_node): start value,
+    The entry is the cycle report's (okr.reports.alignment.key_result_node): start value,
     progress, status, stale and last check-in by the same rules. now is an aware
     datetime, for staleness.
     """
-    stale = reports.stale_test(db, now)
+    stale = alignment.stale_test(db, now)
     for row in report_rows.spreadsheet_rows(db, cycle_id):
-        yield row, reports.key_result_node(row, stale)[0]
+        yield row, alignment.key_result_node(row, stale)[0]
 
 
 def spreadsheet_text(text):

@@ -242,7 +242,7 @@ def checked_record(name, record):
     """The record's values as they are stored, in FIELDS order; Refusal saying what is wrong (not where).
 
     The one check of a row for every way in: okr import's records, and okr
-    import-simpleokr's (okr.simpleokr), which name their place their own way.
+    import-simpleokr's (okr.transfer.from_simpleokr), which name their place their own way.
     An OPTIONAL field the record lacks is NOT_GIVEN (okr.store.bulk says what
     a write makes of it).
     """

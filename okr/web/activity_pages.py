@@ -5,8 +5,8 @@ Everyone signed in reads them, viewers too: they show what the API lets a viewer
 """
 from flask import render_template, request, url_for
 
-from .. import activity
 from ..db import get_db
+from ..reports import activity
 from ..store import cycles, teams, users
 from .errors import PageError
 from .views import bp, filter_arg, has_endpoint, now

@@ -11,10 +11,10 @@ from functools import partial
 from flask import redirect, render_template, request, url_for
 from markupsafe import Markup
 
-from .. import reports
 from ..accounts import sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
+from ..reports import alignment
 from ..rules.schemas import objective_schema, objective_update_schema
 from ..store import cycles, objectives, teams, users
 from . import editing
@@ -136,7 +136,7 @@ def show_objective(objective_id):
     """Shows an objective: what it is, who owns it, its progress, key results and aligned objectives."""
     db = get_db()
     moment = now()
-    report = reports.objective_report(db, objective_id, moment)
+    report = alignment.objective_report(db, objective_id, moment)
     if report is None:
         raise NotFound("objective")
     node = report["objective"]

@@ -14,16 +14,18 @@ from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
 
-from .. import bounded, clock, index, report_writer, reports
+from .. import clock
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
+from ..reports import alignment, spooled, streaming
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives, teams, users
 from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import forms, week, words
+from . import service_index
 from .errors import PageError
 from .tree import tree_html
 
@@ -67,7 +69,7 @@ def now():
 def show_dashboard():
     """Shows a person their week, anyone else the cycles; the JSON index for API clients."""
     if not access.wants_page():
-        body = index.show_index(request.script_root)
+        body = service_index.show_index(request.script_root)
     elif access.person_id() is not None:
         body = render_week()
     else:
@@ -101,7 +103,7 @@ def cycles_page(endpoint):
     listed = cycles.newest_first(db, min(int(before), MAX_ROW_ID) if before else MAX_ROW_ID, CYCLES_PER_PAGE + 1)
     older = listed[CYCLES_PER_PAGE]["seq"] + 1 if len(listed) > CYCLES_PER_PAGE else None
     moment = now()
-    summaries = [report_writer.cycle_summary(db, cycle, moment) for cycle in listed[:CYCLES_PER_PAGE]]
+    summaries = [streaming.cycle_summary(db, cycle, moment) for cycle in listed[:CYCLES_PER_PAGE]]
     groups = [(state, [c for c in summaries if c["cycle"]["state"] == state]) for state in STATES]
     return render_template("dashboard.html", cycles=summaries, groups=[g for g in groups if g[1]], older=older,
                            endpoint=endpoint)
@@ -113,15 +115,15 @@ def show_cycle(cycle_id):
     db = get_db()
     cycle = cycles.get(db, cycle_id)
     chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id")}
-    if bounded.is_big(report_rows.cycle_objective_count(db, cycle["id"], **chosen)):
-        with bounded.slot():  # the page is built in memory still: one slot bounds how many at once
+    if spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], **chosen)):
+        with spooled.slot():  # the page is built in memory still: one slot bounds how many at once
             return render_cycle(db, cycle, chosen)
     return render_cycle(db, cycle, chosen)
 
 
 def render_cycle(db, cycle, chosen):
     moment = now()
-    report = reports.cycle_report(db, cycle, moment, **chosen)
+    report = alignment.cycle_report(db, cycle, moment, **chosen)
     team_rows, user_rows = teams.pick_list(db), users.pick_list(db)
     tree = tree_html(
         report["objectives"],
@@ -144,9 +146,9 @@ def download_cycle_csv(cycle_id):
     cycle = cycles.get(db, cycle_id)
     moment = now()  # the clock the CLI's export and reports use
     headers = {"Content-Disposition": f'attachment; filename="{csv_file_name(cycle)}.csv"'}
-    if bounded.is_big(report_rows.cycle_objective_count(db, cycle["id"])):
-        spool, size, _ = bounded.build(lambda out: write_cycle_csv(db, cycle["id"], moment, out), "exports")
-        return bounded.file_response(spool, size, "text/csv", headers)
+    if spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"])):
+        spool, size, _ = spooled.build(lambda out: write_cycle_csv(db, cycle["id"], moment, out), "exports")
+        return spooled.file_response(spool, size, "text/csv", headers)
     response = make_response(cycle_csv_bytes(db, cycle_id, moment))
     response.mimetype = "text/csv"
     response.charset = "utf-8"
@@ -225,7 +227,7 @@ def back_to_week():
 def render_key_result(key_result_id, form=None, errors=None):
     db = get_db()
     moment = now()
-    node = reports.key_result_report(db, key_result_id, moment)
+    node = alignment.key_result_report(db, key_result_id, moment)
     if node is None:
         raise NotFound("key result")
     objective = objectives.get(db, node["objective_id"])

@@ -6,10 +6,12 @@ network wait holds SQLite's write lock.
 """
 from flask import redirect, render_template, request, url_for
 
-from .. import clock, delivery
+from .. import clock
 from ..accounts import access, sessions
 from ..db import get_connection, get_db
 from ..errors import Invalid
+from ..outbound import webhook_request
+from ..rules import hooks
 from ..store import webhooks
 from .editing import confirm_delete
 from .views import bp
@@ -35,11 +37,11 @@ def add_webhook():
     """Adds a webhook and shows its secret, this once."""
     form = {"url": request.form.get("url", "").strip(), "events": request.form.get("events", "").strip(),
             "format": request.form.get("format", "events"), "allow_private": request.form.get("allow_private") == "on"}
-    problem = delivery.url_problem(form["url"])
+    problem = hooks.url_problem(form["url"])
     if problem is None:
         try:
-            delivery.check_destination(form["url"], form["allow_private"])
-        except delivery.Refused as refused:
+            webhook_request.check_destination(form["url"], form["allow_private"])
+        except webhook_request.Refused as refused:
             problem = f"{refused}".replace("add the hook with --allow-private", "tick “Allow a private address”")
     if problem:
         return render_webhooks(form, {"url": problem}, status=400)
@@ -79,7 +81,7 @@ def enable_webhook(hook_id):
 def test_webhook(hook_id):
     """Sends the webhook a ping now, and shows the answer."""
     hook = webhooks.get(get_connection(), hook_id)  # read outside the write transaction: the ping may take 15 s
-    outcome, message_id = delivery.send_ping(hook, access.event_actor(access.current_actor()))
+    outcome, message_id = webhook_request.send_ping(hook, access.event_actor(access.current_actor()))
     webhooks.log_attempts(get_db(), hook["seq"], [(message_id, "ping", clock.utc_now(), outcome.status, outcome.error)])
     result = f"Ping delivered: HTTP {outcome.status}." if outcome.ok else f"Ping failed: {outcome.error}"
     return hook_page(hook_id, result)

@@ -2,12 +2,13 @@
 
 The key results the person owns (key_results.owner_id) or whose objective is assigned to them, and
 their teams' objectives, in the cycles whose dates hold today (okr.progress.cycle_state). Every
-figure comes from okr.reports' own nodes; the queries are a fixed number, whatever the count of key
+figure comes from okr.reports.alignment' own nodes; the queries are a fixed number, whatever the count of key
 results: the current cycles, the person's key results (okr.store.your_week: the reports' query, one for all
 of them), the person's teams, then one filtered cycle report per team and current cycle.
 """
-from .. import progress, reports
+from .. import progress
 from ..records import cycle_details_json
+from ..reports import alignment
 from ..store import team_members, your_week
 
 # At most this many of a team's objectives are listed per cycle; the cycle page, filtered by the team, has
@@ -15,8 +16,8 @@ from ..store import team_members, your_week
 TEAM_OBJECTIVES_SHOWN = 30
 
 
-# The cycles current today: okr.reports' rule, which the weekly emails share.
-current_cycles = reports.current_cycles
+# The cycles current today: okr.reports.alignment' rule, which the weekly emails share.
+current_cycles = alignment.current_cycles
 
 
 def needs_update(node, now):
@@ -38,12 +39,12 @@ def week(db, person_id, now):
     cycles = current_cycles(db, today)
     details = {row["id"]: cycle_details_json(row, today) for row in cycles}
     order = {row["id"]: position for position, row in enumerate(cycles)}
-    stale = reports.stale_by_time(now)  # a current cycle is not finished
+    stale = alignment.stale_by_time(now)  # a current cycle is not finished
     key_results = []
     if cycles:
         rows = your_week.key_results_of(db, person_id, details)
         for row in rows:
-            node = reports.key_result_node(row, stale)[0]
+            node = alignment.key_result_node(row, stale)[0]
             node["objective_name"] = row["objective_name"]
             node["cycle"] = details[row["cycle_id"]]
             node["needs_update"] = needs_update(node, now)
@@ -54,7 +55,7 @@ def week(db, person_id, now):
         memberships = team_members.teams_of(db, person_id)
         for team in memberships:
             for cycle in cycles:
-                report = reports.cycle_report(db, cycle, now, team_id=team["id"])
+                report = alignment.cycle_report(db, cycle, now, team_id=team["id"])
                 objectives = flattened(report["objectives"])
                 if objectives:
                     teams.append({"team": team, "cycle": report["cycle"],
@@ -63,4 +64,4 @@ def week(db, person_id, now):
     return {"cycles": list(details.values()), "key_results": [entry[3] for entry in key_results], "teams": teams}
 
 
-flattened = reports.flattened
+flattened = alignment.flattened

@@ -1,6 +1,6 @@
 """How the pages put figures into words and pictures: numbers, key-result targets, times, SVG lines.
 
-Presentation only: every figure shown comes from okr.progress and okr.reports.
+Presentation only: every figure shown comes from okr.progress and okr.reports.alignment.
 """
 from datetime import date
 from decimal import Decimal

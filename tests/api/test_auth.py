@@ -19,7 +19,7 @@ import okr.server.startup
 from helpers import assert_error, create_key, free_port, start_service
 from okr import create_app
 from okr.accounts.access import is_loopback
-from okr.signing import sign
+from okr.rules.request_signature import sign
 from okr.db import init_db
 from okr.server.http_server import waitress_settings
 

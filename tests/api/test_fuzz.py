@@ -22,7 +22,7 @@ from marshmallow import ValidationError
 from schemathesis.config import SchemathesisConfig
 
 from helpers import make_user
-from okr.signing import authorization_header
+from okr.rules.request_signature import authorization_header
 from okr.clock import utc_now
 from okr.store.schema import connect
 from okr.rules.fields import canonical_decimal

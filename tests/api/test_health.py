@@ -10,7 +10,7 @@ from werkzeug import Response
 
 from helpers import (HttpResponse, assert_error, free_port, keep_file_permissions, make_cycle, start_service,
                      thread_connection)
-from okr.signing import authorization_header
+from okr.rules.request_signature import authorization_header
 from okr.clock import utc_now
 from okr.db import READ_RECHECK_SECONDS
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-import okr.index
+import okr.web.service_index
 from helpers import assert_error
 
 LINKS = {"openapi": "/v1/openapi.json", "healthz": "/healthz"}
@@ -40,9 +40,9 @@ def test_index_answers_without_the_database(app, client):
 
 @pytest.fixture
 def fresh_version():
-    okr.index.package_version.cache_clear()
-    yield okr.index.package_version
-    okr.index.package_version.cache_clear()
+    okr.web.service_index.package_version.cache_clear()
+    yield okr.web.service_index.package_version
+    okr.web.service_index.package_version.cache_clear()
 
 
 def test_version_is_the_installed_packages(monkeypatch, fresh_version):

@@ -24,15 +24,15 @@ from helpers import (
 )
 from okr.clock import utc_now
 from okr.progress import parse_timestamp
-from okr.report_slots import lock_path
-from okr.report_writer import cycle_summary
+from okr.reports.slots import lock_path
+from okr.reports.streaming import cycle_summary
 
 KINDS = [("positive", "100", None), ("negative", "10", None), ("range", "5", "50"), ("milestone", "1", None),
          ("baseline", None, None)]
 
 
 def streamed(app, client, path, **query):
-    """The answer to path built by okr.report_writer (every report is big), and the one built in memory."""
+    """The answer to path built by okr.reports.streaming (every report is big), and the one built in memory."""
     app.config["BIG_REPORT_OBJECTIVES"] = 0
     big = client.get(path, query_string=query)
     app.config["BIG_REPORT_OBJECTIVES"] = 10**9
@@ -117,7 +117,7 @@ def test_streamed_reports_and_exports_are_the_ones_built_in_memory_byte_for_byte
 
 
 def assert_summary_of_report(app, cycle):
-    """The cycles list's entry of a cycle (okr.report_writer.cycle_summary) has the figures of its report."""
+    """The cycles list's entry of a cycle (okr.reports.streaming.cycle_summary) has the figures of its report."""
     report = cycle_report_of(app, cycle)
     statuses, stale = [], 0
     stack = list(report["objectives"])

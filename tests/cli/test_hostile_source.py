@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from okr import simpleokr
+from okr.transfer import from_simpleokr
 from okr.db import transaction
 
 pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
@@ -132,7 +132,7 @@ def test_a_source_sending_a_byte_every_so_often_meets_the_deadline(app, runner):
 
 
 def test_a_source_paging_without_end_is_cut_off_at_the_page_cap(app, runner, monkeypatch):
-    monkeypatch.setattr(simpleokr, "MAX_PAGES", 7)
+    monkeypatch.setattr(from_simpleokr, "MAX_PAGES", 7)
     asked = []
 
     def answer(handler, path):
@@ -189,7 +189,7 @@ def test_the_deadline_covers_a_tls_handshake_the_source_trickles():
     """A server that sends the start of a TLS record and then a byte now and then holds the handshake."""
     import socket
 
-    from okr.client import ApiError, Client
+    from okr.transfer.api_client import ApiError, Client
 
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()

@@ -13,9 +13,10 @@ import pytest
 
 import okr.__main__ as program
 from helpers import free_port, make_user, served_in_thread
-from okr import create_app, simpleokr
+from okr import create_app
+from okr.transfer import from_simpleokr
 from okr.cli.simpleokr import Progress
-from okr.client import Client
+from okr.transfer.api_client import Client
 from okr.db import init_db, transaction
 from okr.store import users
 
@@ -129,7 +130,7 @@ def report(result, status=0):
 
 
 def counts(result_json):
-    return {name: result_json[name] for name in simpleokr.RESOURCES}
+    return {name: result_json[name] for name in from_simpleokr.RESOURCES}
 
 
 def database_bytes(app):
@@ -139,7 +140,7 @@ def database_bytes(app):
 
 def same(outcome, **numbers):
     """outcome's counts: every row `outcome`, `numbers` per resource."""
-    return {name: {**dict.fromkeys(simpleokr.OUTCOMES, 0), outcome: numbers[name]} for name in simpleokr.RESOURCES}
+    return {name: {**dict.fromkeys(from_simpleokr.OUTCOMES, 0), outcome: numbers[name]} for name in from_simpleokr.RESOURCES}
 
 
 SIZES = {"users": 3, "teams": 2, "cycles": 2, "objectives": 6, "key_results": 20}
@@ -207,7 +208,7 @@ def test_import_makes_every_list_equal_then_again_changes_nothing_then_takes_exa
 @pytest.mark.slow
 def test_a_chain_of_children_each_listed_before_its_parent_goes_in_whole_in_order(
         app, runner, source, target, monkeypatch):
-    monkeypatch.setattr(simpleokr, "OBJECTIVES_BATCH", 1)  # a transaction may end after any objective
+    monkeypatch.setattr(from_simpleokr, "OBJECTIVES_BATCH", 1)  # a transaction may end after any objective
     q1, q2 = source.api.create_cycle("one"), source.api.create_cycle("two")
     chain = [source.api.create_objective(f"level {n}", q1["id"]) for n in range(4)]
     chain += [source.api.create_objective(f"level {n}", q2["id"]) for n in range(4, 6)]
@@ -287,11 +288,11 @@ def test_dry_run_reports_the_counts_and_writes_nothing(app, runner, source, targ
 @pytest.mark.slow
 def test_a_dry_runs_copy_lives_beside_the_database_and_goes(app, runner, source, target, monkeypatch):
     """Not in a shared temporary folder: the copy holds every API key's secret."""
-    import okr.scratch
-    import okr.simpleokr
+    import okr.store.scratch
+    import okr.transfer.from_simpleokr
 
     fill(source)
-    seen, real = [], okr.scratch.scratch_folder
+    seen, real = [], okr.store.scratch.scratch_folder
 
     @contextmanager
     def watched(database, kind):
@@ -299,7 +300,7 @@ def test_a_dry_runs_copy_lives_beside_the_database_and_goes(app, runner, source,
             yield folder
             seen.append((Path(folder), sorted(os.listdir(folder))))
 
-    monkeypatch.setattr(okr.simpleokr, "scratch_folder", watched)
+    monkeypatch.setattr(okr.transfer.from_simpleokr, "scratch_folder", watched)
     report(run(runner, source, "--dry-run", "--json"))
     [(folder, contents)] = seen
     assert folder.parent == Path(app.config["DATABASE"]).parent and contents == ["copy.db"]
@@ -372,15 +373,15 @@ def test_a_source_that_fails_midway_leaves_whole_rows_and_a_rerun_finishes(app, 
 @pytest.mark.slow
 def test_a_source_that_goes_away_midway(app, runner, source, target, monkeypatch):
     fill(source)
-    real_get = simpleokr.Source.get
+    real_get = from_simpleokr.Source.get
 
     def get(self, path, params):
         if self.requests == 6:
             source.stop()
         return real_get(self, path, params)
 
-    monkeypatch.setattr(simpleokr.Source, "get", get)
-    monkeypatch.setattr("okr.client.Client._sleep", staticmethod(lambda seconds: None))
+    monkeypatch.setattr(from_simpleokr.Source, "get", get)
+    monkeypatch.setattr("okr.transfer.api_client.Client._sleep", staticmethod(lambda seconds: None))
     result = run(runner, source)
     assert result.exit_code == 1
     assert "cannot read http://127.0.0.1:" in result.stderr and "Traceback" not in result.output
@@ -407,7 +408,7 @@ def okr_line(capsys, tmp_path, *args):
 def test_errors_are_one_okr_line(app, source, capsys, tmp_path, monkeypatch):
     monkeypatch.delenv("OKR_CREDENTIAL", raising=False)
     monkeypatch.delenv("OKR_SECRET", raising=False)
-    monkeypatch.setattr("okr.client.Client._sleep", staticmethod(lambda seconds: None))
+    monkeypatch.setattr("okr.transfer.api_client.Client._sleep", staticmethod(lambda seconds: None))
     key = ["--credential", source.key["credential"], "--secret", source.key["secret"]]
     line = okr_line(capsys, tmp_path, "--base-url", f"http://127.0.0.1:{free_port()}", *key)
     assert "cannot read http://127.0.0.1:" in line and "could not connect" in line
@@ -450,10 +451,10 @@ def test_the_key_may_come_from_the_environment(app, runner, source, monkeypatch)
 
 
 def test_times_are_stored_in_utc_to_the_second():
-    assert simpleokr.canonical_time("2026-01-02T03:04:05.678901Z") == "2026-01-02T03:04:05Z"
-    assert simpleokr.canonical_time("2026-01-02T05:04:05+02:00") == "2026-01-02T03:04:05Z"
-    assert simpleokr.canonical_time("yesterday") == "yesterday"
-    record = simpleokr.as_record("teams", {"id": "5C0E8E8A-0000-4000-8000-000000000000", "name": "T",
+    assert from_simpleokr.canonical_time("2026-01-02T03:04:05.678901Z") == "2026-01-02T03:04:05Z"
+    assert from_simpleokr.canonical_time("2026-01-02T05:04:05+02:00") == "2026-01-02T03:04:05Z"
+    assert from_simpleokr.canonical_time("yesterday") == "yesterday"
+    record = from_simpleokr.as_record("teams", {"id": "5C0E8E8A-0000-4000-8000-000000000000", "name": "T",
                                            "created_at": "2026-01-02T03:04:05.5Z"})
     assert record == {"id": "5c0e8e8a-0000-4000-8000-000000000000", "name": "T",
                       "created_at": "2026-01-02T03:04:05Z", "revision": 0}

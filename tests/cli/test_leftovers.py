@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, free_port, start_service
-from okr.scratch import remove_leftovers
+from okr.store.scratch import remove_leftovers
 
 KILLED_RUN = """
 import os, signal, sys
-from okr.scratch import scratch_folder
+from okr.store.scratch import scratch_folder
 with scratch_folder(sys.argv[1], sys.argv[2]) as folder:
     with open(os.path.join(folder, "copy.db"), "w") as f:
         f.write("every key's secret")
@@ -90,7 +90,7 @@ def test_a_cleanup_waits_while_a_run_makes_and_takes_its_folder(app, tmp_path):
     """Made and locked under the folder's lock: a cleanup never finds a new folder made but not yet held."""
     import threading
 
-    from okr.scratch import holding
+    from okr.store.scratch import holding
 
     database = app.config["DATABASE"]
     finished = threading.Event()

@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from okr import activity, create_app
+from okr import create_app
+from okr.reports import activity
 from okr.cli.demo_company import create_demo
 from okr.clock import new_id
 from okr.db import transaction

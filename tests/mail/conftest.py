@@ -15,7 +15,8 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
 from helpers import free_port, loopback_certificate, make_cycle, make_key_result, make_objective
-from okr import create_app, mail
+from okr import create_app
+from okr.outbound import smtp
 from okr.db import init_db, transaction
 from okr.store import users
 
@@ -69,7 +70,7 @@ def start(recorder, **kwargs):
 
 @pytest.fixture
 def smtp_server():
-    """An SMTP server on loopback without TLS (a local relay: okr.mail sends in clear only to loopback)."""
+    """An SMTP server on loopback without TLS (a local relay: okr.outbound.smtp sends in clear only to loopback)."""
     recorder = Recorder()
     controller, port = start(recorder)
     yield Server(controller, recorder, f"smtp://127.0.0.1:{port}")
@@ -79,9 +80,9 @@ def smtp_server():
 
 @pytest.fixture
 def certificate(tmp_path_factory, monkeypatch):
-    """A self-signed certificate for 127.0.0.1 (cert.pem, key.pem), which okr.mail then trusts."""
+    """A self-signed certificate for 127.0.0.1 (cert.pem, key.pem), which okr.outbound.smtp then trusts."""
     cert, key = loopback_certificate(tmp_path_factory.mktemp("tls"))
-    monkeypatch.setattr(mail, "tls_context", lambda: ssl.create_default_context(cafile=str(cert)))
+    monkeypatch.setattr(smtp, "tls_context", lambda: ssl.create_default_context(cafile=str(cert)))
     return cert, key
 
 
@@ -151,7 +152,7 @@ def app(tmp_path, clean_env, mail_config):
 
 @pytest.fixture
 def settings(app):
-    return mail.settings(app.config)
+    return smtp.settings(app.config)
 
 
 

@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from okr import chat_digest, weekly
+from okr.outbound import chat_digest, weekly
 
 from test_digest import NOW, world  # noqa: F401 (the digest's world, a fixture)
 

@@ -5,7 +5,7 @@ from contextlib import closing
 import pytest
 
 from helpers import make_cycle, make_key_result, make_objective
-from okr import weekly
+from okr.outbound import weekly
 from okr.store.schema import connect
 
 from mail_helpers import BASE_URL, moment, person, team

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from okr import weekly
+from okr.outbound import weekly
 
 from mail_helpers import BASE_URL, NOW, person
 

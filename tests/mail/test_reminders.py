@@ -6,7 +6,7 @@ from contextlib import closing
 
 import pytest
 
-from okr import weekly
+from okr.outbound import weekly
 from okr.store.schema import connect
 
 from mail_helpers import BASE_URL, NOW, WEEK, moment

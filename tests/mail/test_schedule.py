@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from okr import mail, weekly
+from okr.outbound import smtp, weekly
 
 from mail_helpers import NOW, WEEK, moment
 
@@ -41,7 +41,7 @@ def test_a_schedule_names_its_weekday_and_time(setting):
     ({"TIMEZONE": "Mars/Olympus"}, "OKR_TIMEZONE"),
 ])
 def test_a_bad_schedule_says_which_setting(config, words):
-    with pytest.raises(mail.MailSettingsError, match=words):
+    with pytest.raises(smtp.MailSettingsError, match=words):
         weekly.schedule(config)
 
 
@@ -88,7 +88,7 @@ def test_a_refusing_server_is_tried_again_at_the_next_round(app, reminder_world,
 
 @pytest.mark.slow
 def test_a_server_that_times_out_leaves_the_claims_free(app, reminder_world, smtp_server, settings, silent_server):
-    silent = mail.settings({**app.config, "SMTP_URL": silent_server, "SMTP_TIMEOUT": 0.3})
+    silent = smtp.settings({**app.config, "SMTP_URL": silent_server, "SMTP_TIMEOUT": 0.3})
     timed_out = weekly.send_round(app.config, silent, NOW, WEEK)
     assert timed_out.sent == [] and "did not answer within 0.3 seconds" in timed_out.error
     assert len(weekly.send_round(app.config, settings, NOW, WEEK).sent) == 2

@@ -172,7 +172,7 @@ from okr.accounts.passwords import hash_password  # noqa: E402
 from okr.clock import new_id, utc_now  # noqa: E402
 from okr.db import init_db, transaction  # noqa: E402
 from okr.rules.email_addresses import email_key  # noqa: E402
-from okr.signing import authorization_header  # noqa: E402
+from okr.rules.request_signature import authorization_header  # noqa: E402
 from okr.server.workers import worker_count  # noqa: E402
 from okr.store import events, keys, users, webhooks  # noqa: E402
 from okr.store.schema import connect  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 from edit_forms import get, post_form
 from helpers import TIMESTAMP, make_cycle, make_key_result, make_objective, make_team, signed
 from html_tree import BROWSER
-from okr import activity as activity_feed
+from okr.reports import activity as activity_feed
 from okr.accounts import passwords
 from okr.db import transaction
 from okr.store.schema import connect
@@ -93,7 +93,7 @@ def test_a_check_ins_key_result_update_reads_as_the_check_in_and_other_changes_s
 
 
 def feed_sentences(app):
-    """The feed's sentences as okr.activity says them, without a page (an API key makes the pages want one)."""
+    """The feed's sentences as okr.reports.activity says them, without a page (an API key makes the pages want one)."""
     with closing(connect(app.config["DATABASE"], 1000)) as db:
         entries, _ = activity_feed.feed(db)
         names = activity_feed.names(db, entries)

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from okr.signing import authorization_header
+from okr.rules.request_signature import authorization_header
 
 from helpers import HttpClient, free_port, run_okr, screenshots_in, start_service, stop_process
 

@@ -68,7 +68,7 @@ def test_a_failing_page_is_a_500_page_that_tells_no_secret(app, client, monkeypa
     def broken(*args, **kwargs):
         raise sqlite3.DatabaseError("SELECT secret FROM somewhere")
 
-    monkeypatch.setattr(okr.web.views.report_writer, "cycle_summary", broken)
+    monkeypatch.setattr(okr.web.views.streaming, "cycle_summary", broken)
     make_cycle(client)
     response = client.get("/", headers=BROWSER)
     doc = assert_page(response, 500)

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import create_key, make_cycle, make_key_result, make_objective, make_team, signed, statements_of
 from html_tree import BROWSER, parse
-from okr import reports
+from okr.reports import alignment
 from okr.accounts import passwords
 from okr.db import get_db, transaction
 from okr.progress import parse_timestamp
@@ -152,7 +152,7 @@ def test_week_figures_are_the_reports(app, client, week):
     sign_in(client, "ada@example.com")
     doc = page(client)
     with app.test_request_context():
-        node = reports.key_result_report(get_db(), week["kr"]["fresh"]["id"], parse_timestamp(NOW))
+        node = alignment.key_result_report(get_db(), week["kr"]["fresh"]["id"], parse_timestamp(NOW))
     item = item_of(doc, week["kr"]["fresh"])
     assert node["progress"] == "0.50"
     assert float(item.one("progress").attrs["value"]) == float(node["progress"])

@@ -3,8 +3,8 @@ import ssl
 import pytest
 
 from helpers import loopback_certificate
-from okr import delivery
-from okr.deliverer import Deliverer
+from okr.outbound import webhook_request
+from okr.outbound.webhook_queue import Deliverer
 
 from hooks import FakeClock, Receiver, Trickler
 
@@ -40,7 +40,7 @@ def deliverer(app):
 def certificate(tmp_path_factory, monkeypatch):
     """A server-side TLS context with a self-signed certificate for 127.0.0.1, which deliveries then trust."""
     cert, key = loopback_certificate(tmp_path_factory.mktemp("tls"))
-    monkeypatch.setattr(delivery, "tls_context", lambda: ssl.create_default_context(cafile=str(cert)))
+    monkeypatch.setattr(webhook_request, "tls_context", lambda: ssl.create_default_context(cafile=str(cert)))
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server.load_cert_chain(str(cert), str(key))
     return server

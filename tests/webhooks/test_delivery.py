@@ -13,10 +13,11 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from helpers import make_cycle, make_team
-import okr.deliverer as deliverer_module
-from okr import create_app, delivery
+import okr.outbound.webhook_queue as deliverer_module
+from okr import create_app
+from okr.outbound import webhook_request
 from okr.db import transaction
-from okr.deliverer import Deliverer, Dispatcher
+from okr.outbound.webhook_queue import Deliverer, Dispatcher
 from okr.store import cycles, events
 
 from hooks import add_hook, resolving_to
@@ -50,7 +51,7 @@ def is_active(app, hook):
 @pytest.mark.slow
 def test_a_delivery_is_the_event_signed_per_standard_webhooks(app, client, runner, receiver, deliverer):
     hook = add_hook(runner, receiver.url, "--allow-private")
-    assert hook["secret"].startswith("whsec_") and len(delivery.secret_bytes(hook["secret"])) == 24
+    assert hook["secret"].startswith("whsec_") and len(webhook_request.secret_bytes(hook["secret"])) == 24
     cycle = make_cycle(client)
     assert deliverer.deliver_due(hook["seq"]) is None
     [request] = receiver.wait_for(1)
@@ -168,19 +169,19 @@ def test_the_retry_schedule_then_the_hook_is_disabled_until_enabled(app, client,
 
 
 def test_the_retry_delays_are_the_schedule_within_ten_percent():
-    for failures, base in enumerate(delivery.RETRY_SCHEDULE, 1):
-        delays = [delivery.retry_delay(failures) for _ in range(200)]
+    for failures, base in enumerate(webhook_request.RETRY_SCHEDULE, 1):
+        delays = [webhook_request.retry_delay(failures) for _ in range(200)]
         assert all(base * 0.9 <= delay <= base * 1.1 for delay in delays)
         assert len(set(delays)) > 1
-    assert delivery.retry_delay(len(delivery.RETRY_SCHEDULE) + 1) is None
+    assert webhook_request.retry_delay(len(webhook_request.RETRY_SCHEDULE) + 1) is None
 
 
 def test_the_retry_schedule_is_a_setting(monkeypatch, tmp_path, clean_env):
     monkeypatch.setenv("OKR_WEBHOOK_RETRY_SCHEDULE", "1, 2.5")
     app = create_app({"DATABASE": tmp_path / "okr.db"})
     assert app.config["WEBHOOK_RETRY_SCHEDULE"] == (1, 2.5)
-    assert 0.9 <= delivery.retry_delay(1, schedule=(1, 2.5)) <= 1.1
-    assert delivery.retry_delay(3, schedule=(1, 2.5)) is None
+    assert 0.9 <= webhook_request.retry_delay(1, schedule=(1, 2.5)) <= 1.1
+    assert webhook_request.retry_delay(3, schedule=(1, 2.5)) is None
     dispatched = []
     monkeypatch.setattr(deliverer_module, "Dispatcher",
                         lambda deliverer, stop: SimpleNamespace(run=lambda: dispatched.append(deliverer)))
@@ -243,7 +244,7 @@ def test_a_redirect_is_not_followed(app, client, runner, receiver, other_receive
 
 @pytest.mark.slow
 def test_no_answer_within_the_timeout_is_a_failure(app, client, runner, receiver, deliverer, monkeypatch):
-    monkeypatch.setattr(delivery, "TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(webhook_request, "TIMEOUT_SECONDS", 0.3)
     hook = add_hook(runner, receiver.url, "--allow-private")
     make_cycle(client)
     receiver.delay = 2
@@ -265,7 +266,7 @@ QUICK = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
 def timed_post(url, timeout, pool=None):
     """post() of {} to url within timeout seconds: (Outcome, seconds it took)."""
     started = time.monotonic()
-    outcome = delivery.post(url, b"{}", {"Content-Type": "application/json"}, True, timeout=timeout, pool=pool)
+    outcome = webhook_request.post(url, b"{}", {"Content-Type": "application/json"}, True, timeout=timeout, pool=pool)
     return outcome, time.monotonic() - started
 
 
@@ -274,7 +275,7 @@ def test_a_receiver_trickling_its_answer_holds_the_sender_no_longer_than_the_tim
         app, client, runner, trickling, deliverer, monkeypatch):
     """The timeout covers the whole delivery, connect to last byte: a socket's timeout is per read, and a byte
     every 1.5 s kept a delivery open for a minute."""
-    monkeypatch.setattr(delivery, "TIMEOUT_SECONDS", 2)
+    monkeypatch.setattr(webhook_request, "TIMEOUT_SECONDS", 2)
     trickler = trickling(*TRICKLED["head"])
     hook = add_hook(runner, trickler.url, "--allow-private")
     make_cycle(client)
@@ -315,7 +316,7 @@ def test_a_kept_alive_connection_gets_a_fresh_deadline_for_each_delivery_and_no_
         assert (outcome.status, outcome.error) == (None, "timed out after 2 s")
         assert took < 3.5 and not trickler.sent.is_set()
     finally:
-        delivery.close_pool(pool)
+        webhook_request.close_pool(pool)
 
 
 def test_a_dead_receiver_is_a_failure(app, client, runner, deliverer):
@@ -365,11 +366,11 @@ def test_a_name_that_resolves_inside_is_refused_at_add_and_at_delivery(app, clie
 
 
 def test_is_public():
-    assert delivery.is_public(ipaddress.ip_address("93.184.215.14"))
-    assert delivery.is_public(ipaddress.ip_address("2606:2800:21f:cb07:6820:80da:af6b:8b2c"))
+    assert webhook_request.is_public(ipaddress.ip_address("93.184.215.14"))
+    assert webhook_request.is_public(ipaddress.ip_address("2606:2800:21f:cb07:6820:80da:af6b:8b2c"))
     for private in ("127.0.0.2", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.1.1", "239.1.1.1",
                     "255.255.255.255", "::", "fc00::1", "ff02::1", "::ffff:10.0.0.1"):
-        assert not delivery.is_public(ipaddress.ip_address(private)), private
+        assert not webhook_request.is_public(ipaddress.ip_address(private)), private
 
 
 @pytest.mark.parametrize("address, public", [
@@ -384,7 +385,7 @@ def test_is_public():
     ("::ffff:93.184.215.14", True),  # mapped, as ever
 ])
 def test_an_ipv6_address_carrying_an_ipv4_one_is_judged_as_the_one_it_carries(address, public):
-    assert delivery.is_public(ipaddress.ip_address(address)) is public
+    assert webhook_request.is_public(ipaddress.ip_address(address)) is public
 
 
 # --- the deliverer's threads ----------------------------------------------------------------------------------

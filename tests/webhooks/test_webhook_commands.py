@@ -7,7 +7,8 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from helpers import make_cycle
-from okr import delivery
+from okr.outbound import webhook_request
+from okr.rules.hooks import new_secret
 
 from hooks import add_hook
 
@@ -70,7 +71,7 @@ def test_a_slack_hook_takes_no_events_and_gets_a_slack_message(app, runner, rece
     with sqlite3.connect(app.config["DATABASE"]) as db:
         db.row_factory = sqlite3.Row
         row = db.execute("SELECT * FROM webhooks WHERE id = ?", (hook["id"],)).fetchone()
-    outcome = delivery.post_slack(row, {"text": "Weekly digest", "blocks": []})
+    outcome = webhook_request.post_slack(row, {"text": "Weekly digest", "blocks": []})
     assert outcome.ok
     [request] = receiver.requests
     assert json.loads(request["body"]) == {"text": "Weekly digest", "blocks": []}
@@ -87,8 +88,8 @@ def test_a_slack_hook_gets_no_events(app, client, runner, receiver, deliverer):
 
 
 def test_a_slack_message_to_a_private_address_is_refused(app, runner):
-    row = {"url": "http://10.0.0.1/slack", "secret": delivery.new_secret(), "allow_private": 0}
-    outcome = delivery.post_slack(row, {"text": "x"})
+    row = {"url": "http://10.0.0.1/slack", "secret": new_secret(), "allow_private": 0}
+    outcome = webhook_request.post_slack(row, {"text": "x"})
     assert not outcome.ok and outcome.error.startswith("refused:")
 
 
@@ -158,5 +159,5 @@ def test_a_name_that_does_not_resolve_yet_may_be_added(app, runner, monkeypatch)
     hook = add_hook(runner, "https://hooks.example.test/okr")
     assert hook["is_active"]
     row = {"url": hook["url"], "secret": hook["secret"], "allow_private": 0}
-    outcome = delivery.send_event(row, "msg", b"{}")
+    outcome = webhook_request.send_event(row, "msg", b"{}")
     assert outcome.error == "refused: hooks.example.test does not resolve: [Errno -2] Name or service not known"

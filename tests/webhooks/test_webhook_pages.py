@@ -7,7 +7,7 @@ import time
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from okr import delivery
+from okr.outbound import webhook_request
 from okr.accounts import passwords
 from okr.db import transaction
 from okr.store import users
@@ -123,7 +123,7 @@ def test_enable_and_remove(app, admin, runner, receiver):
 @pytest.mark.slow
 def test_the_test_button_holds_the_server_thread_no_longer_than_the_timeout(app, admin, trickling, monkeypatch):
     """A receiver that answers a byte every 1.5 s is given up on at the delivery's deadline (15 s; 2 here)."""
-    monkeypatch.setattr(delivery, "TIMEOUT_SECONDS", 2)
+    monkeypatch.setattr(webhook_request, "TIMEOUT_SECONDS", 2)
     trickler = trickling(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Slow: ", b"abcdefghij\r\n\r\n")
     post(admin, "/webhooks", url=trickler.url, events="*", format="events", allow_private="on")
     [(hook_id, _, _)] = hooks(app)

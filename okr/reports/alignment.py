@@ -6,10 +6,10 @@ with an open connection.
 """
 from datetime import timezone
 
-from . import progress
-from .records import cycle_details_json, key_result_details_json, objective_json
-from .store import cycles as stored_cycles
-from .store import reports as report_rows
+from .. import progress
+from ..records import cycle_details_json, key_result_details_json, objective_json
+from ..store import cycles as stored_cycles
+from ..store import reports as report_rows
 
 
 def cycle_report(db, cycle, now, team_id=None, assignee_id=None):

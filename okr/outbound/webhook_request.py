@@ -1,6 +1,6 @@
 """Sending one webhook request: Standard Webhooks signatures, the refusal of private addresses, one POST.
 
-Flask-free, so that the background process (okr.deliverer), the commands and the pages share it.
+Flask-free, so that the background process (okr.outbound.webhook_queue), the commands and the pages share it.
 
 A request goes to an address checked after DNS resolution, and to that very address (the URL's name
 travels in the Host header and in TLS's SNI and certificate check), so that a name cannot resolve to a
@@ -25,9 +25,9 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-from .settings import default
+from ..rules.hooks import SECRET_PREFIX
+from ..settings import default
 
-SECRET_PREFIX = "whsec_"
 TIMEOUT_SECONDS = 15
 # After the first attempt fails, the retries wait about this long each (seconds); when the last fails, the
 # delivery has failed and the hook is disabled. The setting OKR_WEBHOOK_RETRY_SCHEDULE; this is its default.
@@ -37,11 +37,6 @@ MAX_RETRY_AFTER = 24 * 3600  # a receiver's Retry-After is honoured up to a day
 USER_AGENT = "okr-webhooks/1"
 # What of a failed answer's body the delivery log keeps.
 ERROR_BODY_BYTES = 200
-
-
-def new_secret():
-    """A hook's signing secret as Standard Webhooks spells it: whsec_ and the base64 of 24 random bytes."""
-    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(24)).decode("ascii")
 
 
 def secret_bytes(secret):
@@ -64,30 +59,6 @@ def signed_headers(secret, message_id, timestamp, body):
         "webhook-timestamp": timestamp,
         "webhook-signature": signature(secret, message_id, timestamp, body),
     }
-
-
-def url_problem(url):
-    """Why url cannot be a hook's (a sentence), or None: http or https, a host, no credentials, a port."""
-    if not isinstance(url, str) or not url.strip():
-        return "give the receiver's URL"
-    if len(url) > 2000:
-        return "the URL is longer than 2,000 characters"
-    if any(char.isspace() or ord(char) < 32 for char in url):
-        return "the URL must not contain spaces or control characters"
-    try:
-        parts = urlsplit(url)
-        parts.port  # raises on a port that is not a number in range
-    except ValueError as error:
-        return f"the URL is not valid: {error}"
-    if parts.scheme not in ("http", "https"):
-        return "the URL must start with http:// or https://"
-    if parts.username is not None or parts.password is not None:
-        return "the URL must not hold credentials (user:password@): the signature proves the sender"
-    if not parts.hostname:
-        return "the URL has no host"
-    if parts.fragment:
-        return "the URL must not have a #fragment"
-    return None
 
 
 class Refused(Exception):

@@ -15,8 +15,8 @@ from email.message import EmailMessage
 from email.utils import formataddr, make_msgid, parseaddr
 from urllib.parse import unquote, urlsplit
 
-from .rules.names import one_line
-from .settings import default
+from ..rules.names import one_line
+from ..settings import default
 
 DEFAULT_TIMEOUT = default("SMTP_TIMEOUT")
 DEFAULT_PORTS = {"smtp": 587, "smtps": 465}

@@ -14,7 +14,7 @@ import random
 import time
 from contextlib import contextmanager
 
-from .errors import Busy
+from ..errors import Busy
 
 POLL_SECONDS = 0.05
 

@@ -1,7 +1,7 @@
 """Importing from a Simple OKR API: users, teams, cycles, objectives and key results, by id, into a database.
 
 The core of `okr import-simpleokr` (okr/cli/simpleokr.py is its command line).
-It reads the source through okr.client (signed requests, retries) a page at a
+It reads the source through okr.transfer.api_client (signed requests, retries) a page at a
 time, and writes to an open SQLite connection, never through Flask: every row
 is checked by okr.transfer.rows' checked_record (the API's own marshmallow schemas,
 as okr import checks a file) and written by okr.store.bulk's upserts, so that the
@@ -49,17 +49,17 @@ import urllib.parse
 from contextlib import closing
 from datetime import datetime, timezone
 
-from .client import ApiError
-from .clock import new_id
-from .rules.email_addresses import RULE_WORDS
-from .rules import names
-from .rules.ids import UUID_PATTERN
-from .scratch import remove_leftovers, scratch_folder
-from .store import bulk, sections, users
-from .store import objectives as stored_objectives
-from .store.bulk import NOT_GIVEN, OPTIONAL
-from .store.schema import connect, migrate
-from .transfer.rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
+from ..clock import new_id
+from ..rules import names
+from ..rules.email_addresses import RULE_WORDS
+from ..rules.ids import UUID_PATTERN
+from ..store import bulk, sections, users
+from ..store import objectives as stored_objectives
+from ..store.bulk import NOT_GIVEN, OPTIONAL
+from ..store.schema import connect, migrate
+from ..store.scratch import remove_leftovers, scratch_folder
+from .api_client import ApiError
+from .rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
 
 RESOURCES = ("users", "teams", "cycles", "objectives", "key_results")
 OUTCOMES = ("created", "updated", "unchanged", "failed")

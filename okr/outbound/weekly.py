@@ -3,7 +3,7 @@
 A reminder goes to each active person, with weekly emails on, who owns a key result of a current cycle (or
 whose assigned objective holds one) that has had no check-in for 7 days (okr.progress.checkin_overdue). The
 digest goes to the members of each team that has objectives in a current cycle: per team, its objectives'
-progress now and a week ago (okr.reports.cycle_report and cycle_report_as_of), the week's check-ins with
+progress now and a week ago (okr.reports.alignment.cycle_report and cycle_report_as_of), the week's check-ins with
 their comments, and the key results that went off track. Each person gets at most one of each kind a week.
 
 They are due from the weekday and hour of OKR_WEEKLY_MAIL ("monday 09:00") in OKR_TIMEZONE to the end of that
@@ -21,10 +21,12 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from . import mail, progress, reports
-from .records import cycle_details_json
-from .store import weekly_mail
-from .store.schema import connect
+from .. import progress
+from ..records import cycle_details_json
+from ..reports import alignment
+from ..store import weekly_mail
+from ..store.schema import connect
+from . import smtp
 
 logger = logging.getLogger("okr")
 
@@ -55,7 +57,7 @@ def schedule(config):
     """The Schedule of OKR_WEEKLY_MAIL ("monday 09:00") and OKR_TIMEZONE; MailSettingsError when they are bad."""
     text = str(config.get("WEEKLY_MAIL") or "monday 09:00").strip().lower()
     words = text.split()
-    problem = mail.MailSettingsError(f"OKR_WEEKLY_MAIL must be a weekday and a time, as in \"monday 09:00\", "
+    problem = smtp.MailSettingsError(f"OKR_WEEKLY_MAIL must be a weekday and a time, as in \"monday 09:00\", "
                                      f"not {text!r}")
     if len(words) != 2:
         raise problem
@@ -70,7 +72,7 @@ def schedule(config):
     try:
         zone = ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise mail.MailSettingsError(f"OKR_TIMEZONE {name!r} is no time zone: use a name such as UTC or "
+        raise smtp.MailSettingsError(f"OKR_TIMEZONE {name!r} is no time zone: use a name such as UTC or "
                                      "Europe/Paris") from None
     return Schedule(matches[0], int(hour), int(minute), zone)
 
@@ -100,15 +102,15 @@ def reminders(db, now):
     """[{"person": user row, "key_results": [report nodes, each with "objective_name" and "cycle"]}]: who is
     reminded of which key results at now, in the order people were added."""
     today = now.date()
-    cycles = {row["id"]: cycle_details_json(row, today) for row in reports.current_cycles(db, today)}
+    cycles = {row["id"]: cycle_details_json(row, today) for row in alignment.current_cycles(db, today)}
     if not cycles:
         return []
-    stale = reports.stale_by_time(now)  # a current cycle is not finished
+    stale = alignment.stale_by_time(now)  # a current cycle is not finished
     waiting = {}
     for row in weekly_mail.cycle_key_results(db, cycles):
         if not progress.checkin_overdue(row["last_checkin_at"], now):
             continue
-        node = {**reports.key_result_node(row, stale)[0], "objective_name": row["objective_name"],
+        node = {**alignment.key_result_node(row, stale)[0], "objective_name": row["objective_name"],
                 "cycle": cycles[row["cycle_id"]]}
         for person in {row["owner_id"], row["assignee_id"]} - {None}:
             waiting.setdefault(person, []).append(node)
@@ -123,18 +125,18 @@ def team_digest(db, team, now, base_url=None):
 
     team: its row (id, name). {"team", "week_ending", "since", "base_url", "objectives": [{"id", "name",
     "cycle", "progress", "progress_week_ago", "new"}], "checkins": [...], "off_track": [{"id", "name",
-    "objective_name", "confidence", "was"}]}; progress figures are okr.reports', as of now and 7 days
+    "objective_name", "confidence", "was"}]}; progress figures are okr.reports.alignment', as of now and 7 days
     before (None: no progress to show, or the objective did not exist yet).
     """
     week_ago = now - WEEK
-    cycles = reports.current_cycles(db, now.date())
+    cycles = alignment.current_cycles(db, now.date())
     objectives, off_track = [], []
     for cycle in cycles:
-        report = reports.cycle_report(db, cycle, now, team_id=team["id"])
-        before = reports.cycle_report_as_of(db, cycle, week_ago, team_id=team["id"])
-        then = {node["id"]: node for node in reports.flattened(before["objectives"])}
+        report = alignment.cycle_report(db, cycle, now, team_id=team["id"])
+        before = alignment.cycle_report_as_of(db, cycle, week_ago, team_id=team["id"])
+        then = {node["id"]: node for node in alignment.flattened(before["objectives"])}
         statuses_then = {kr["id"]: kr["status"] for node in then.values() for kr in node["key_results"]}
-        for node in reports.flattened(report["objectives"]):
+        for node in alignment.flattened(report["objectives"]):
             old = then.get(node["id"])
             objectives.append({"id": node["id"], "name": node["name"], "cycle": cycle["name"],
                                "progress": node["progress"], "new": old is None,
@@ -319,7 +321,7 @@ def unsent(config, now, week):
         db.execute("BEGIN")
         try:
             done = claimed(db, week)
-            return [email for email in plan(db, now, mail.public_base(config))
+            return [email for email in plan(db, now, smtp.public_base(config))
                     if (email.kind, email.person["id"]) not in done]
         finally:
             db.execute("ROLLBACK")
@@ -364,11 +366,11 @@ def send_round(config, mail_settings, now, week):
             if not claim(db, email, week):
                 done.skipped += 1
                 continue
-            message = mail.message(mail_settings, email.person["name"], email.person["email"], email.subject,
+            message = smtp.message(mail_settings, email.person["name"], email.person["email"], email.subject,
                                    email.body)
             try:
-                mail.send(mail_settings, message)
-            except mail.MailError as error:
+                smtp.send(mail_settings, message)
+            except smtp.MailError as error:
                 release(db, email, week)
                 done.error = str(error)
                 logger.warning("weekly %s to user %s not sent, tried again in a minute: %s", email.kind,
@@ -389,7 +391,7 @@ def weekly_mail_job(app, stop):
     emails that are due and not yet sent. Once a round of the week has sent them all, it rests until the next
     week; a failed round is tried again a minute later."""
     config = app.config
-    mail_settings = mail.settings_or_none(config)
+    mail_settings = smtp.settings_or_none(config)
     if mail_settings is None:
         return  # email is not set up (okr serve refuses bad settings): nothing to send
     when = schedule(config)

@@ -13,9 +13,9 @@ Both pairs are written one after the other in one transaction, so their seqs are
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from .rules.ids import MAX_ROW_ID
-from .store import activity as stored_activity
-from .store.events import event_json
+from ..rules.ids import MAX_ROW_ID
+from ..store import activity as stored_activity
+from ..store.events import event_json
 
 PER_PAGE = 50
 HISTORY_SHOWN = 20

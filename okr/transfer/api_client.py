@@ -27,7 +27,7 @@ import urllib.parse
 from datetime import datetime, timezone
 from decimal import Decimal
 
-from .signing import authorization_header
+from ..rules.request_signature import authorization_header
 
 __all__ = ["ApiError", "Client", "Resource", "authorization_header"]
 

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from flask import current_app
 from werkzeug.wsgi import FileWrapper
 
-from .errors import Busy
-from .report_slots import report_slot
+from ..errors import Busy
+from .slots import report_slot
 
 # A body this big stays in memory; a bigger one goes to a temporary file (TMPDIR).
 SPOOL_MEMORY = 1 << 20

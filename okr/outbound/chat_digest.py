@@ -1,4 +1,4 @@
-"""The weekly digest in chat: each team's digest (okr.weekly.team_digest) to every slack-format webhook.
+"""The weekly digest in chat: each team's digest (okr.outbound.weekly.team_digest) to every slack-format webhook.
 
 Due when the weekly emails are (OKR_WEEKLY_MAIL in OKR_TIMEZONE) and sent without email being set up.
 Each (hook, team) gets one message a week: claimed in weekly_mail as kind "chat", recipient "HOOK/TEAM",
@@ -10,9 +10,10 @@ Knows nothing of Flask: it reads a config mapping and opens its own connections.
 import logging
 from contextlib import closing
 
-from . import clock, delivery, mail, weekly
-from .store import teams, webhooks, weekly_mail
-from .store.schema import connect
+from .. import clock
+from ..store import teams, webhooks, weekly_mail
+from ..store.schema import connect
+from . import smtp, webhook_request, weekly
 
 logger = logging.getLogger("okr")
 
@@ -57,13 +58,13 @@ def finish(db, hook, recipient, week, outcome):
 
 def send_round(config, now, week, post=None):
     """Posts the week's unsent chat digests; (sent, failed) counts. post(hook, message) sends one
-    (okr.delivery.post_slack unless a test gives another)."""
-    post = post or delivery.post_slack
+    (okr.outbound.webhook_request.post_slack unless a test gives another)."""
+    post = post or webhook_request.post_slack
     sent = failed = 0
     with closing(connect(config["DATABASE"], config["BUSY_TIMEOUT_MS"])) as db:
         db.execute("BEGIN")
         try:
-            work = planned(db, now, week, mail.public_base(config))
+            work = planned(db, now, week, smtp.public_base(config))
         finally:
             db.execute("ROLLBACK")
         for hook, digest in work:

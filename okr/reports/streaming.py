@@ -1,6 +1,6 @@
-"""Big reports written as JSON to a file within a memory bound: the very bytes of okr.reports' dicts, compacted.
+"""Big reports written as JSON to a file within a memory bound: the very bytes of okr.reports.alignment' dicts, compacted.
 
-okr.reports builds a report as nested dicts, which a 100,000-objective cycle
+okr.reports.alignment builds a report as nested dicts, which a 100,000-objective cycle
 makes over a gigabyte of (with its JSON text). Here the rows of the same
 queries stream: each objective's own fields and each key result are encoded
 as they come and appended to unnamed temporary files, and only what the tree
@@ -11,7 +11,7 @@ Then the tree is walked and written out, each node's text read back from the
 files, its rolled-up progress put in its place.
 
 Knows neither SQL nor Flask: the rows stream from okr.store.reports' cursors, and encode is
-the JSON encoder of one value, as compact as the API's (okr/bounded.py makes it from the app's).
+the JSON encoder of one value, as compact as the API's (okr/reports/spooled.py makes it from the app's).
 """
 import os
 import tempfile
@@ -19,16 +19,16 @@ from array import array
 from fractions import Fraction
 from math import gcd
 
-from . import progress
-from .records import cycle_details_json, objective_json
-from .reports import key_result_node, never_stale, stale_by_time, stale_test
-from .store import reports as report_rows
+from .. import progress
+from ..records import cycle_details_json, objective_json
+from ..store import reports as report_rows
+from .alignment import key_result_node, never_stale, stale_by_time, stale_test
 
 FLUSH_BYTES = 1 << 16
 
 
 def write_cycle_report(db, cycle, now, out, encode, team_id=None, assignee_id=None):
-    """Writes the JSON of okr.reports.cycle_report(db, cycle, now, ...) to the binary file out."""
+    """Writes the JSON of okr.reports.alignment.cycle_report(db, cycle, now, ...) to the binary file out."""
     objectives, key_results = report_rows.streamed_cycle_rows(db, cycle["id"], team_id, assignee_id)
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
@@ -43,7 +43,7 @@ def write_cycle_report(db, cycle, now, out, encode, team_id=None, assignee_id=No
 
 
 def write_objective_report(db, objective_id, now, out, encode):
-    """Writes the JSON of okr.reports.objective_report(db, objective_id, now) to the binary file out; False
+    """Writes the JSON of okr.reports.alignment.objective_report(db, objective_id, now) to the binary file out; False
     (writing nothing) when the objective is missing."""
     with Tree(encode) as tree:
         tree.read(*report_rows.streamed_objective_tree(db, objective_id), stale_test(db, now), root_id=objective_id)
@@ -179,7 +179,7 @@ class Tree:
 
     def roll_up(self):
         """Finds the roots and each objective's children, in creation order, and each one's rolled-up progress
-        and its source (okr.reports.roll_up)."""
+        and its source (okr.reports.alignment.roll_up)."""
         count = len(self.own)
         self.roots, self.children = roots, children = [], [None] * count
         for position, parent in enumerate(self.parents):

@@ -5,7 +5,7 @@ and it never takes the server's CPU or a worker thread. A dispatcher polls SQLit
 read, every few milliseconds) and, when anything was committed, wakes the worker thread of each active hook
 whose first waiting event is due, starting one if needed (a hook waiting for a retry is left to sleep). A worker sends its hook's events one at a time in outbox order:
 the head blocks the rest, so a hook's events arrive in order, and a slow or dead receiver holds up its own
-hook only. A worker keeps its connection to the receiver alive (okr.delivery.post's pool). An event leaves the outbox only after its receiver answered 2xx, acknowledged a batch per short
+hook only. A worker keeps its connection to the receiver alive (okr.outbound.webhook_request.post's pool). An event leaves the outbox only after its receiver answered 2xx, acknowledged a batch per short
 write transaction (the API must not wait on SQLite's write lock for the deliverer); so after a crash, even
 a SIGKILL, whatever was not acknowledged is sent again, with the same webhook-id (the event's id).
 
@@ -22,9 +22,9 @@ import time
 from contextlib import closing
 from datetime import datetime, timezone
 
-from . import delivery
-from .store import events, webhooks
-from .store.schema import connect
+from ..store import events, webhooks
+from ..store.schema import connect
+from . import webhook_request
 
 logger = logging.getLogger("okr")
 
@@ -46,8 +46,8 @@ def stamp(unix_seconds):
 class Deliverer:
     """Delivers hooks' waiting events from the database at `database`, a hook at a time (deliver_due)."""
 
-    def __init__(self, database, busy_timeout_ms=5000, clock=time.time, send=delivery.send_event,
-                 rand=random.random, stop=None, retry_schedule=delivery.RETRY_SCHEDULE):
+    def __init__(self, database, busy_timeout_ms=5000, clock=time.time, send=webhook_request.send_event,
+                 rand=random.random, stop=None, retry_schedule=webhook_request.RETRY_SCHEDULE):
         self.database, self.busy_timeout_ms, self.retry_schedule = database, busy_timeout_ms, retry_schedule
         self.clock, self.send, self.rand = clock, send, rand
         self.stop = stop or threading.Event()  # once set, no new attempt starts
@@ -66,7 +66,7 @@ class Deliverer:
         return self.local.pool
 
     def close(self):
-        delivery.close_pool(self.pool())
+        webhook_request.close_pool(self.pool())
         db = getattr(self.local, "db", None)
         if db is not None:
             self.local.db = None
@@ -104,7 +104,7 @@ class Deliverer:
                 if row["next_attempt_at"] > now:
                     self.acknowledge(hook_seq, delivered)
                     return row["next_attempt_at"]
-                body = delivery.dumps(events.event_json(row))
+                body = webhook_request.dumps(events.event_json(row))
                 outcome = self.send(hook, row["id"], body, now=self.clock, pool=self.pool())
                 if not outcome.ok:
                     self.acknowledge(hook_seq, delivered)
@@ -125,7 +125,7 @@ class Deliverer:
         """Records a failed attempt of the hook's first waiting event; when it is next due, or None."""
         now = self.clock()
         failures = row["attempts"] + 1
-        delay = None if outcome.status == 410 else delivery.retry_delay(failures, outcome.retry_after, self.rand,
+        delay = None if outcome.status == 410 else webhook_request.retry_delay(failures, outcome.retry_after, self.rand,
                                                                         self.retry_schedule)
         if outcome.status == 410:
             reason = "the receiver answered 410 Gone"
@@ -171,7 +171,7 @@ class Dispatcher:
                 self.stop.wait(POLL_SECONDS)
         for thread in list(threading.enumerate()):
             if thread.name.startswith("okr-webhook-"):
-                thread.join(timeout=delivery.TIMEOUT_SECONDS + 1)
+                thread.join(timeout=webhook_request.TIMEOUT_SECONDS + 1)
 
     def wake(self, hook_seq):
         with self.lock:
