@@ -8,7 +8,7 @@ are ignored: a client could write any address there.
 
 The client is the right-most address of the chain that is not a trusted proxy: a proxy appends the address
 it was reached from, so everything left of that is the client's own say. client_address is the one place
-that decides it, for the sign-in throttle (okr.accounts.throttle), the access log (okr.server.access_log) and the share of
+that decides it, for the sign-in throttle (okr.accounts.throttle), the access log (okr.server.request_log) and the share of
 threads per client (okr.server.connections).
 """
 import ipaddress

@@ -15,7 +15,7 @@ from okr import create_app
 from okr.outbound import smtp
 from okr.accounts import passwords
 from okr.db import init_db, transaction
-from okr.rules.schemas import user_schema
+from okr.rules.body_schemas import user_schema
 from okr.store import users
 
 pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")

@@ -1,6 +1,6 @@
 """Sign-in with an identity provider over OpenID Connect: its settings, its discovery document and keys, and the
 authorization code flow (PKCE S256, state, nonce) through Authlib, with the ID token verified by joserfc (the
-JOSE library Authlib itself now uses). Flask-free: okr.accounts.provider_sign_in is the request's side of it,
+JOSE library Authlib itself now uses). Flask-free: okr.accounts.single_sign_on is the request's side of it,
 okr.web.oidc_pages has the pages.
 
 Every call to the provider has TIMEOUT: a provider that is down makes a page that says so, never a hung

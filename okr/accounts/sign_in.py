@@ -1,7 +1,7 @@
 """Signing in and out: with an email and password, or with an API key's credential and secret (for wallboards),
 each throttled (okr.accounts.throttle) and each opening a session (okr.accounts.sessions); a person's password
 change, and signing out everywhere. A wrong password or secret counts as a failure for the throttle; sign-in
-with the identity provider is never counted (okr.accounts.provider_sign_in), nor is a link merely opened
+with the identity provider is never counted (okr.accounts.single_sign_on), nor is a link merely opened
 (okr.accounts.password_links).
 
 A wrong email and a wrong password get the same answer and take the same time: an unknown email, or a
@@ -140,7 +140,7 @@ def sign_in_with_key(credential, secret):
 
 def sign_out():
     """Ends this browser's session for good; whether the identity provider had opened it (the sign-in page then
-    offers to sign out there too: okr.accounts.provider_sign_in)."""
+    offers to sign out there too: okr.accounts.single_sign_on)."""
     via_provider = sessions.opened_via_provider()
     sessions.log_out()
     return via_provider

@@ -1,5 +1,5 @@
 """The sign-in throttle: failed sign-ins counted per client address and account, and per address, and how long
-an address that failed too often must wait (okr.store.sign_in_failures keeps the failures).
+an address that failed too often must wait (okr.store.failed_sign_ins keeps the failures).
 
 From one address, after FAILURES_PER_ACCOUNT failures for one account within WINDOW seconds, that account's
 sign-in from that address waits; after FAILURES_PER_ADDRESS failures in the window, every sign-in from it does.
@@ -19,7 +19,7 @@ from .. import proxies
 from ..db import get_connection, get_db, own_write
 from ..rules.email_addresses import email_key
 from ..settings import default
-from ..store import sign_in_failures
+from ..store import failed_sign_ins
 
 # The defaults; a server reads its own from its settings (OKR_SIGN_IN_WINDOW...), through limits().
 WINDOW = default("SIGN_IN_WINDOW")
@@ -73,7 +73,7 @@ def wait_seconds(db, address, account, now):
     since, wait = now - window, 0
     for limit, of_account in ((per_account, account), (per_address, None)):
         # The failure that, once out of the window, leaves one fewer than the limit.
-        failed_at = sign_in_failures.nth_latest(db, address, since, limit, of_account)
+        failed_at = failed_sign_ins.nth_latest(db, address, since, limit, of_account)
         if failed_at is not None:
             wait = max(wait, failed_at + window - now, 1)
     return wait
@@ -90,7 +90,7 @@ def refuse_if_throttled(account):
 
 def record(db, address, account, now):
     """Records a failed sign-in at now (Unix seconds)."""
-    sign_in_failures.record(db, address, account, now, limits()[0])
+    failed_sign_ins.record(db, address, account, now, limits()[0])
 
 
 def record_failure(account):
@@ -123,10 +123,10 @@ def held_people(db, people, now):
     owner = {account: person["id"] for person in people for account in person_accounts(person)}
     since = now - limits()[0]
     held = {}
-    for account, failures in sign_in_failures.by_account(db, list(owner), since).items():
+    for account, failures in failed_sign_ins.by_account(db, list(owner), since).items():
         held[owner[account]] = held.get(owner[account], 0) + failures
     shown = {person["id"] for person in people}
-    for user_id, failures in sign_in_failures.by_key_user(db, since).items():
+    for user_id, failures in failed_sign_ins.by_key_user(db, since).items():
         if user_id in shown:
             held[user_id] = held.get(user_id, 0) + failures
     return held
@@ -135,4 +135,4 @@ def held_people(db, people, now):
 def forget_person(db, user):
     """Forgets every failed sign-in of a person (a users row), from every address, their API keys' too, so
     that nothing holds their sign-in; how many there were."""
-    return sign_in_failures.forget(db, person_accounts(user), user["id"])
+    return failed_sign_ins.forget(db, person_accounts(user), user["id"])

@@ -8,7 +8,7 @@ from werkzeug.exceptions import BadRequest
 from ..accounts import access
 from ..db import get_db
 from ..records import checkin_json
-from ..rules.schemas import checkin_schema
+from ..rules.body_schemas import checkin_schema
 from ..store import checkins, key_results
 from .bodies import load_body
 from .key_results import current_key_result

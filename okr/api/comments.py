@@ -7,7 +7,7 @@ from werkzeug.exceptions import Forbidden
 from ..accounts import access
 from ..db import get_db
 from ..records import comment_json
-from ..rules.schemas import comment_schema
+from ..rules.body_schemas import comment_schema
 from ..store import comments, key_results, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged

@@ -5,7 +5,7 @@ from .. import clock
 from ..db import get_db
 from ..progress import parse_timestamp
 from ..records import cycle_details_json, cycle_json
-from ..rules.schemas import cycle_schema, cycle_update_schema, group_update_schema
+from ..rules.body_schemas import cycle_schema, cycle_update_schema, group_update_schema
 from ..store import cycles
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged

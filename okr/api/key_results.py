@@ -6,7 +6,7 @@ from flask import Blueprint
 from ..accounts import access
 from ..db import get_db
 from ..records import key_result_details_json, key_result_json
-from ..rules.schemas import KEY_RESULT_TYPES, key_result_edit_schema, key_result_schema, key_result_update_schema
+from ..rules.body_schemas import KEY_RESULT_TYPES, key_result_edit_schema, key_result_schema, key_result_update_schema
 from ..store import cycles, key_results, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged

@@ -5,7 +5,7 @@ from flask import Blueprint
 
 from ..db import get_db
 from ..records import objective_json
-from ..rules.schemas import objective_schema, objective_update_schema
+from ..rules.body_schemas import objective_schema, objective_update_schema
 from ..store import cycles, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged

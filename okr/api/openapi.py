@@ -16,7 +16,7 @@ from flask import Blueprint, current_app
 from flask import request as incoming  # build_document has a `request` of its own
 from marshmallow import Schema, fields
 
-from ..rules import schemas
+from ..rules import body_schemas
 from ..rules.fields import DECIMAL_TEXT, ISO_DATE, DateText, DecimalString, StrictBool, Text, WHITESPACE
 from ..rules.ids import UUID_PATTERN
 from ..store import users
@@ -68,7 +68,7 @@ class KeyResult(Schema):
     modified_at = timestamp_field()
     objective_id = uuid_field()
     confidence = decimal_field()
-    type = fields.String(required=True, metadata={"enum": list(schemas.KEY_RESULT_TYPES)})
+    type = fields.String(required=True, metadata={"enum": list(body_schemas.KEY_RESULT_TYPES)})
     current_value = decimal_field()
     target_value_min = decimal_field(allow_none=True)
     target_value_max = decimal_field(allow_none=True)
@@ -321,62 +321,62 @@ CSV = "text/csv"  # a response that is a CSV file, not JSON
 # (path, method, summary, request schema, response schema, query parameters)
 LIST = ("page_token", "page_size")
 OPERATIONS = [
-    ("/v1/objectives", "post", "Create an objective", schemas.ObjectiveSchema, Objective, ()),
+    ("/v1/objectives", "post", "Create an objective", body_schemas.ObjectiveSchema, Objective, ()),
     ("/v1/objectives", "get", "List a cycle's objectives", None, ObjectivePage,
      ("cycle_id", "team_id", "assignee_id", "parent_objective_id", "is_company", "is_personal", *LIST)),
     ("/v1/objectives/{objective_id}", "get", "Get an objective", None, Objective, ()),
-    ("/v1/objectives/{objective_id}", "post", "Replace an objective", schemas.ObjectiveUpdateSchema,
+    ("/v1/objectives/{objective_id}", "post", "Replace an objective", body_schemas.ObjectiveUpdateSchema,
      Objective, ()),
     ("/v1/objectives/{objective_id}", "patch", "Change some of an objective's attributes (JSON Merge Patch)",
-     schemas.ObjectivePatchSchema, Objective, ()),
+     body_schemas.ObjectivePatchSchema, Objective, ()),
     ("/v1/objectives/{objective_id}", "delete", "Delete an objective and its key results", None, None, ()),
     ("/v1/objectives/{objective_id}/report", "get",
      "Report an objective and its aligned descendants (any cycle) with progress and status",
      None, ObjectiveReport, ()),
     ("/v1/objectives/{objective_id}/keyresults", "post", "Create a key result",
-     schemas.KeyResultSchema, KeyResult, ()),
+     body_schemas.KeyResultSchema, KeyResult, ()),
     ("/v1/objectives/{objective_id}/keyresults", "get", "List an objective's key results", None, KeyResultPage,
      ("type", *LIST)),
     ("/v1/keyresults", "get", "List a cycle's key results", None, KeyResultPage,
      ("cycle_id", "type", *LIST)),
     ("/v1/keyresults/{key_result_id}", "get", "Get a key result", None, KeyResult, ()),
-    ("/v1/keyresults/{key_result_id}", "post", "Replace a key result", schemas.KeyResultUpdateSchema,
+    ("/v1/keyresults/{key_result_id}", "post", "Replace a key result", body_schemas.KeyResultUpdateSchema,
      KeyResult, ()),
     ("/v1/keyresults/{key_result_id}", "patch", "Change some of a key result's attributes (JSON Merge Patch)",
-     schemas.KeyResultPatchSchema, KeyResultDetails, ()),
+     body_schemas.KeyResultPatchSchema, KeyResultDetails, ()),
     ("/v1/keyresults/{key_result_id}", "delete", "Delete a key result and its check-ins", None, None, ()),
     ("/v1/keyresults/{key_result_id}/checkins", "post",
      "Record a check-in: it becomes the key result's current value and confidence",
-     schemas.CheckinSchema, Checkin, ()),
+     body_schemas.CheckinSchema, Checkin, ()),
     ("/v1/keyresults/{key_result_id}/checkins", "get", "List a key result's check-ins, oldest first", None,
      CheckinPage, LIST),
-    ("/v1/objectives/{objective_id}/comments", "post", "Comment on an objective", schemas.CommentSchema, Comment,
+    ("/v1/objectives/{objective_id}/comments", "post", "Comment on an objective", body_schemas.CommentSchema, Comment,
      ()),
     ("/v1/objectives/{objective_id}/comments", "get", "List an objective's comments, oldest first", None,
      CommentPage, LIST),
-    ("/v1/keyresults/{key_result_id}/comments", "post", "Comment on a key result", schemas.CommentSchema, Comment,
+    ("/v1/keyresults/{key_result_id}/comments", "post", "Comment on a key result", body_schemas.CommentSchema, Comment,
      ()),
     ("/v1/keyresults/{key_result_id}/comments", "get", "List a key result's comments, oldest first", None,
      CommentPage, LIST),
     ("/v1/comments/{comment_id}", "get", "Get a comment", None, Comment, ()),
-    ("/v1/comments/{comment_id}", "patch", "Change a comment's body (JSON Merge Patch)", schemas.CommentPatchSchema,
+    ("/v1/comments/{comment_id}", "patch", "Change a comment's body (JSON Merge Patch)", body_schemas.CommentPatchSchema,
      Comment, ()),
     ("/v1/comments/{comment_id}", "delete", "Delete a comment", None, None, ()),
-    ("/v1/cycles", "post", "Create a cycle, maybe with its dates", schemas.CycleSchema, Cycle, ()),
+    ("/v1/cycles", "post", "Create a cycle, maybe with its dates", body_schemas.CycleSchema, Cycle, ()),
     ("/v1/cycles", "get", "List cycles", None, CyclePage, LIST),
     ("/v1/cycles/{cycle_id}", "get", "Get a cycle", None, Cycle, ()),
-    ("/v1/cycles/{cycle_id}", "post", "Rename a cycle", schemas.GroupUpdateSchema, Cycle, ()),
+    ("/v1/cycles/{cycle_id}", "post", "Rename a cycle", body_schemas.GroupUpdateSchema, Cycle, ()),
     ("/v1/cycles/{cycle_id}", "patch", "Change a cycle's name or dates (JSON Merge Patch)",
-     schemas.CyclePatchSchema, CycleDetails, ()),
+     body_schemas.CyclePatchSchema, CycleDetails, ()),
     ("/v1/cycles/{cycle_id}", "delete", "Delete a cycle with its objectives", None, None, ()),
     ("/v1/cycles/{cycle_id}/report.csv", "get", "A cycle's key results as CSV, one row each", None, CSV, ()),
     ("/v1/cycles/{cycle_id}/report", "get",
      "Report a cycle's alignment tree with progress and status, maybe for one team or assignee",
      None, CycleReport, ("team_id", "assignee_id")),
-    ("/v1/teams", "post", "Create a team", schemas.GroupSchema, Team, ()),
+    ("/v1/teams", "post", "Create a team", body_schemas.GroupSchema, Team, ()),
     ("/v1/teams", "get", "List teams", None, TeamPage, LIST),
     ("/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
-    ("/v1/teams/{team_id}", "post", "Rename a team", schemas.GroupUpdateSchema, Team, ()),
+    ("/v1/teams/{team_id}", "post", "Rename a team", body_schemas.GroupUpdateSchema, Team, ()),
     ("/v1/teams/{team_id}", "delete", "Delete a team; its objectives keep living", None, None, ()),
     ("/v1/teams/{team_id}/members", "get", "List a team's members in the order they joined", None, UserPage,
      LIST),
@@ -418,7 +418,7 @@ QUERY_PARAMETERS = {
     "is_personal": {"description": "Only personal objectives (true) or only the others (false).",
                     "schema": {"type": "string", "enum": list(BOOLEANS)}},
     "type": {"description": "Only key results of this type.",
-             "schema": {"type": "string", "enum": list(schemas.KEY_RESULT_TYPES)}},
+             "schema": {"type": "string", "enum": list(body_schemas.KEY_RESULT_TYPES)}},
 }
 
 # Where an operation's query parameter means something else than QUERY_PARAMETERS says.
@@ -665,7 +665,7 @@ def split_by_type(components, name, request):
     """Replaces a key-result component by a oneOf of one variant per type, discriminated by type."""
     base = components[name]
     mapping = {}
-    for kind in schemas.KEY_RESULT_TYPES:
+    for kind in body_schemas.KEY_RESULT_TYPES:
         variant = copy.deepcopy(base)
         variant["properties"]["type"] = {"type": "string", "enum": [kind]}
         for target, rule in zip(("target_value_min", "target_value_max"), TARGETS[kind]):

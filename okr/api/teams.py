@@ -3,7 +3,7 @@ from flask import Blueprint
 
 from ..db import get_db
 from ..records import team_json
-from ..rules.schemas import group_schema, group_update_schema
+from ..rules.body_schemas import group_schema, group_update_schema
 from ..store import teams
 from .bodies import load_body
 from .conditional import current, tagged

@@ -74,7 +74,7 @@ def demo(no_serve, seed, fresh):
     in it since; --fresh replaces it with new data. A file that okr demo did not
     make is never used, and left as it is.
     """
-    from . import demo_company as demo_data  # its data tables: built only when a demo is made
+    from . import example_company as demo_data  # its data tables: built only when a demo is made
 
     path = current_app.config["DATABASE"]
     shown = as_configured(path)

@@ -1,6 +1,6 @@
 """okr reminders: the weekly emails (check-in reminders and team digests) now, listed or sent.
 
-The server sends them by itself at OKR_WEEKLY_MAIL (okr/outbound/weekly.py); these commands are for a look before, and
+The server sends them by itself at OKR_WEEKLY_MAIL (okr/outbound/weekly_emails.py); these commands are for a look before, and
 for sending them now. Either way an email goes once a week per person: one already sent this week is neither
 listed nor sent again.
 """
@@ -8,14 +8,14 @@ import click
 from flask import current_app
 from flask.cli import AppGroup, with_appcontext
 
-from ..outbound import smtp, weekly
+from ..outbound import smtp, weekly_emails
 from .common import read_database, reports_errors, use_database
 
 
 def mail_setup():
     """(MailSettings or None, Schedule); a bad setting as one `okr:` line."""
     try:
-        return smtp.settings(current_app.config), weekly.schedule(current_app.config)
+        return smtp.settings(current_app.config), weekly_emails.schedule(current_app.config)
     except smtp.MailSettingsError as error:
         raise click.ClickException(str(error)) from None
 
@@ -23,10 +23,10 @@ def mail_setup():
 def emails_now():
     """(the week, its unsent weekly emails) at this moment, in OKR_TIMEZONE's week."""
     _, when = mail_setup()
-    now = weekly.current_time()
-    week = weekly.week_of(now, when.zone)
+    now = weekly_emails.current_time()
+    week = weekly_emails.week_of(now, when.zone)
     try:
-        return week, weekly.unsent(current_app.config, now, week)
+        return week, weekly_emails.unsent(current_app.config, now, week)
     except smtp.MailSettingsError as error:
         raise click.ClickException(str(error)) from None
 
@@ -84,10 +84,10 @@ def send_reminders():
     if settings is None:
         raise click.ClickException(f"{smtp.NOT_SET_UP}: set OKR_SMTP_URL and OKR_MAIL_FROM (docs/email.md)")
     use_database()
-    now = weekly.current_time()
-    week = weekly.week_of(now, when.zone)
+    now = weekly_emails.current_time()
+    week = weekly_emails.week_of(now, when.zone)
     try:
-        result = weekly.send_round(current_app.config, settings, now, week)
+        result = weekly_emails.send_round(current_app.config, settings, now, week)
     except smtp.MailSettingsError as error:
         raise click.ClickException(str(error)) from None
     for email in result.sent:

@@ -22,7 +22,7 @@ from ..outbound.smtp import base_url_problem
 from ..records import user_json
 from ..rules.email_addresses import email_key
 from ..rules.messages import flatten
-from ..rules.schemas import user_schema
+from ..rules.body_schemas import user_schema
 from ..store import invitations, users
 from .common import address, echo_json, logger, read_database, reports_errors, use_database
 

@@ -6,7 +6,7 @@ from .. import clock
 from ..db import transaction
 from ..errors import Invalid, NotFound
 from ..outbound import webhook_request
-from ..rules import hooks
+from ..rules import webhook_receivers
 from ..store import events, webhooks
 from .common import echo_json, read_database, reports_errors, use_database
 
@@ -47,7 +47,7 @@ def add_hook(url, patterns, hook_format, allow_private, as_json):
     per the Standard Webhooks specification with the secret (whsec_...).
     See docs/webhooks.md.
     """
-    problem = hooks.url_problem(url)
+    problem = webhook_receivers.url_problem(url)
     if problem:
         raise click.ClickException(problem)
     try:

@@ -1,4 +1,4 @@
-"""The weekly digest in chat: each team's digest (okr.outbound.weekly.team_digest) to every slack-format webhook.
+"""The weekly digest in chat: each team's digest (okr.outbound.weekly_emails.team_digest) to every slack-format webhook.
 
 Due when the weekly emails are (OKR_WEEKLY_MAIL in OKR_TIMEZONE) and sent without email being set up.
 Each (hook, team) gets one message a week: claimed in weekly_mail as kind "chat", recipient "HOOK/TEAM",
@@ -13,7 +13,7 @@ from contextlib import closing
 from .. import clock
 from ..store import teams, webhooks, weekly_mail
 from ..store.schema import connect
-from . import smtp, webhook_request, weekly
+from . import smtp, webhook_request, weekly_emails
 
 logger = logging.getLogger("okr")
 
@@ -33,7 +33,7 @@ def planned(db, now, week, base_url):
             if recipient_of(hook, team) in done:
                 continue
             if team["id"] not in built:
-                built[team["id"]] = weekly.team_digest(db, team, now, base_url)
+                built[team["id"]] = weekly_emails.team_digest(db, team, now, base_url)
             if built[team["id"]]["objectives"]:
                 work.append((hook, built[team["id"]]))
     return work
@@ -71,7 +71,7 @@ def send_round(config, now, week, post=None):
             recipient = recipient_of(hook, digest["team"])
             if not weekly_mail.claim(db, CHAT, recipient, week):
                 continue
-            outcome = post(hook, weekly.digest_slack_message(digest))
+            outcome = post(hook, weekly_emails.digest_slack_message(digest))
             finish(db, hook, recipient, week, outcome)
             if outcome.ok:
                 sent += 1
@@ -86,13 +86,13 @@ def chat_digest_job(app, stop):
     """Job of the server's background process (okr/server/background.py): about once a minute, posts the chat
     digests that are due and not yet sent."""
     config = app.config
-    when = weekly.schedule(config)
+    when = weekly_emails.schedule(config)
     while not stop.is_set():
         try:
-            now = weekly.current_time()
-            week = weekly.due_week(now, when)
+            now = weekly_emails.current_time()
+            week = weekly_emails.due_week(now, when)
             if week is not None:
                 send_round(config, now, week)
         except Exception:  # a busy or broken database: tried again at the next round
             logger.exception("sending the chat digests failed")
-        stop.wait(weekly.CHECK_EVERY_SECONDS)
+        stop.wait(weekly_emails.CHECK_EVERY_SECONDS)

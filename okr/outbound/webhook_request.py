@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-from ..rules.hooks import SECRET_PREFIX
+from ..rules.webhook_receivers import SECRET_PREFIX
 from ..settings import default
 
 TIMEOUT_SECONDS = 15

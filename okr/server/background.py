@@ -21,7 +21,7 @@ from contextlib import closing
 
 from ..outbound.chat_digest import chat_digest_job
 from ..outbound.webhook_queue import deliver_webhooks
-from ..outbound.weekly import weekly_mail_job
+from ..outbound.weekly_emails import weekly_mail_job
 from ..store import events
 from ..store.schema import connect
 from .workers import STARTING_CHILDREN

@@ -10,7 +10,7 @@ import socket
 from waitress import create_server
 
 from . import connections
-from .access_log import AccessLog
+from .request_log import AccessLog
 
 # Bodies over the app's 1 MiB get its JSON 413; waitress refuses absurd ones
 # (with a plain-text 413) before spooling them to disk.

@@ -12,7 +12,7 @@ from contextlib import closing
 
 from ..accounts.access import is_loopback, sign_in_needed_because
 from ..db import init_db
-from ..outbound import smtp, weekly
+from ..outbound import smtp, weekly_emails
 from ..store import ways_in
 from ..store.schema import connect
 from ..store.scratch import remove_leftovers
@@ -105,7 +105,7 @@ def serve(app):
         check_replication(app.config)  # a wrong URL or no Litestream, before anything is made
         mail_settings = smtp.settings(app.config)
         if mail_settings is not None:
-            weekly.schedule(app.config)
+            weekly_emails.schedule(app.config)
     except ValueError as error:  # MailSettingsError too
         sys.exit(f"okr: {error}")
     # In this order: nothing listens on a network before a key protects it, and
@@ -147,7 +147,7 @@ def serve(app):
                     "reminders nor digests by email")
     else:
         logger.info("email through %s://%s:%s; weekly reminders and digests on %s", mail_settings.scheme,
-                    mail_settings.host, mail_settings.port, weekly.schedule(app.config))
+                    mail_settings.host, mail_settings.port, weekly_emails.schedule(app.config))
     # Litestream beside the server, before anything forks: the forks' connections then never checkpoint.
     start_replication(app)
     # Webhooks, mail and pruning, in a process of their own (okr/server/background.py).

@@ -4,7 +4,7 @@ from functools import partial
 
 from .. import clock
 from ..clock import new_id
-from ..rules.schemas import DEFAULT_CONFIDENCE
+from ..rules.body_schemas import DEFAULT_CONFIDENCE
 from ..records import cycle_dates_json, objective_json
 from . import events
 from .checkins import record, with_team

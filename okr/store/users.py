@@ -150,7 +150,7 @@ def find_by_oidc_subject(db, issuer, subject):
 
 def set_oidc_subject(db, user, issuer, subject):
     """Remembers who the user (its row) is at the identity provider, found by email at a first sign-in there
-    (okr.accounts.provider_sign_in); None when the user is linked already, whose link is never overwritten: a verified
+    (okr.accounts.single_sign_on); None when the user is linked already, whose link is never overwritten: a verified
     email says who owns a mailbox, not who owns the account. Private like the password: no event, and the
     revision stays."""
     return db.execute("UPDATE users SET oidc_issuer = ?, oidc_subject = ? WHERE seq = ? AND oidc_subject IS NULL"

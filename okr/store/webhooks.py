@@ -13,7 +13,7 @@ import re
 from .. import clock
 from ..clock import new_id
 from ..errors import Invalid, NotFound
-from ..rules.hooks import new_secret, url_problem
+from ..rules.webhook_receivers import new_secret, url_problem
 
 FORMATS = ("events", "slack")
 DEFAULT_PATTERNS = ("*",)

@@ -4,7 +4,7 @@ sending fails, so that a later round sends it.
 
 A claim is its own short write transaction: the other processes must see it before the message goes out.
 
-Also the weekly mail's reads (okr.outbound.weekly builds the messages): who is reminded of which key results, a team's
+Also the weekly mail's reads (okr.outbound.weekly_emails builds the messages): who is reminded of which key results, a team's
 check-ins of the week, and who gets which team's digest.
 """
 import json

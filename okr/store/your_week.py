@@ -1,4 +1,4 @@
-"""Your week's reads: the key results a person looks after in the given cycles (okr.web.week builds the page).
+"""Your week's reads: the key results a person looks after in the given cycles (okr.web.your_week builds the page).
 
 The team's objectives come from okr.store.reports (a cycle report per team), the person's teams from
 okr.store.team_members.

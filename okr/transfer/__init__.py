@@ -7,7 +7,7 @@ import), api_client (a client of this API, which is Simple OKR's) and
 from_simpleokr (okr import-simpleokr, which reads a Simple OKR API through
 api_client). It works on an open SQLite connection and on files, never on Flask's
 app or request: rows are checked with the API's own marshmallow schemas
-(okr.rules.schemas), written by okr.store.bulk, and CSV figures come from the
+(okr.rules.body_schemas), written by okr.store.bulk, and CSV figures come from the
 report's query and okr.progress, so that a rule lives in one place.
 
 The okr-export format, version 3

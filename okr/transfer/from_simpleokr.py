@@ -1,6 +1,6 @@
 """Importing from a Simple OKR API: users, teams, cycles, objectives and key results, by id, into a database.
 
-The core of `okr import-simpleokr` (okr/cli/simpleokr.py is its command line).
+The core of `okr import-simpleokr` (okr/cli/import_simpleokr.py is its command line).
 It reads the source through okr.transfer.api_client (signed requests, retries) a page at a
 time, and writes to an open SQLite connection, never through Flask: every row
 is checked by okr.transfer.rows' checked_record (the API's own marshmallow schemas,

@@ -1,7 +1,7 @@
 """The rules a row must meet to be imported, for every way in: okr import's records and okr import-simpleokr's.
 
 The format's sections and fields, and one check of a row: its ids, times and
-revision here, everything else by the API's own schemas (okr.rules.schemas).
+revision here, everything else by the API's own schemas (okr.rules.body_schemas).
 """
 import json
 import re
@@ -12,7 +12,7 @@ from marshmallow import ValidationError, validate, validates_schema
 from ..rules.fields import StrictBool, Text
 from ..rules.ids import UUID_RE
 from ..rules.messages import flatten
-from ..rules.schemas import (BodySchema, CommentSchema, UserSchema, checkin_schema, cycle_update_schema,
+from ..rules.body_schemas import (BodySchema, CommentSchema, UserSchema, checkin_schema, cycle_update_schema,
                              group_update_schema, key_result_schema, objective_schema)
 from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL, event_text
 from ..store.users import ROLES

@@ -1,10 +1,10 @@
 """The web dashboard: server-rendered pages over the same reports, progress and store as the API."""
-from ..accounts import provider_sign_in, sessions
+from ..accounts import sessions, single_sign_on
 from . import (account_pages, activity_pages, comment_pages, cycle_pages, key_result_pages,  # these add their
                objective_pages, oidc_pages, sign_in_pages, team_pages, views, webhook_pages)  # pages to views.bp
 
 
 def init_app(app):
-    provider_sign_in.init_app(app)
+    single_sign_on.init_app(app)
     sessions.init_app(app)
     app.register_blueprint(views.bp)

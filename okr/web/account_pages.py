@@ -15,7 +15,7 @@ from ..db import get_db
 from ..errors import Conflict
 from ..rules.ids import MAX_ROW_ID
 from ..rules.messages import flatten
-from ..rules.schemas import user_schema
+from ..rules.body_schemas import user_schema
 from ..store import keys, team_members, users
 from .errors import PageError
 from .views import bp

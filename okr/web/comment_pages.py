@@ -10,7 +10,7 @@ from flask import g, redirect, render_template, request, url_for
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
-from ..rules.schemas import comment_schema
+from ..rules.body_schemas import comment_schema
 from ..store import comments
 from . import editing
 from .errors import PageError

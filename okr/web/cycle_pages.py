@@ -1,6 +1,6 @@
 """The cycle edit pages: /cycles/new, /cycles/<id>/edit, /cycles/<id>/delete and /cycles/<id>/copy.
 
-Each form's fields are the API's (name, starts_on, ends_on), checked by okr.rules.schemas through
+Each form's fields are the API's (name, starts_on, ends_on), checked by okr.rules.body_schemas through
 okr.web.editing.load and written by okr.store.cycles; only editors and admins open them (sessions.editors_only).
 """
 import calendar
@@ -13,7 +13,7 @@ from flask import redirect, render_template, request, url_for
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
-from ..rules.schemas import cycle_schema, cycle_update_schema
+from ..rules.body_schemas import cycle_schema, cycle_update_schema
 from ..store import cycles
 from . import editing
 from .views import bp

@@ -2,7 +2,7 @@
 revision a form was made from, and the confirmation page before a delete.
 
 The pages for cycles, teams, objectives and key results (okr.web.edit_*) build on these; the writes are
-okr.store's, the rules okr.rules.schemas', so that a page accepts exactly what the API accepts.
+okr.store's, the rules okr.rules.body_schemas', so that a page accepts exactly what the API accepts.
 """
 import json
 

@@ -1,6 +1,6 @@
 """Form fields as people type them, and refusals as people read them.
 
-A form sends text; the rules (okr.rules.schemas) take the API's values. In between,
+A form sends text; the rules (okr.rules.body_schemas) take the API's values. In between,
 a page reads "80 %" as the confidence 0.80, and a rule's refusal ("Not a valid
 decimal: send a string ...") becomes a sentence for the person at the form
 ("Enter a number such as 42 or 3.5.").
@@ -12,7 +12,7 @@ from marshmallow import ValidationError
 
 from ..errors import Invalid
 from ..rules.messages import flatten
-from ..rules.schemas import checkin_schema
+from ..rules.body_schemas import checkin_schema
 
 ENTER_A_NUMBER = "Enter a number such as 42 or 3.5."
 ENTER_A_CONFIDENCE = "Enter a number such as 0.8 or 80 %."

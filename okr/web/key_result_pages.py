@@ -1,7 +1,7 @@
 """The key result edit pages: /keyresults/new, /keyresults/<id>/edit and /keyresults/<id>/delete.
 
 Each form's fields are the API's (name, type, target_value_min, target_value_max, current_value, confidence,
-owner_id), checked by okr.rules.schemas through okr.web.editing.load and written by okr.store.key_results;
+owner_id), checked by okr.rules.body_schemas through okr.web.editing.load and written by okr.store.key_results;
 only editors and admins open them (sessions.editors_only). As in the API, a changed current value or
 confidence is recorded as a check-in.
 """
@@ -12,9 +12,9 @@ from flask import redirect, render_template, request, url_for
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
-from ..rules.schemas import key_result_edit_schema, key_result_schema
+from ..rules.body_schemas import key_result_edit_schema, key_result_schema
 from ..store import key_results, objectives, users
-from . import editing, forms, words
+from . import editing, forms, wording
 from .views import bp
 
 FIELDS = ("name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id")
@@ -103,10 +103,10 @@ def checked(schema, form, editing_one):
 def shown(row):
     """A stored key result's fields as its form shows them (numbers as people write them, none as "")."""
     return {"name": row["name"], "type": row["type"],
-            "target_value_min": "" if row["type"] == "milestone" else words.number(row["target_value_min"]),
-            "target_value_max": words.number(row["target_value_max"]),
-            "current_value": words.number(row["current_value"]),
-            "confidence": words.percent(row["confidence"]).replace("%", " %"),
+            "target_value_min": "" if row["type"] == "milestone" else wording.number(row["target_value_min"]),
+            "target_value_max": wording.number(row["target_value_max"]),
+            "current_value": wording.number(row["current_value"]),
+            "confidence": wording.percent(row["confidence"]).replace("%", " %"),
             "owner_id": row["owner_id"] or ""}
 
 

@@ -3,7 +3,7 @@
 
 Each form's fields are the API's (name, description, team_id, assignee_id, parent_objective_id, cycle_id),
 but for "kind", one choice that stands for the API's is_company and is_personal. The values are checked by
-okr.rules.schemas through okr.web.editing.load and written by okr.store.objectives; only editors and admins
+okr.rules.body_schemas through okr.web.editing.load and written by okr.store.objectives; only editors and admins
 open the forms (sessions.editors_only).
 """
 from functools import partial
@@ -15,7 +15,7 @@ from ..accounts import sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..reports import alignment
-from ..rules.schemas import objective_schema, objective_update_schema
+from ..rules.body_schemas import objective_schema, objective_update_schema
 from ..store import cycles, objectives, teams, users
 from . import editing
 from .tree import key_result_html

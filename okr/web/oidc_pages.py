@@ -1,4 +1,4 @@
-"""The pages of sign-in with the company's identity provider (okr.accounts.provider_sign_in does the work): the
+"""The pages of sign-in with the company's identity provider (okr.accounts.single_sign_on does the work): the
 button's form posts to /login/oidc, which sends the browser to the provider; the provider sends it back to
 /login/oidc/callback, which signs the person in, or says why not.
 
@@ -7,8 +7,8 @@ OKR_PASSWORD_SIGN_IN=0 the password form is neither shown nor taken, nor are the
 """
 from flask import current_app, g, redirect, render_template, request
 
-from ..accounts import identity_provider, provider_sign_in
-from ..accounts.provider_sign_in import password_sign_in, provider
+from ..accounts import identity_provider, single_sign_on
+from ..accounts.single_sign_on import password_sign_in, provider
 from ..accounts.sign_in import SignInRefused
 from .errors import PageError
 from .views import bp, local_path
@@ -40,7 +40,7 @@ def start_oidc_sign_in():
     if chosen is None:
         raise PageError(404, "Page not found", "Sign-in with an identity provider is not set up on this server.")
     try:
-        url = provider_sign_in.start(local_path(request.form.get("next", "")))
+        url = single_sign_on.start(local_path(request.form.get("next", "")))
     except identity_provider.ProviderDown as error:
         g.oidc_trouble = str(error)
         return provider_down(chosen.settings)
@@ -57,12 +57,12 @@ def finish_oidc_sign_in():
     if chosen is None:
         raise PageError(404, "Page not found", "Sign-in with an identity provider is not set up on this server.")
     settings = chosen.settings
-    pending = provider_sign_in.pending_sign_in(request.args.get("state", ""))  # once: a second answer is refused
+    pending = single_sign_on.pending_sign_in(request.args.get("state", ""))  # once: a second answer is refused
     if pending is None:
         return refusal("Sign-in not accepted", "This answer from the sign-in provider does not belong to a sign-in "
                                                "started in this browser, or was already used. Start again from "
                                                "the sign-in page.", 400)
-    if provider_sign_in.took_too_long(pending):
+    if single_sign_on.took_too_long(pending):
         return refusal("Sign-in not accepted", "This sign-in took too long. Start again from the sign-in page.", 400)
     if request.args.get("error"):
         said = request.args.get("error_description") or request.args.get("error")
@@ -71,7 +71,7 @@ def finish_oidc_sign_in():
     if not code:
         return refusal("Sign-in not accepted", "The sign-in provider's answer has no code.", 400)
     try:
-        provider_sign_in.finish(pending, code)
+        single_sign_on.finish(pending, code)
     except identity_provider.ProviderDown as error:
         g.oidc_trouble = str(error)
         return provider_down(settings)

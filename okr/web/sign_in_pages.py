@@ -5,7 +5,7 @@ is okr.web.oidc_pages.
 """
 from flask import redirect, render_template, request, session, url_for
 
-from ..accounts import password_links, passwords, provider_sign_in, sessions, sign_in
+from ..accounts import password_links, passwords, single_sign_on, sessions, sign_in
 from .views import bp, local_path
 
 
@@ -40,7 +40,7 @@ def show_login():
 def log_out():
     """Ends the session (and, for one the identity provider opened, offers to sign out there too)."""
     if sign_in.sign_out():
-        provider_sign_in.offer_sign_out_there()
+        single_sign_on.offer_sign_out_there()
     return redirect(url_for("web.show_login" if sessions.login_required() else "web.show_dashboard"), 303)
 
 

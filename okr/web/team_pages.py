@@ -1,7 +1,7 @@
 """The team pages: /teams (every team, its members and objectives counted), /teams/new, /teams/<id> (its
 members, added and removed there, and its objectives), /teams/<id>/edit and /teams/<id>/delete.
 
-The forms' fields are the API's (name, user_id), checked by okr.rules.schemas through okr.web.editing.load and
+The forms' fields are the API's (name, user_id), checked by okr.rules.body_schemas through okr.web.editing.load and
 written by okr.store.teams and okr.store.team_members; only editors and admins open the edit pages.
 """
 from functools import partial
@@ -12,7 +12,7 @@ from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
 from ..progress import cycle_state
-from ..rules.schemas import group_schema, group_update_schema
+from ..rules.body_schemas import group_schema, group_update_schema
 from ..store import team_members, teams, users
 from . import editing
 from .account_pages import after_arg

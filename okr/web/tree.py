@@ -13,7 +13,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from . import words
+from . import wording
 
 
 def tree_html(objectives, team_names, user_names, sparks, now, root="", link_objectives=False):
@@ -44,11 +44,11 @@ def objective_html(o, team_names, user_names, sparks, now, links, out, headings=
         name = f'<a href="{headings}{escape(o["id"])}">{name}</a>'
     out.append(f'<article class=objective id="o-{escape(o["id"])}"><h3>{name}</h3><p class=meta>{meta}</p>')
     if o["description"]:
-        out.append(f"<p class=description>{escape(words.first_lines(o['description']))}</p>")
+        out.append(f"<p class=description>{escape(wording.first_lines(o['description']))}</p>")
     if o["progress"] is not None:
         source = " <span class=from-children>from aligned objectives</span>" \
             if o.get("progress_from") == "children" else ""
-        out.append(f"<p>{progress_bar(o['progress'])} {words.percent(o['progress'])}{source}</p>")
+        out.append(f"<p>{progress_bar(o['progress'])} {wording.percent(o['progress'])}{source}</p>")
     if o["key_results"]:
         out.append("<ul class=key-results>")
         for k in o["key_results"]:
@@ -65,11 +65,11 @@ def objective_html(o, team_names, user_names, sparks, now, links, out, headings=
 
 
 def key_result_html(k, spark_values, now, links="/keyresults/", user_names=None):
-    said = words.target_words(k["type"], k["start_value"], k["current_value"], k["target_value_min"],
+    said = wording.target_words(k["type"], k["start_value"], k["current_value"], k["target_value_min"],
                               k["target_value_max"])
     bar = f" {progress_bar(k['progress'])}" if k["progress"] is not None else ""
     stale = " <span class=stale>stale</span>" if k["stale"] else ""
-    points = words.sparkline(spark_values)
+    points = wording.sparkline(spark_values)
     # Drawn in the stylesheet's 60 × 16 pixels, so it needs no viewBox.
     spark = f'<svg aria-hidden=true><polyline points="{points}"/></svg>' if points else ""
     when = k["last_checkin_at"]
@@ -78,11 +78,11 @@ def key_result_html(k, spark_values, now, links="/keyresults/", user_names=None)
     return (
         f'<li class={k["status"]}><a href="{links}{escape(k["id"])}">{escape(k["name"])}</a>{owner}'
         f' <span class=type>{escape(k["type"])}</span> {escape(said)}{bar}'
-        f' <span class=status>{words.STATUS_WORDS[k["status"]]}</span> {words.percent(k["confidence"])} confidence{stale}'
-        f' <time datetime="{escape(when)}">{words.time_ago(when, now)}</time>{spark}</li>'
+        f' <span class=status>{wording.STATUS_WORDS[k["status"]]}</span> {wording.percent(k["confidence"])} confidence{stale}'
+        f' <time datetime="{escape(when)}">{wording.time_ago(when, now)}</time>{spark}</li>'
     )
 
 
 def progress_bar(figure):
     # max is 1 when left out.
-    return f"<progress value={figure}>{words.percent(figure)}</progress>"
+    return f"<progress value={figure}>{wording.percent(figure)}</progress>"

@@ -24,7 +24,7 @@ from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives, teams, users
 from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
-from . import forms, week, words
+from . import forms, your_week, wording
 from . import service_index
 from .errors import PageError
 from .tree import tree_html
@@ -46,7 +46,7 @@ STATES = ("current", "upcoming", "finished")  # the cycles page's groups, in ord
 @bp.app_context_processor
 def page_globals():
     return {
-        "words": words,
+        "wording": wording,
         "csrf_token": sessions.csrf_token,
         "style_version": STYLE_VERSION,
         "signed_in": sessions.current_actor,
@@ -89,7 +89,7 @@ def render_week(checked=None, form=None, errors=None):
     """The signed-in person's week; checked, form and errors: a refused inline check-in's key result id, its
     typed values and the refusals, shown beside its fields."""
     moment = now()
-    data = week.week(get_db(), access.person_id(), moment)
+    data = your_week.week(get_db(), access.person_id(), moment)
     return render_template("week.html", **data, checked=checked, form=form or {}, errors=errors or {},
                            moment=moment)
 
@@ -236,9 +236,9 @@ def render_key_result(key_result_id, form=None, errors=None):
     shown = history[:HISTORY_ROWS]
     targets = [t for t in (node["target_value_min"], node["target_value_max"]) if t is not None]
     # A key result always has a first check-in, unless rows were deleted behind the API's back.
-    chart = words.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets) if shown else None
+    chart = wording.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets) if shown else None
     if form is None:
-        form = {"value": "", "confidence": words.percent(node["confidence"]), "comment": ""}
+        form = {"value": "", "confidence": wording.percent(node["confidence"]), "comment": ""}
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
         chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner,

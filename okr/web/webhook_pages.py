@@ -11,7 +11,7 @@ from ..accounts import access, sessions
 from ..db import get_connection, get_db
 from ..errors import Invalid
 from ..outbound import webhook_request
-from ..rules import hooks
+from ..rules import webhook_receivers
 from ..store import webhooks
 from .editing import confirm_delete
 from .views import bp
@@ -37,7 +37,7 @@ def add_webhook():
     """Adds a webhook and shows its secret, this once."""
     form = {"url": request.form.get("url", "").strip(), "events": request.form.get("events", "").strip(),
             "format": request.form.get("format", "events"), "allow_private": request.form.get("allow_private") == "on"}
-    problem = hooks.url_problem(form["url"])
+    problem = webhook_receivers.url_problem(form["url"])
     if problem is None:
         try:
             webhook_request.check_destination(form["url"], form["allow_private"])

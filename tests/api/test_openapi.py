@@ -9,7 +9,7 @@ from marshmallow import ValidationError
 
 from helpers import assert_error, create_key, make_team, make_user, signed
 from okr.db import transaction
-from okr.rules import schemas
+from okr.rules import body_schemas
 from okr.store import keys
 from okr.rules.fields import NOT_BLANK
 from okr.api.paging import decode_token, encode_token
@@ -256,15 +256,15 @@ def variants(document, schema):
 
 
 @pytest.mark.parametrize("path, method, schema", [
-    ("/v1/objectives", "post", schemas.ObjectiveSchema),
-    ("/v1/objectives/{objective_id}", "post", schemas.ObjectiveUpdateSchema),
-    ("/v1/objectives/{objective_id}/keyresults", "post", schemas.KeyResultSchema),
-    ("/v1/keyresults/{key_result_id}", "post", schemas.KeyResultUpdateSchema),
-    ("/v1/keyresults/{key_result_id}/checkins", "post", schemas.CheckinSchema),
-    ("/v1/objectives/{objective_id}/comments", "post", schemas.CommentSchema),
-    ("/v1/keyresults/{key_result_id}/comments", "post", schemas.CommentSchema),
-    ("/v1/cycles", "post", schemas.CycleSchema),
-    ("/v1/teams/{team_id}", "post", schemas.GroupUpdateSchema),
+    ("/v1/objectives", "post", body_schemas.ObjectiveSchema),
+    ("/v1/objectives/{objective_id}", "post", body_schemas.ObjectiveUpdateSchema),
+    ("/v1/objectives/{objective_id}/keyresults", "post", body_schemas.KeyResultSchema),
+    ("/v1/keyresults/{key_result_id}", "post", body_schemas.KeyResultUpdateSchema),
+    ("/v1/keyresults/{key_result_id}/checkins", "post", body_schemas.CheckinSchema),
+    ("/v1/objectives/{objective_id}/comments", "post", body_schemas.CommentSchema),
+    ("/v1/keyresults/{key_result_id}/comments", "post", body_schemas.CommentSchema),
+    ("/v1/cycles", "post", body_schemas.CycleSchema),
+    ("/v1/teams/{team_id}", "post", body_schemas.GroupUpdateSchema),
 ])
 def test_request_bodies_come_from_the_marshmallow_schemas(document, path, method, schema):
     fields = schema._declared_fields
@@ -288,7 +288,7 @@ def test_key_result_bodies_are_one_schema_per_type(document, path, method, name)
     assert body is component(document, name)
     mapping = body["discriminator"]["mapping"]
     assert body["discriminator"]["propertyName"] == "type"
-    assert set(mapping) == set(schemas.KEY_RESULT_TYPES)
+    assert set(mapping) == set(body_schemas.KEY_RESULT_TYPES)
     assert [ref["$ref"] for ref in body["oneOf"]] == list(mapping.values())
     for kind, ref in mapping.items():
         variant = component(document, ref.rsplit("/", 1)[1])
@@ -323,10 +323,10 @@ TARGETS = [None, "5", 5, "1", "1.0", "10e-1", "0.1e1", 1, "7", "-3", "1e1"]
 @pytest.mark.parametrize("path, method, name", TYPED)
 def test_the_per_type_schemas_accept_what_the_service_accepts(document, path, method, name):
     # Every pair of targets, for every type: the document and targets_fit_type agree.
-    schema = {"KeyResultSchema": schemas.key_result_schema,
-              "KeyResultUpdateSchema": schemas.key_result_update_schema}[name]
+    schema = {"KeyResultSchema": body_schemas.key_result_schema,
+              "KeyResultUpdateSchema": body_schemas.key_result_update_schema}[name]
     documented = validator(document, name)
-    for kind in schemas.KEY_RESULT_TYPES:
+    for kind in body_schemas.KEY_RESULT_TYPES:
         for low in TARGETS:
             for high in TARGETS:
                 body = {"name": "k", "type": kind, "target_value_min": low, "target_value_max": high}
@@ -349,14 +349,14 @@ def test_the_per_type_schemas_accept_what_the_service_accepts(document, path, me
 def test_patch_bodies_stay_plain_objects(document):
     patch = request_schema(document, "/v1/keyresults/{key_result_id}", "patch")
     assert "oneOf" not in patch and "required" not in patch
-    assert patch["properties"]["type"]["enum"] == list(schemas.KEY_RESULT_TYPES)
+    assert patch["properties"]["type"]["enum"] == list(body_schemas.KEY_RESULT_TYPES)
 
 
 @pytest.mark.parametrize("path, update", [
-    ("/v1/objectives/{objective_id}", schemas.ObjectiveUpdateSchema),
-    ("/v1/keyresults/{key_result_id}", schemas.KeyResultEditSchema),
-    ("/v1/cycles/{cycle_id}", schemas.CycleUpdateSchema),
-    ("/v1/comments/{comment_id}", schemas.CommentSchema),
+    ("/v1/objectives/{objective_id}", body_schemas.ObjectiveUpdateSchema),
+    ("/v1/keyresults/{key_result_id}", body_schemas.KeyResultEditSchema),
+    ("/v1/cycles/{cycle_id}", body_schemas.CycleUpdateSchema),
+    ("/v1/comments/{comment_id}", body_schemas.CommentSchema),
 ])
 def test_patch_bodies_are_merge_patches_over_the_update_schemas(document, path, update):
     operation = operation_of(document, path, "patch")
@@ -394,7 +394,7 @@ def test_patch_bodies_are_merge_patches_over_the_update_schemas(document, path, 
 def test_schema_changes_show_in_the_document(app, monkeypatch):
     # Drift is impossible: the document is built from the live schema objects.
     from okr.api import openapi
-    monkeypatch.setattr(schemas.GroupSchema._declared_fields["name"], "max_length", 7)
+    monkeypatch.setattr(body_schemas.GroupSchema._declared_fields["name"], "max_length", 7)
     openapi.build_document.cache_clear()
     try:
         name = component(openapi.build_document("test"), "GroupSchema")["properties"]["name"]
@@ -450,7 +450,7 @@ def test_answers_of_every_type_fit_exactly_their_schemas(client, runner, documen
         kr = client.post(f"/v1/objectives/{child['id']}/keyresults", json=body).get_json()
         for name in ("KeyResult", f"KeyResult{body['type'].capitalize()}"):
             assert validator(document, name).is_valid(kr), (name, kr)
-        others = [kind for kind in schemas.KEY_RESULT_TYPES if kind != body["type"]]
+        others = [kind for kind in body_schemas.KEY_RESULT_TYPES if kind != body["type"]]
         assert not any(validator(document, f"KeyResult{kind.capitalize()}").is_valid(kr) for kind in others)
     checkin = client.post(f"/v1/keyresults/{kr['id']}/checkins",
                           json={"value": "-6", "comment": "better", "author_id": user["id"]}).get_json()

@@ -21,10 +21,10 @@ import okr.__main__ as program
 from helpers import TIMESTAMP, create_key, signed
 from okr import create_app
 from okr.accounts import passwords
-from okr.rules.schemas import checkin_schema, group_update_schema, key_result_update_schema, objective_schema, user_schema
+from okr.rules.body_schemas import checkin_schema, group_update_schema, key_result_update_schema, objective_schema, user_schema
 import okr.clock
 from okr.db import init_db
-from okr.cli.demo_company import DEMO_APPLICATION_ID, create_demo, not_a_demo_database
+from okr.cli.example_company import DEMO_APPLICATION_ID, create_demo, not_a_demo_database
 from okr.server import serving_lock
 
 CREATED = re.compile(r"created (\S+) in (\d+\.\d) s \(seed (\d+)\): 2 cycles, 4 teams, 12 users, 20 objectives, "

@@ -15,7 +15,7 @@ import okr.__main__ as program
 from helpers import free_port, make_user, served_in_thread
 from okr import create_app
 from okr.transfer import from_simpleokr
-from okr.cli.simpleokr import Progress
+from okr.cli.import_simpleokr import Progress
 from okr.transfer.api_client import Client
 from okr.db import init_db, transaction
 from okr.store import users

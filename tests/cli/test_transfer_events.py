@@ -9,7 +9,7 @@ import pytest
 
 from okr import create_app
 from okr.reports import activity
-from okr.cli.demo_company import create_demo
+from okr.cli.example_company import create_demo
 from okr.clock import new_id
 from okr.db import transaction
 from okr.store.schema import connect

@@ -6,13 +6,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from okr.outbound import chat_digest, weekly
+from okr.outbound import chat_digest, weekly_emails
 
 from test_digest import NOW, world  # noqa: F401 (the digest's world, a fixture)
 
 pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
 
-WEEK = weekly.week_of(NOW, weekly.ZoneInfo("UTC"))
+WEEK = weekly_emails.week_of(NOW, weekly_emails.ZoneInfo("UTC"))
 
 
 class Chat:

@@ -5,7 +5,7 @@ from contextlib import closing
 import pytest
 
 from helpers import make_cycle, make_key_result, make_objective
-from okr.outbound import weekly
+from okr.outbound import weekly_emails
 from okr.store.schema import connect
 
 from mail_helpers import BASE_URL, moment, person, team
@@ -41,7 +41,7 @@ def world(app, client, clock):
 
 def digest_of(app, platform):
     with closing(connect(app.config["DATABASE"], 5000)) as db:
-        return weekly.team_digest(db, platform, NOW, BASE_URL)
+        return weekly_emails.team_digest(db, platform, NOW, BASE_URL)
 
 
 def test_the_digest_has_progress_now_and_a_week_ago(app, world):
@@ -60,15 +60,15 @@ def test_the_digest_has_progress_now_and_a_week_ago(app, world):
 def test_nothing_new_in_a_quiet_week(app, world):
     platform = world[0]
     with closing(connect(app.config["DATABASE"], 5000)) as db:
-        later = weekly.team_digest(db, platform, moment("2026-06-29T09:00:00Z"))
+        later = weekly_emails.team_digest(db, platform, moment("2026-06-29T09:00:00Z"))
     assert later["checkins"] == [] and later["off_track"] == []
     assert later["objectives"][0]["progress"] == later["objectives"][0]["progress_week_ago"] == "0.25"
-    text = "\n".join(weekly.digest_lines(later))
+    text = "\n".join(weekly_emails.digest_lines(later))
     assert "No check-ins this week." in text and "Nothing went off track." in text and "no change" in text
 
 
 def test_each_member_with_weekly_emails_on_gets_the_digest(app, world, smtp_server, settings):
-    result = weekly.send_round(app.config, settings, NOW, "2026-W25")
+    result = weekly_emails.send_round(app.config, settings, NOW, "2026-W25")
     assert result.complete
     assert sorted(email.person["name"] for email in result.sent if email.kind == "digest") == ["Ada", "Bob"]
     [message] = smtp_server.to("bob@example.com")
@@ -84,7 +84,7 @@ def test_each_member_with_weekly_emails_on_gets_the_digest(app, world, smtp_serv
 
 def test_the_slack_message_is_an_incoming_webhook_body(app, world):
     platform, objective, _, _ = world
-    message = weekly.digest_slack_message(digest_of(app, platform))
+    message = weekly_emails.digest_slack_message(digest_of(app, platform))
     assert set(message) == {"text", "blocks"} and message["text"].startswith("Platform: the week to 2026-06-15")
     assert "1 objectives, 2 check-ins, 1 went off track" in message["text"]
     header, *sections = message["blocks"]
@@ -98,5 +98,5 @@ def test_the_slack_message_is_an_incoming_webhook_body(app, world):
 def test_the_slack_message_escapes_what_slack_would_read_as_markup(app, world):
     digest = {**digest_of(app, world[0]), "base_url": None}
     digest["objectives"][0]["name"] = "<!channel> & co"
-    text = weekly.digest_slack_message(digest)["blocks"][1]["text"]["text"]
+    text = weekly_emails.digest_slack_message(digest)["blocks"][1]["text"]["text"]
     assert "&lt;!channel&gt; &amp; co" in text and "<!channel>" not in text

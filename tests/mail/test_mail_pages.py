@@ -224,7 +224,7 @@ def test_without_email_the_pages_say_it_is_not_set_up(app, client, mail_config):
 
 
 def test_the_access_log_never_holds_a_reset_token():
-    from okr.server.access_log import without_secrets
+    from okr.server.request_log import without_secrets
 
     assert without_secrets("/password-reset/s3cr3tT0ken?next=/") == "/password-reset/[token]?next=/"
     assert without_secrets("/invitations/abc") == "/invitations/[token]"

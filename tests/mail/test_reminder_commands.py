@@ -3,14 +3,14 @@ import re
 
 import pytest
 
-from okr.outbound import weekly
+from okr.outbound import weekly_emails
 
 from mail_helpers import BASE_URL, NOW, person
 
 
 @pytest.fixture(autouse=True)
 def now_is_monday(monkeypatch):
-    monkeypatch.setattr(weekly, "current_time", lambda: NOW)
+    monkeypatch.setattr(weekly_emails, "current_time", lambda: NOW)
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from attackers import GOOD, Server, connect_from, pipeline, probed_server, read_
 from okr import create_app
 from okr.__main__ import SERVE_HELP, parse_options
 from okr.accounts import throttle
-from okr.server.access_log import AccessLog
+from okr.server.request_log import AccessLog
 from okr.db import init_db
 from okr.proxies import client_address, trusted_networks
 

@@ -17,7 +17,7 @@ from helpers import free_port, start_service
 from okr import create_app
 from okr.__main__ import parse_options
 from okr.accounts import passwords
-from okr.server.access_log import AccessLog
+from okr.server.request_log import AccessLog
 from okr.server.http_server import make_server
 from okr.db import init_db, transaction
 from okr.store import users

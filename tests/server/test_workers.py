@@ -19,7 +19,7 @@ from helpers import (APP_PY, ENV_WITHOUT_OKR, HttpClient, children_of, free_port
                      run_okr)
 from okr import create_app, sync_once
 from okr.server import workers
-from okr.server.access_log import whole_lines
+from okr.server.request_log import whole_lines
 from okr.server.workers import worker_count
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")

@@ -11,7 +11,7 @@ from html_tree import BROWSER, parse
 from okr.accounts import passwords
 from okr.db import transaction
 from okr.store import users
-from okr.web import words
+from okr.web import wording
 
 PASSWORD = "correct horse battery"
 pytestmark = pytest.mark.usefixtures("fast_hashing")
@@ -200,7 +200,7 @@ def test_the_cycle_page_links_its_csv_and_an_editors_pages(app, client, rich):
     (None, None, ""),
 ])
 def test_dates_in_words(starts_on, ends_on, said):
-    assert words.date_range(starts_on, ends_on) == said
+    assert wording.date_range(starts_on, ends_on) == said
 
 
 def test_links_to_pages_that_are_not_there_are_left_out(app, client, three):

@@ -25,7 +25,7 @@ from joserfc.jwk import RSAKey
 
 from helpers import REPO, free_port, one_at_a_time, served_in_thread
 from okr import create_app
-from okr.accounts import passwords, provider_sign_in
+from okr.accounts import passwords, single_sign_on
 from okr.db import init_db, transaction
 from okr.store import users
 
@@ -133,7 +133,7 @@ def okr_server(stack, tmp_path, issuer, **config):
     served = stack.enter_context(served_in_thread(holder, threads=4))
     served.held = holder
     app.config["PUBLIC_URL"] = served.url
-    provider_sign_in.init_app(app)
+    single_sign_on.init_app(app)
     served.app = app
     return served
 

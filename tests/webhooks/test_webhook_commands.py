@@ -8,7 +8,7 @@ from standardwebhooks.webhooks import Webhook
 
 from helpers import make_cycle
 from okr.outbound import webhook_request
-from okr.rules.hooks import new_secret
+from okr.rules.webhook_receivers import new_secret
 
 from hooks import add_hook
 

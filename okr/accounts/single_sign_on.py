@@ -21,7 +21,7 @@ from marshmallow import ValidationError
 from ..db import begin_write, commit, get_connection, get_db, release_writers
 from ..errors import Conflict
 from ..rules.email_addresses import email_domain
-from ..rules.schemas import user_schema
+from ..rules.body_schemas import user_schema
 from ..store import events, users
 from . import identity_provider, sessions
 from .access import READ_METHODS
