@@ -17,7 +17,7 @@ def schema_path():
 
 def sync_once(ensure_sync):
     """Flask's ensure_sync, asked once per function: Flask asks for every hook and view of every request,
-    and its inspect of each function was 7 % of a signed GET's time (docs/design.md, Worker processes)."""
+    and its inspect of each function was a visible share of a signed GET's time (docs/design.md, Worker processes)."""
     checked = {}
 
     def ensure(func):

@@ -129,8 +129,8 @@ def pytest_runtest_call(item):
 
 @pytest.fixture(scope="session")
 def template_database(tmp_path_factory):
-    """A database of today's schema, made once per session: init_db runs the whole schema and commits, about
-    three times what copying its file costs."""
+    """A database of today's schema, made once per session (each xdist worker is a session): running the whole
+    schema costs more than copying its file (docs/development.md)."""
     path = tmp_path_factory.mktemp("template") / "okr.db"
     app = create_app({"TESTING": True, "DATABASE": path})
     with app.app_context():
@@ -253,8 +253,8 @@ def key_result(request, client, objective, key_result_fields, clock_after_making
 
 @pytest.fixture
 def fast_hashing(monkeypatch):
-    """argon2id with the smallest parameters, for tests that hash or check many passwords (the real ones take
-    about 0.1 s each); tests/test_passwords.py holds the real ones to their minimum."""
+    """argon2id with the smallest parameters, for tests that hash or check many passwords (the real ones are
+    slow by design); tests/test_passwords.py holds the real ones to their minimum."""
     from argon2 import PasswordHasher
 
     from okr.accounts import passwords

@@ -12,8 +12,6 @@ from okr.outbound import smtp, webhook_request
 from okr.server import litestream as replication
 from okr.cli import COMMANDS
 from okr.settings import SETTINGS
-from okr.accounts import throttle as sign_ins
-from okr.accounts import sessions
 
 pytestmark = pytest.mark.usefixtures("clean_env")
 
@@ -54,12 +52,6 @@ def test_the_constants_that_are_settings_are_the_tables_defaults():
     assert webhook_request.RETRY_SCHEDULE == settings.default("WEBHOOK_RETRY_SCHEDULE")
     assert replication.DEFAULT_MAX_LAG == settings.default("REPLICATE_MAX_LAG")
     assert smtp.DEFAULT_TIMEOUT == settings.default("SMTP_TIMEOUT")
-    # The sign-in throttle's and the sessions' constants, which tests count with, are the defaults too.
-    assert (sign_ins.WINDOW, sign_ins.FAILURES_PER_ACCOUNT, sign_ins.FAILURES_PER_ADDRESS) == (
-        settings.default("SIGN_IN_WINDOW"), settings.default("SIGN_IN_FAILURES_PER_ACCOUNT"),
-        settings.default("SIGN_IN_FAILURES_PER_ADDRESS"))
-    assert (sessions.SESSION_HOURS, sessions.READ_ONLY_KEY_SESSION_DAYS) == (
-        settings.default("SESSION_HOURS"), settings.default("READ_ONLY_KEY_SESSION_DAYS"))
 
 
 # --- the environment -------------------------------------------------------------------------------------------

@@ -23,21 +23,17 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from .access import READ_METHODS
 from ..db import DatabaseMissing, get_connection, get_db, transaction
-from ..settings import default
 from ..store import sessions as session_rows
 from ..store import users, web_secrets
 from . import access
 
-# The defaults (a server reads its own from its settings, OKR_SESSION_HOURS and OKR_READ_ONLY_KEY_SESSION_DAYS).
-# A read-only API key's session (a wallboard's, say, which nobody signs in to again every morning) lasts
-# 30 days; every other session SESSION_HOURS.
-SESSION_HOURS = default("SESSION_HOURS")
-READ_ONLY_KEY_SESSION_DAYS = default("READ_ONLY_KEY_SESSION_DAYS")
-
 
 def session_lifetimes(config):
-    """(seconds of a session, seconds of a read-only key's session) of these settings."""
+    """(seconds of a session, seconds of a read-only key's session) of these settings (OKR_SESSION_HOURS and
+    OKR_READ_ONLY_KEY_SESSION_DAYS: a wallboard's read-only key is not signed in again every morning)."""
     return config["SESSION_HOURS"] * 3600, config["READ_ONLY_KEY_SESSION_DAYS"] * 86400
+
+
 # Pages anyone may open: signing in, signing out, choosing a password from an invitation or a reset link
 # (and asking for one), and the stylesheet and script.
 OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitation", "web.ask_password_reset",
@@ -83,8 +79,8 @@ class DashboardSessions(SecureCookieSessionInterface):
         if serializer is None or not cookie:
             return self.session_class()
         try:
-            # Flask's own would refuse a cookie signed more than 12 hours ago: a read-only key's session lasts
-            # 30 days, and live_actor ends every other one at its 12 hours.
+            # Flask's own would refuse a cookie as old as a session's lifetime: a read-only key's session lasts
+            # longer (OKR_READ_ONLY_KEY_SESSION_DAYS), and live_actor ends every other one at OKR_SESSION_HOURS.
             return self.session_class(serializer.loads(cookie, max_age=session_lifetimes(app.config)[1]))
         except BadSignature:
             return self.session_class()

@@ -1,8 +1,9 @@
 """The sign-in throttle: failed sign-ins counted per client address and account, and per address, and how long
 an address that failed too often must wait (okr.store.failed_sign_ins keeps the failures).
 
-From one address, after FAILURES_PER_ACCOUNT failures for one account within WINDOW seconds, that account's
-sign-in from that address waits; after FAILURES_PER_ADDRESS failures in the window, every sign-in from it does.
+From one address, after OKR_SIGN_IN_FAILURES_PER_ACCOUNT failures for one account within OKR_SIGN_IN_WINDOW
+seconds, that account's sign-in from that address waits; after OKR_SIGN_IN_FAILURES_PER_ADDRESS failures in the
+window, every sign-in from it does (limits() reads the three settings).
 An account is a user's email key, an API key's credential, INVITATION for invitation links, PASSWORD_RESET for
 password reset links, or RESET_REQUEST + an email key for the emails that send them (each request counts, as a
 failure would). Failures older than the window go at each failure.
@@ -18,13 +19,8 @@ from flask import current_app
 from .. import proxies
 from ..db import get_connection, get_db, own_write
 from ..rules.email_addresses import email_key
-from ..settings import default
 from ..store import failed_sign_ins
 
-# The defaults; a server reads its own from its settings (OKR_SIGN_IN_WINDOW...), through limits().
-WINDOW = default("SIGN_IN_WINDOW")
-FAILURES_PER_ACCOUNT = default("SIGN_IN_FAILURES_PER_ACCOUNT")
-FAILURES_PER_ADDRESS = default("SIGN_IN_FAILURES_PER_ADDRESS")
 INVITATION = "invitation"
 PASSWORD_RESET = "password reset"
 RESET_REQUEST = "reset request "

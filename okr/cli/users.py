@@ -314,11 +314,12 @@ def set_user_password(email):
 def unlock_user(email):
     """Clear the held sign-ins of the user with EMAIL.
 
-    After 10 failed sign-ins for one person from one address within 15
-    minutes, their sign-in from there waits (429). This forgets every failed
+    After too many failed sign-ins for one person from one address (10 within
+    15 minutes unless OKR_SIGN_IN_FAILURES_PER_ACCOUNT and OKR_SIGN_IN_WINDOW
+    say otherwise), their sign-in from there waits (429). This forgets every failed
     sign-in of theirs, from every address (with a password, with one of their
     API keys, and asking for a reset link), so that they may sign in again at
-    once. An address that failed 100 times in all stays held for everyone.
+    once. An address that failed too often in all (OKR_SIGN_IN_FAILURES_PER_ADDRESS) stays held for everyone.
     """
     use_database()
     with transaction() as db, refusals(email):

@@ -181,7 +181,8 @@ class Balance:
     """Shares new connections out evenly: a worker with more open connections than another leaves the socket to it.
 
     Every worker waits on the one socket, and whichever runs first takes a new connection: under load, the
-    worker on the freer CPU took 7 of wrk's 8 connections, and the other CPU stood half idle. So each worker
+    worker on the freer CPU took nearly all of them, and the other CPU stood half idle (docs/design.md,
+    Worker processes). So each worker
     writes its count of open connections, and the time, into memory shared by all (one row per worker), and
     watches the socket only while no live worker has fewer. A worker that stops watching wakes the others
     (a byte in each one's pipe) so that they look again: one that stopped earlier, while this one had fewer,

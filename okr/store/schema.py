@@ -71,10 +71,10 @@ big_delete = ContextVar("big_delete", default=False)
 def bulk_delete(db):
     """A 32 MiB page cache for a delete that may be big; if it was, its checkpoint runs in the background.
 
-    A cascade over 100,000 objectives re-reads index pages that SQLite's 2 MB
-    default cache keeps evicting: the bigger cache makes a big cycle delete a
-    third faster. Its commit would also copy the ~120 MB it wrote from the
-    WAL into the database, which the client need not wait for.
+    A big cascade re-reads index pages that SQLite's default cache keeps
+    evicting, and its commit would copy all it wrote from the WAL into the
+    database, which the client need not wait for (docs/design.md, "One range
+    delete" and "The checkpoint after a big delete", has the figures).
     """
     changes_before = db.total_changes  # counts the rows the foreign keys cascade to
     db.execute("PRAGMA cache_size = -32768")

@@ -120,8 +120,8 @@ def write_cycle_csv(db, cycle_id, now, out):
 
 
 def cycle_csv_bytes(db, cycle_id, now):
-    """The bytes of the file okr export --format csv --cycle writes, for a download (a cycle's CSV is a
-    few MB at most: 4,000 key results make 1.3 MB)."""
+    """The bytes of the file okr export --format csv --cycle writes, for a download of a small cycle (a big
+    one is spooled: okr.reports.spooled)."""
     out = io.StringIO(newline="")
     export_csv(db, cycle_id, out, now)
     return out.getvalue().encode(CSV_ENCODING)

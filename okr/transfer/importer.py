@@ -35,8 +35,8 @@ class Check:
     written to (None: the records are a database's own rows, checked alone).
 
     It keeps the ids it has seen, in 16 bytes each, to resolve references: what
-    an import holds in memory, about 80 bytes per row (40 MB for 500,000), not
-    the file's records.
+    an import holds in memory grows with the file's ids, not with its records
+    (docs/design.md has the figures).
     """
 
     def __init__(self, db, merge):

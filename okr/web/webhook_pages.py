@@ -80,7 +80,7 @@ def enable_webhook(hook_id):
 @sessions.people_managers_only
 def test_webhook(hook_id):
     """Sends the webhook a ping now, and shows the answer."""
-    hook = webhooks.get(get_connection(), hook_id)  # read outside the write transaction: the ping may take 15 s
+    hook = webhooks.get(get_connection(), hook_id)  # read outside the write transaction: the ping may take its whole timeout
     outcome, message_id = webhook_request.send_ping(hook, access.event_actor(access.current_actor()))
     webhooks.log_attempts(get_db(), hook["seq"], [(message_id, "ping", clock.utc_now(), outcome.status, outcome.error)])
     result = f"Ping delivered: HTTP {outcome.status}." if outcome.ok else f"Ping failed: {outcome.error}"

@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from okr.accounts import passwords, throttle
+from okr.accounts import passwords
 from okr.db import transaction
 from okr.store import users
+from okr.settings import default
 
 from mail_helpers import BASE_URL, mail_sent, person
 
@@ -133,7 +134,7 @@ def test_a_known_email_and_an_unknown_one_take_the_same_time(app, client, smtp_s
 @pytest.mark.slow
 def test_reset_requests_are_throttled_like_sign_ins(app, client, smtp_server):
     with_password(app, "Ada", "ada@example.com")
-    for _ in range(throttle.FAILURES_PER_ACCOUNT):
+    for _ in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):
         assert ask_reset(client, "ada@example.com").status_code == 200
     refused = ask_reset(client, "ada@example.com")
     assert refused.status_code == 429 and "Retry-After" in refused.headers
@@ -143,7 +144,7 @@ def test_reset_requests_are_throttled_like_sign_ins(app, client, smtp_server):
 @pytest.mark.slow
 def test_a_wrong_reset_token_sent_with_a_password_counts_as_a_failure(app, client):
     with_password(app, "Ada", "ada@example.com")
-    for n in range(throttle.FAILURES_PER_ACCOUNT):
+    for n in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):
         assert post(client, f"/password-reset/not-a-token-{n}", password="a brand new password").status_code == 404
     assert client.get("/password-reset/not-a-token", headers=HTML,
                       environ_base={"REMOTE_ADDR": HERE}).status_code == 429
@@ -153,7 +154,7 @@ def test_a_wrong_reset_token_sent_with_a_password_counts_as_a_failure(app, clien
 def test_opening_a_wrong_reset_link_counts_nothing(app, client):
     # What another site's page can make a visitor's browser open, as often as it likes (<img src=...>).
     with_password(app, "Ada", "ada@example.com")
-    for n in range(throttle.FAILURES_PER_ADDRESS + 1):
+    for n in range(default("SIGN_IN_FAILURES_PER_ADDRESS") + 1):
         assert client.get(f"/password-reset/not-a-token-{n}", headers=HTML,
                           environ_base={"REMOTE_ADDR": HERE}).status_code == 404
     with sqlite3.connect(app.config["DATABASE"]) as db:

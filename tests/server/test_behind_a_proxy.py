@@ -26,10 +26,10 @@ import helpers
 from attackers import GOOD, Server, connect_from, pipeline, probed_server, read_answers, what_came
 from okr import create_app
 from okr.__main__ import SERVE_HELP, parse_options
-from okr.accounts import throttle
 from okr.server.request_log import AccessLog
 from okr.db import init_db
 from okr.proxies import client_address, trusted_networks
+from okr.settings import default
 
 PASSWORD = "correct horse battery"
 HTML = {"Accept": "text/html"}
@@ -123,7 +123,7 @@ def test_behind_a_trusted_proxy_failures_hold_their_client_only(tmp_path):
     app = proxied_app(tmp_path)
     helpers.user_with_password(app, PASSWORD)
     client = app.test_client()
-    for _ in range(throttle.FAILURES_PER_ACCOUNT + 1):  # 11 wrong passwords for one person
+    for _ in range(default("SIGN_IN_FAILURES_PER_ACCOUNT") + 1):  # 11 wrong passwords for one person
         sign_in(client, "maya@example.com", "guess guess guess", "198.51.100.1")
     assert sign_in(client, "maya@example.com", client_ip="198.51.100.1").status_code == 429
     assert sign_in(app.test_client(), "maya@example.com", client_ip="198.51.100.2").status_code == 303
@@ -134,7 +134,7 @@ def test_a_flood_from_many_clients_through_the_proxy_holds_nobody_else(tmp_path)
     app = proxied_app(tmp_path)
     helpers.user_with_password(app, PASSWORD)
     client = app.test_client()
-    for n in range(throttle.FAILURES_PER_ADDRESS + 5):  # 50 client addresses, 11 made-up emails
+    for n in range(default("SIGN_IN_FAILURES_PER_ADDRESS") + 5):  # 50 client addresses, 11 made-up emails
         assert sign_in(client, f"guess{n % 11}@example.com", "guess guess guess", f"198.51.100.{n % 50}").status_code == 401
     assert sign_in(app.test_client(), "maya@example.com", client_ip="203.0.113.5").status_code == 303
 
@@ -144,7 +144,7 @@ def test_an_untrusted_peer_cannot_choose_the_address_it_is_held_by(tmp_path):
     app = proxied_app(tmp_path)
     helpers.user_with_password(app, PASSWORD)
     client = app.test_client()
-    for n in range(throttle.FAILURES_PER_ACCOUNT):
+    for n in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):
         sign_in(client, "maya@example.com", "guess guess guess", f"198.51.100.{n}", peer="192.0.2.66")
     held = sign_in(client, "maya@example.com", client_ip="198.51.100.99", peer="192.0.2.66")
     assert held.status_code == 429

@@ -12,10 +12,11 @@ import pytest
 from flask import g, has_request_context
 
 from helpers import served_in_thread, signed
-from okr.accounts import passwords, throttle
+from okr.accounts import passwords
 from okr.accounts import sign_in as sign_in_flow
 from okr.db import transaction
 from okr.store import invitations, keys, password_resets, team_members, teams, users
+from okr.settings import default
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
@@ -198,7 +199,7 @@ def test_changing_the_password_ends_the_other_sessions_and_keeps_this_one(app):
 def test_ten_failures_for_an_account_from_one_address_hold_it_there_but_not_elsewhere(app):
     person(app)
     attacker, owner = app.test_client(), app.test_client()
-    for _ in range(throttle.FAILURES_PER_ACCOUNT):
+    for _ in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):
         assert sign_in(attacker, "maya@example.com", "guess guess guess", HERE).status_code == 401
     held = sign_in(attacker, "maya@example.com", PASSWORD, HERE)  # even the right password waits
     assert held.status_code == 429
@@ -225,7 +226,7 @@ def test_the_hold_ends_fifteen_minutes_after_the_failures(app, monkeypatch):
     client = app.test_client()
     start = time.time()
     monkeypatch.setattr(time, "time", lambda: start)
-    for _ in range(throttle.FAILURES_PER_ACCOUNT):
+    for _ in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):
         sign_in(client, "maya@example.com", "guess guess guess")
     assert sign_in(client, "maya@example.com").status_code == 429
     monkeypatch.setattr(time, "time", lambda: start + 15 * 60 + 1)
@@ -235,7 +236,7 @@ def test_the_hold_ends_fifteen_minutes_after_the_failures(app, monkeypatch):
 def test_a_hundred_failures_from_one_address_hold_every_sign_in_from_it(app):
     person(app)
     client = app.test_client()
-    for n in range(throttle.FAILURES_PER_ADDRESS):  # 9 per made-up account: never an account's limit
+    for n in range(default("SIGN_IN_FAILURES_PER_ADDRESS")):  # 9 per made-up account: never an account's limit
         assert sign_in(client, f"guess{n // 9}@example.com", "guess guess guess").status_code == 401
     assert sign_in(client, "maya@example.com").status_code == 429
     assert sign_in(app.test_client(), "maya@example.com", PASSWORD, THERE).status_code == 303
@@ -244,7 +245,7 @@ def test_a_hundred_failures_from_one_address_hold_every_sign_in_from_it(app):
 def test_the_addresses_of_one_ipv6_64_share_their_failures(app):
     person(app)
     client = app.test_client()
-    for n in range(throttle.FAILURES_PER_ACCOUNT):  # each from an address of its own in 2001:db8:1:2::/64
+    for n in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):  # each from an address of its own in 2001:db8:1:2::/64
         assert sign_in(client, "maya@example.com", "guess guess guess", f"2001:db8:1:2::{n + 1:x}").status_code == 401
     assert sign_in(client, "maya@example.com", PASSWORD, "2001:db8:1:2:ffff::1").status_code == 429
     assert sign_in(app.test_client(), "maya@example.com", PASSWORD, "2001:db8:1:3::1").status_code == 303
@@ -260,7 +261,7 @@ def test_failures_are_kept_though_the_failed_sign_in_is_rolled_back(app, client)
 def test_api_key_sign_in_is_throttled_like_passwords(app, client, runner):
     from helpers import create_key
     key = create_key(runner)
-    for _ in range(throttle.FAILURES_PER_ACCOUNT):
+    for _ in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):
         response = client.post("/login", data={"csrf_token": csrf(client), "credential": key["credential"],
                                                "secret": "wrong", "next": "/"}, environ_base={"REMOTE_ADDR": HERE})
         assert response.status_code == 401
@@ -273,7 +274,7 @@ def test_invitation_links_sent_with_a_password_are_throttled_like_sign_ins(app, 
     maya = person(app)
     with app.app_context(), transaction() as db:
         token = invitations.create(db, users.get(db, maya["id"]))
-    for n in range(throttle.FAILURES_PER_ACCOUNT):
+    for n in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):
         assert post(client, f"/invitations/made-up-{n}", csrf_token=csrf(client),
                     password="my own good password").status_code == 404
     assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": HERE}).status_code == 429
@@ -285,7 +286,7 @@ def test_opening_a_wrong_invitation_link_counts_nothing(app, client):
     maya = person(app)
     new = person(app, "New Person", "new@example.com", "editor", password=None)
     token = invite(app, new["id"])
-    for n in range(throttle.FAILURES_PER_ADDRESS + 1):
+    for n in range(default("SIGN_IN_FAILURES_PER_ADDRESS") + 1):
         assert client.get(f"/invitations/made-up-{n}", environ_base={"REMOTE_ADDR": HERE}).status_code == 404
     assert db_rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]
     assert client.get(f"/invitations/{token}", environ_base={"REMOTE_ADDR": HERE}).status_code == 200

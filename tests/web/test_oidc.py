@@ -18,9 +18,10 @@ from fake_provider import CLIENT_ID, CLIENT_SECRET, FakeProvider, new_key
 from helpers import REPO, served_in_thread
 from okr import create_app
 from okr.__main__ import main
-from okr.accounts import identity_provider, passwords, throttle
+from okr.accounts import identity_provider, passwords
 from okr.db import init_db, transaction
 from okr.store import invitations, users
+from okr.settings import default
 
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
@@ -655,7 +656,7 @@ def test_a_password_sessions_sign_out_offers_no_provider_link(app, client, fake)
 def test_callbacks_without_a_sign_in_started_count_nothing(app, client, fake):
     # What another site's page can make a visitor's browser open, as often as it likes (<img src=...>).
     person(app, password=PASSWORD)
-    for n in range(throttle.FAILURES_PER_ADDRESS + 1):
+    for n in range(default("SIGN_IN_FAILURES_PER_ADDRESS") + 1):
         refused(callback(client, {"code": f"junk-{n}", "state": "forged"}), 400, "does not belong to a sign-in")
     assert rows(app, "SELECT count(*) FROM sign_in_failures") == [(0,)]
     assert sign_in(client, fake).status_code == 303
@@ -667,7 +668,7 @@ def test_callbacks_without_a_sign_in_started_count_nothing(app, client, fake):
 @pytest.mark.slow
 def test_a_providers_refusals_are_no_password_guesses_and_hold_nobody(app, client, fake):
     person(app, password=PASSWORD)
-    for _ in range(throttle.FAILURES_PER_ACCOUNT + 1):
+    for _ in range(default("SIGN_IN_FAILURES_PER_ACCOUNT") + 1):
         answer, _ = fake.grant(start(client))
         refused(callback(client, {**answer, "state": answer["state"][:-1] + "x"}), 400, "does not belong")
         state = parse_qs(urlsplit(start(client)).query)["state"][0]

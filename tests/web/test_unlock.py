@@ -8,6 +8,7 @@ import pytest
 from helpers import create_key
 from okr.accounts import throttle
 from okr.db import transaction
+from okr.settings import default
 from people_page import HERE, THERE, csrf, people_row, sign_in
 
 pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("fast_hashing", "clean_env")
 def hold(app, email, address=HERE):
     """Fails enough sign-ins for email from address that its right password there waits (429)."""
     client = app.test_client()
-    for _ in range(throttle.FAILURES_PER_ACCOUNT):
+    for _ in range(default("SIGN_IN_FAILURES_PER_ACCOUNT")):
         assert sign_in(client, email, "guess guess guess", address).status_code == 401
     assert sign_in(client, email, address=address).status_code == 429
 
