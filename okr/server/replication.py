@@ -48,6 +48,7 @@ def check_replication(config):
     if not config.get("REPLICATE"):
         return None
     replica, max_lag = settings(config)
+    litestream.check_environment(replica)
     return replica, max_lag, litestream.usable_litestream()
 
 
