@@ -1,10 +1,11 @@
 """The server's own look at the replica, for when Litestream has not caught up for a while and says nothing.
 
 Litestream 0.5's S3 client tries a failed request again and again (ten attempts, waiting longer each time) before
-it logs the error, so with the store gone its log is silent for over a minute. okr/server/replication.py then
-asks the replica itself, as Litestream would reach it: one signed listing of at most one name under the replica's
-path (S3, the same endpoint, region and credentials from the environment), or the replica's folder (a file
-replica). Flask-free; the answer is one line without secrets, or None when the replica answers.
+it logs the error, so with the store gone its log stays silent meanwhile (docs/design.md has it measured).
+okr/server/replication.py then asks the replica itself, as Litestream would reach it: one signed listing of at
+most one name under the replica's path (S3, the same endpoint, region and credentials from the environment), or
+the replica's folder (a file replica). Flask-free; the answer is one line without secrets, or None when the
+replica answers.
 """
 import hashlib
 import hmac

@@ -7,7 +7,7 @@ socket when the replica last caught up; it writes that, and the last error, to a
 database (the owner's only), which /healthz reads in whichever process answers it (a fixed word and the lag:
 okr/server/litestream.py says how it is judged), and `okr replication status` shows in full to whoever may
 read it. Once the replica has fallen behind, the server also looks at it itself (okr/server/replica_probe.py),
-since Litestream says why an S3 upload failed only after its retries, over a minute later.
+since Litestream says why an S3 upload failed only after all its retries.
 """
 import atexit
 import ctypes
@@ -35,9 +35,9 @@ STOP_SECONDS = litestream.SHUTDOWN_SYNC_SECONDS + 5
 # the first once it has run for a minute.
 FIRST_BACKOFF, LAST_BACKOFF, STEADY_SECONDS = 1, 60, 60
 POLL_SECONDS = 1
-# Litestream 0.5 logs a failed S3 upload only after its retries, over a minute later: once the replica has not
-# caught up for this long (or --replicate-max-lag, if shorter), the server looks at the replica itself, and
-# again at most this often while it stays behind.
+# Litestream 0.5 logs a failed S3 upload only after all its retries: once the replica has not caught up for
+# this long (or --replicate-max-lag, if shorter), the server looks at the replica itself, and again at most
+# this often while it stays behind.
 CHECK_AFTER_SECONDS = CHECK_EVERY_SECONDS = 10
 
 

@@ -1,6 +1,6 @@
-"""A failing replica gives its reason: Litestream 0.5 logs a failed S3 upload only after its retries, over a minute
-later, so once the replica has fallen behind the server looks at it itself (okr/server/replica_probe.py) and puts
-the reason in its log and in `okr replication status`, never in /healthz."""
+"""A failing replica gives its reason: Litestream 0.5 logs a failed S3 upload only after all its retries, so once
+the replica has fallen behind the server looks at it itself (okr/server/replica_probe.py) and puts the reason in
+its log and in `okr replication status`, never in /healthz."""
 import json
 import logging
 import os
@@ -165,7 +165,7 @@ def test_a_look_that_fails_unforeseen_is_logged_and_no_answer(replicator, monkey
 
 @pytest.mark.slow
 def test_a_store_that_goes_away_is_named_in_the_log_and_the_status_within_30_s(tmp_path, litestream, s3):
-    """With the default lag limit: Litestream alone says nothing for over a minute."""
+    """With the default lag limit, under which Litestream alone says nothing for longer than the test waits."""
     process, http = start_replicating(tmp_path, "--replicate", "s3://okr/team", "--replicate-endpoint", s3.endpoint,
                                       env=S3_ENV)
     try:
