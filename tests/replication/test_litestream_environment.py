@@ -126,7 +126,7 @@ def test_litestream_ends_at_once_exactly_when_the_check_refuses(tmp_path, litest
     process = subprocess.Popen([litestream, "replicate", "-config", str(config), "-no-expand-env"], env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _, errors = process.communicate(timeout=3)
+        _, errors = process.communicate(timeout=5)
         ended = True
     except subprocess.TimeoutExpired:
         process.terminate()
