@@ -293,6 +293,7 @@ def restore(backup_path, replica_url, moment, force):
     if replica_url is not None:
         try:
             replica = litestream.replica(replica_url, current_app.config.get("REPLICATE_ENDPOINT"))
+            litestream.check_environment(replica)
             timestamp = None if moment is None else litestream.restore_time(moment)
         except litestream.ReplicationError as error:
             raise click.ClickException(str(error)) from None
