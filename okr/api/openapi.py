@@ -28,6 +28,8 @@ bp = Blueprint("openapi", __name__)
 DECIMAL_OUT = r"^-?[0-9]+\.[0-9]{2,6}$"
 TIMESTAMP = {"type": "string", "format": "date-time", "example": "2026-11-22T10:15:30Z"}
 UUID = f"^{UUID_PATTERN}$"
+# A path's or a query's id, as the answers' ids are described (id_patterns).
+UUID_ARGUMENT = {"type": "string", "format": "uuid", "pattern": UUID}
 # A page token is the base64url of a row's seq, in ASCII digits (okr/api/paging.py). Each 4 characters hold 3
 # digits: the first and second say 0011 (digits are 0x30-0x39) and the digit's top bits, the third and fourth
 # the next two digits' bits.
@@ -336,41 +338,54 @@ OPERATIONS = [
     ("listObjectives", "/v1/objectives", "get", "List a cycle's objectives", None, ObjectivePage,
      ("cycle_id", "team_id", "assignee_id", "parent_objective_id", "is_company", "is_personal", *LIST)),
     ("getObjective", "/v1/objectives/{objective_id}", "get", "Get an objective", None, Objective, ()),
-    ("replaceObjective", "/v1/objectives/{objective_id}", "post", "Replace an objective", body_schemas.ObjectiveUpdateSchema,
+    ("replaceObjective", "/v1/objectives/{objective_id}", "post",
+     "Replace an objective", body_schemas.ObjectiveUpdateSchema,
      Objective, ()),
-    ("updateObjective", "/v1/objectives/{objective_id}", "patch", "Change some of an objective's attributes (JSON Merge Patch)",
+    ("updateObjective", "/v1/objectives/{objective_id}", "patch",
+     "Change some of an objective's attributes (JSON Merge Patch)",
      body_schemas.ObjectivePatchSchema, Objective, ()),
-    ("deleteObjective", "/v1/objectives/{objective_id}", "delete", "Delete an objective and its key results", None, None, ()),
+    ("deleteObjective", "/v1/objectives/{objective_id}", "delete",
+     "Delete an objective and its key results", None, None, ()),
     ("getObjectiveReport", "/v1/objectives/{objective_id}/report", "get",
      "Report an objective and its aligned descendants (any cycle) with progress and status",
      None, ObjectiveReport, ()),
     ("createKeyResult", "/v1/objectives/{objective_id}/keyresults", "post", "Create a key result",
      body_schemas.KeyResultSchema, KeyResult, ()),
-    ("listObjectiveKeyResults", "/v1/objectives/{objective_id}/keyresults", "get", "List an objective's key results", None, KeyResultPage,
+    ("listObjectiveKeyResults", "/v1/objectives/{objective_id}/keyresults", "get",
+     "List an objective's key results", None, KeyResultPage,
      ("type", *LIST)),
     ("listKeyResults", "/v1/keyresults", "get", "List a cycle's key results", None, KeyResultPage,
      ("cycle_id", "type", *LIST)),
     ("getKeyResult", "/v1/keyresults/{key_result_id}", "get", "Get a key result", None, KeyResult, ()),
-    ("replaceKeyResult", "/v1/keyresults/{key_result_id}", "post", "Replace a key result", body_schemas.KeyResultUpdateSchema,
+    ("replaceKeyResult", "/v1/keyresults/{key_result_id}", "post",
+     "Replace a key result", body_schemas.KeyResultUpdateSchema,
      KeyResult, ()),
-    ("updateKeyResult", "/v1/keyresults/{key_result_id}", "patch", "Change some of a key result's attributes (JSON Merge Patch)",
+    ("updateKeyResult", "/v1/keyresults/{key_result_id}", "patch",
+     "Change some of a key result's attributes (JSON Merge Patch)",
      body_schemas.KeyResultPatchSchema, KeyResultDetails, ()),
-    ("deleteKeyResult", "/v1/keyresults/{key_result_id}", "delete", "Delete a key result and its check-ins", None, None, ()),
+    ("deleteKeyResult", "/v1/keyresults/{key_result_id}", "delete",
+     "Delete a key result and its check-ins", None, None, ()),
     ("createCheckin", "/v1/keyresults/{key_result_id}/checkins", "post",
      "Record a check-in: it becomes the key result's current value and confidence",
      body_schemas.CheckinSchema, Checkin, ()),
-    ("listCheckins", "/v1/keyresults/{key_result_id}/checkins", "get", "List a key result's check-ins, oldest first", None,
+    ("listCheckins", "/v1/keyresults/{key_result_id}/checkins", "get",
+     "List a key result's check-ins, oldest first", None,
      CheckinPage, LIST),
-    ("createObjectiveComment", "/v1/objectives/{objective_id}/comments", "post", "Comment on an objective", body_schemas.CommentSchema, Comment,
+    ("createObjectiveComment", "/v1/objectives/{objective_id}/comments", "post",
+     "Comment on an objective", body_schemas.CommentSchema, Comment,
      ()),
-    ("listObjectiveComments", "/v1/objectives/{objective_id}/comments", "get", "List an objective's comments, oldest first", None,
+    ("listObjectiveComments", "/v1/objectives/{objective_id}/comments", "get",
+     "List an objective's comments, oldest first", None,
      CommentPage, LIST),
-    ("createKeyResultComment", "/v1/keyresults/{key_result_id}/comments", "post", "Comment on a key result", body_schemas.CommentSchema, Comment,
+    ("createKeyResultComment", "/v1/keyresults/{key_result_id}/comments", "post",
+     "Comment on a key result", body_schemas.CommentSchema, Comment,
      ()),
-    ("listKeyResultComments", "/v1/keyresults/{key_result_id}/comments", "get", "List a key result's comments, oldest first", None,
+    ("listKeyResultComments", "/v1/keyresults/{key_result_id}/comments", "get",
+     "List a key result's comments, oldest first", None,
      CommentPage, LIST),
     ("getComment", "/v1/comments/{comment_id}", "get", "Get a comment", None, Comment, ()),
-    ("updateComment", "/v1/comments/{comment_id}", "patch", "Change a comment's body (JSON Merge Patch)", body_schemas.CommentPatchSchema,
+    ("updateComment", "/v1/comments/{comment_id}", "patch",
+     "Change a comment's body (JSON Merge Patch)", body_schemas.CommentPatchSchema,
      Comment, ()),
     ("deleteComment", "/v1/comments/{comment_id}", "delete", "Delete a comment", None, None, ()),
     ("createCycle", "/v1/cycles", "post", "Create a cycle, maybe with its dates", body_schemas.CycleSchema, Cycle, ()),
@@ -380,7 +395,8 @@ OPERATIONS = [
     ("updateCycle", "/v1/cycles/{cycle_id}", "patch", "Change a cycle's name or dates (JSON Merge Patch)",
      body_schemas.CyclePatchSchema, CycleDetails, ()),
     ("deleteCycle", "/v1/cycles/{cycle_id}", "delete", "Delete a cycle with its objectives", None, None, ()),
-    ("getCycleReportCsv", "/v1/cycles/{cycle_id}/report.csv", "get", "A cycle's key results as CSV, one row each", None, CSV, ()),
+    ("getCycleReportCsv", "/v1/cycles/{cycle_id}/report.csv", "get",
+     "A cycle's key results as CSV, one row each", None, CSV, ()),
     ("getCycleReport", "/v1/cycles/{cycle_id}/report", "get",
      "Report a cycle's alignment tree with progress and status, maybe for one team or assignee",
      None, CycleReport, ("team_id", "assignee_id")),
@@ -389,10 +405,12 @@ OPERATIONS = [
     ("getTeam", "/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
     ("renameTeam", "/v1/teams/{team_id}", "post", "Rename a team", body_schemas.GroupUpdateSchema, Team, ()),
     ("deleteTeam", "/v1/teams/{team_id}", "delete", "Delete a team; its objectives keep living", None, None, ()),
-    ("listTeamMembers", "/v1/teams/{team_id}/members", "get", "List a team's members in the order they joined", None, UserPage,
+    ("listTeamMembers", "/v1/teams/{team_id}/members", "get",
+     "List a team's members in the order they joined", None, UserPage,
      LIST),
     ("addTeamMember", "/v1/teams/{team_id}/members/{user_id}", "put", "Make a user a member of a team", None, User, ()),
-    ("removeTeamMember", "/v1/teams/{team_id}/members/{user_id}", "delete", "Take a user out of a team", None, None, ()),
+    ("removeTeamMember", "/v1/teams/{team_id}/members/{user_id}", "delete",
+     "Take a user out of a team", None, None, ()),
     ("listUsers", "/v1/users", "get", "List users", None, UserPage, LIST),
     ("getUser", "/v1/users/{user_id}", "get", "Get a user", None, User, ()),
     ("getMe", "/v1/me", "get", "Who signs this request: its user, role and API key", None, Me, ()),
@@ -416,14 +434,14 @@ REQUEST_DESCRIPTIONS = {
 
 QUERY_PARAMETERS = {
     "cycle_id": {"required": True, "description": "The cycle whose records are listed.",
-                 "schema": {"type": "string", "format": "uuid", "pattern": UUID}},
+                 "schema": UUID_ARGUMENT},
     "page_token": {"description": "next_page_token of the previous page (base64url, padding optional).",
                    "schema": {"type": "string", "pattern": PAGE_TOKEN}},
     "page_size": {"description": "Rows per page, 1 to 1000; 100 when absent.",
                   "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-    "team_id": {"description": "Only objectives of this team.", "schema": {"type": "string", "format": "uuid", "pattern": UUID}},
+    "team_id": {"description": "Only objectives of this team.", "schema": UUID_ARGUMENT},
     "assignee_id": {"description": "Only objectives assigned to this user.",
-                    "schema": {"type": "string", "format": "uuid", "pattern": UUID}},
+                    "schema": UUID_ARGUMENT},
     "parent_objective_id": {"description": "Only children of this objective; none for objectives without a parent.",
                             "schema": {"type": "string", "pattern": f"^({UUID_PATTERN}|none)$"}},
     "is_company": {"description": "Only company objectives (true) or only the others (false).",
@@ -440,13 +458,13 @@ PATH_QUERY_PARAMETERS = {
                                             "checkin.created.",
                              "schema": {"type": "string", "pattern": "^[a-z_]+(\\.[a-z_]*)?$"}},
     ("/v1/events", "cycle_id"): {"description": "Only events of this cycle and what it holds (a deleted cycle's "
-                                                "too).", "schema": {"type": "string", "format": "uuid", "pattern": UUID}},
+                                                "too).", "schema": UUID_ARGUMENT},
     ("/v1/events", "resource_id"): {"description": "Only events of this resource (a UUID, or an API key's "
                                                    "credential).",
                                     "schema": {"type": "string", "pattern": RESOURCE_ID}},
     ("/v1/events", "after"): {"description": "Only events after the one with this id, to resume from a known "
                                              "event; a 404 when it is no longer kept (pruned).",
-                              "schema": {"type": "string", "format": "uuid", "pattern": UUID}},
+                              "schema": UUID_ARGUMENT},
 }
 COMMENT_AUTHOR = ("The author is the user whose key signs (a service key's comments, and those made while auth is "
                   "off, have none). The body is plain text of 1 to 10,000 characters, not only whitespace; it is "
@@ -790,7 +808,7 @@ def build_document(version):
     for path, operations in paths.items():
         # Any other string is only a 404, but no id the service gives out looks otherwise.
         parameters = [{"in": "path", "name": name, "required": True, "description": "A lowercase UUID.",
-                       "schema": {"type": "string", "format": "uuid", "pattern": UUID}}
+                       "schema": UUID_ARGUMENT}
                       for name in path_parameters(path)]
         spec.path(path=path, operations=operations, parameters=parameters)
     document = spec.to_dict()

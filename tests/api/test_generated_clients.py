@@ -11,6 +11,7 @@ skip, saying so, and fail instead under CI.
 import hashlib
 import hmac
 import importlib
+import re
 import shutil
 import subprocess
 import sys
@@ -102,15 +103,24 @@ def import_package(out, package):
     return import_fresh(out, package)
 
 
+API_MD = REPO / "docs" / "api.md"
+
+
+def docs_block(language, containing):
+    """The code block of docs/api.md in language that contains the text."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", API_MD.read_text(), re.DOTALL)
+    (block,) = [block for block in blocks if containing in block]
+    return block
+
+
 def signing_hook(key):
-    """docs/api.md's httpx event hook: a fresh Authorization header on every request."""
-    def sign(request):
-        timestamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        signature = hmac.new(key["secret"].encode(), (key["credential"] + timestamp).encode(),
-                             hashlib.sha256).hexdigest()
-        request.headers["Authorization"] = (f"S1-HMAC-SHA256 Credential={key['credential']}"
-                                            f"&Timestamp={timestamp}&Signature={signature}")
-    return sign
+    """docs/api.md's httpx event hook, as written there: a fresh Authorization header on every request."""
+    source = re.search(r"^def sign\(request\):.*?(?=^\S)", docs_block("python", "def sign(request)"),
+                       re.DOTALL | re.MULTILINE).group(0)
+    namespace = {"hashlib": hashlib, "hmac": hmac, "datetime": datetime, "timezone": timezone,
+                 "CREDENTIAL": key["credential"], "SECRET": key["secret"]}
+    exec(source, namespace)
+    return namespace["sign"]
 
 
 def test_openapi_python_client_calls_the_service_signed_through_an_httpx_hook(python_client, served):
@@ -216,6 +226,9 @@ def test_openapi_generator_typescript_fetch_client_compiles(served, request):
     assert names == {"CheckinsApi", "CommentsApi", "CyclesApi", "EventsApi", "KeyResultsApi", "ObjectivesApi",
                      "ReportsApi", "ServiceApi", "TeamsApi", "UsersApi"}
     assert "createKeyResult(" in (out / "apis" / "KeyResultsApi.ts").read_text()
+    # docs/api.md's signing middleware compiles against it too.
+    example = docs_block("ts", "signedConfiguration").replace('from "./okr-client-ts"', 'from "./index"')
+    (out / "signing.ts").write_text(example)
     run(["node", TYPESCRIPT_DIR / "node_modules" / "typescript" / "bin" / "tsc", "--noEmit", "--strict",
          "--target", "es2020", "--lib", "es2020,dom", "--module", "es2020", "--moduleResolution", "node",
-         "index.ts"], cwd=out)
+         "index.ts", "signing.ts"], cwd=out)
