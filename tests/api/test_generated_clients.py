@@ -87,20 +87,11 @@ def python_client(served):
     """The package openapi-python-client generates (okr_service_client), imported."""
     generator = tool("openapi-python-client")
     needs(None if generator else "openapi-python-client is not installed (pip install -e '.[test]')")
-    out = served["folder"] / "opc"
+    # --meta none: the package alone, its files written straight into the output folder.
+    out = served["folder"] / "okr_service_client"
     run([generator, "generate", "--path", served["document"], "--output-path", out, "--meta", "none"],
         cwd=served["folder"])
-    return import_package(out, "okr_service_client")
-
-
-def import_package(out, package):
-    """The generated package: out itself (--meta none writes the package's files there) or out/package."""
-    if (out / "__init__.py").exists():
-        link = out.parent / package
-        if not link.exists():
-            link.symlink_to(out, target_is_directory=True)
-        return import_fresh(out.parent, package)
-    return import_fresh(out, package)
+    return import_fresh(served["folder"], "okr_service_client")
 
 
 API_MD = REPO / "docs" / "api.md"
