@@ -303,6 +303,11 @@ def schema_objects(db):
 NOT_RESTORED = frozenset({"web_secrets", "web_sessions", "invitations", "sign_in_failures", "password_resets"})
 
 
+def restored_tables(db):
+    """The tables a restore copies from a backup, in schema.sql's order: every one but NOT_RESTORED's."""
+    return [name for (kind, name) in schema_objects(db) if kind == "table" and name not in NOT_RESTORED]
+
+
 def copy_rows(source_path, target, check_foreign_keys):
     """Copies every row of every table of target (a new database made by migrate) but NOT_RESTORED's from the
     database at source_path, which has the same tables and columns, in one transaction of target's.
@@ -315,7 +320,7 @@ def copy_rows(source_path, target, check_foreign_keys):
     target.execute("PRAGMA foreign_keys = OFF")  # an objective may come before its parent
     try:
         target.execute("BEGIN IMMEDIATE")
-        tables = [name for (kind, name) in schema_objects(target) if kind == "table" and name not in NOT_RESTORED]
+        tables = restored_tables(target)
         for table in tables:
             columns = ", ".join(row[1] for row in target.execute("SELECT * FROM pragma_table_info(?)", (table,)))
             target.execute(f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM source.{table} ORDER BY rowid")
