@@ -236,6 +236,8 @@ SETTINGS = (
     setting("PORT", Integer(0, 65535), 8080, "port to listen on", GLOBAL, "--port N"),
     setting("ALLOW_ANONYMOUS", OnOff(), False, "serve beyond loopback while no API key exists", GLOBAL,
             "--allow-anonymous"),
+    setting("UPGRADE_BACKUP", OnOff(), True, "a backup beside the database before its schema is upgraded", GLOBAL,
+            "--no-backup", called="OKR_UPGRADE_BACKUP"),
 
     setting("WORKERS", AutoOrInteger(1, 64), "auto", "worker processes; auto: per CPU, at most 8", SERVING,
             "--workers auto|N"),

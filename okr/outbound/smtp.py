@@ -11,8 +11,9 @@ import smtplib
 import socket
 import ssl
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from email.message import EmailMessage
-from email.utils import formataddr, make_msgid, parseaddr
+from email.utils import format_datetime, formataddr, make_msgid, parseaddr
 from urllib.parse import unquote, urlsplit
 
 from ..rules.names import one_line
@@ -144,6 +145,8 @@ def message(mail_settings, to_name, to_address, subject, body):
     # A name stored before okr.rules.names' rule may hold a line break, which no header takes.
     email["To"] = formataddr((one_line(to_name), to_address))
     email["Subject"] = subject
+    # The moment it is ready to go (RFC 5322's origination date): spam filters mark a message without one.
+    email["Date"] = format_datetime(datetime.now(timezone.utc))
     email["Message-ID"] = make_msgid(domain=parseaddr(mail_settings.sender)[1].rpartition("@")[2] or None)
     email["Auto-Submitted"] = "auto-generated"  # no out-of-office answers back
     email.set_content(body)

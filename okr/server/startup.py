@@ -125,6 +125,8 @@ def serve(app):
         server = make_server(app) if workers == 1 else bind_sockets(app.config)
     except OSError as error:
         sys.exit(f"okr: {cannot_listen(error, host, port)}")
+    # Before the database is made or migrated: the log says so, with the backup kept.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         with app.app_context():
             init_db()
@@ -132,7 +134,6 @@ def serve(app):
             hold_shared(app.config["DATABASE"])
     except (sqlite3.Error, OSError, RuntimeError) as error:
         sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for name in remove_leftovers(app.config["DATABASE"]):
         logger.info("removed %s, left beside the database by a run that was killed", name)
     logger.info("using database %s", os.path.abspath(app.config["DATABASE"]))

@@ -1,5 +1,5 @@
-"""Scratch folders beside the database, for work that holds a full copy of it (a restore's staged backup, a
-dry run's copy), and the removal of those a killed run left behind.
+"""Scratch folders beside the database, for work that holds a full copy of it (a restore's staged backup, an
+upgrade's backup being written, a dry run's copy), and the removal of those a killed run left behind.
 
 A copy holds every API key's secret, so it lives beside the database (never in a shared temporary
 folder), private to its owner, and is removed when the work ends. A run killed with SIGKILL cannot
@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 
-KINDS = ("restore", "dry-run")
+KINDS = ("restore", "dry-run", "upgrade")
 
 
 def prefix(kind):
