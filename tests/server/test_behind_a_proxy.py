@@ -586,6 +586,8 @@ def test_the_documented_configuration_signs_in_posts_forms_and_signs_api_calls(t
     assert f"okr.access: 127.0.0.21 POST {prefix}/login 401 " in log and f"okr.access: 127.0.0.21 POST {prefix}/login 429 " in log
     assert f"okr.access: 127.0.0.22 POST {prefix}/people 200 " in log
     assert f"okr.access: 127.0.0.23 POST {prefix}/v1/cycles 200 " in log
+    if prefix:
+        assert f"the public URL is {public}{prefix}: everything is served under {prefix}/" in log
     assert "okr.access: 127.0.0.1 POST" not in log
 
 
