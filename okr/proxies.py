@@ -276,11 +276,15 @@ def is_public_origin(origin, config):
     return url is not None and origin_of(origin) == origin_of(url)
 
 
+def service_root():
+    """Where links for people start, without a trailing slash: the public URL when there is one, else this request's
+    own root (whose host, port and scheme a trusted proxy may have given)."""
+    return public_url(current_app.config) or request.url_root.rstrip("/")
+
+
 def link_to(endpoint, **values):
-    """A link for people to one of the app's pages (url_for's endpoint and values): under the public URL when there
-    is one, else under this request's own root (whose host and scheme a trusted proxy may have given)."""
-    path = url_for(endpoint, **values).removeprefix(request.script_root)
-    return (public_url(current_app.config) or request.url_root.rstrip("/")) + path
+    """A link for people to one of the app's pages (url_for's endpoint and values), from service_root."""
+    return service_root() + url_for(endpoint, **values).removeprefix(request.script_root)
 
 
 class ServedUnder:
