@@ -10,6 +10,7 @@ import sqlite3
 import sys
 from contextlib import closing
 
+from .. import proxies
 from ..accounts.access import is_loopback, sign_in_needed_because
 from ..db import init_db
 from ..outbound import smtp, weekly_emails
@@ -138,6 +139,9 @@ def serve(app):
         logger.info("removed %s, left beside the database by a run that was killed", name)
     logger.info("using database %s", os.path.abspath(app.config["DATABASE"]))
     logger.log(*mode_line(app))
+    public, prefix = proxies.public_url(app.config), proxies.public_path(app.config)
+    if public:
+        logger.info("the public URL is %s%s", public, f": everything is served under {prefix}/" if prefix else "")
     if workers == 1:
         logger.info("serving %s with %s threads", placement, app.config["THREADS"])
     else:

@@ -116,7 +116,7 @@ def test_without_an_smtp_url_email_is_not_set_up():
     ({"MAIL_FROM": None}, "OKR_MAIL_FROM is not"),
     ({"MAIL_FROM": "nobody"}, "is not an email address"),
     ({"BASE_URL": "ftp://okr.example.com"}, "OKR_BASE_URL"),
-    ({"HOST": "0.0.0.0"}, "set OKR_BASE_URL"),
+    ({"HOST": "0.0.0.0"}, "set OKR_PUBLIC_URL"),
 ])
 def test_bad_settings_say_which(changes, words):
     config = {**BASE, "SMTP_URL": "smtp://mail.example.com", "MAIL_FROM": "okr@example.com", **changes}
