@@ -60,6 +60,9 @@ def at_start():
     if folder is None:
         return
     # Held before the launcher is followed: a run ended by its signal leaves a folder the next one removes.
-    holding.append(scratch.hold_marked(folder, MARKER))
+    try:
+        holding.append(scratch.hold_marked(folder, MARKER))
+    except OSError:
+        pass  # unmarked, it is only never removed by another run: no reason not to run
     follow_launcher(launcher_pid(folder))
     removed_at_start[:] = scratch.remove_marked_leftovers(os.path.dirname(folder), (PREFIX,), MARKER)
