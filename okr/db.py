@@ -332,10 +332,11 @@ def close_thread_connection():
 
 
 def init_db():
-    """Creates the app's database if it is missing, or migrates it (okr.store.schema.init_db); keeps any data already
-    stored."""
+    """Creates the app's database if it is missing, or migrates it (okr.store.schema.init_db) after keeping a backup
+    unless UPGRADE_BACKUP is off; keeps any data already stored. Returns the schema version it migrated from, or
+    None."""
     config = current_app.config
-    schema.init_db(config["DATABASE"], config["SCHEMA"], config["BUSY_TIMEOUT_MS"])
+    return schema.init_db(config["DATABASE"], config["SCHEMA"], config["BUSY_TIMEOUT_MS"], config["UPGRADE_BACKUP"])
 
 
 def init_app(app, request_writes):

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from flask import current_app, g, request
 from werkzeug.exceptions import Forbidden, HTTPException, NotFound, RequestEntityTooLarge
 
-from . import db
+from . import db, proxies
 from .accounts import sessions
 from .accounts.access import READ_METHODS, answers_as_api, event_actor, is_loopback, wants_page
 from .api import auth
@@ -77,8 +77,8 @@ def refuse_cross_origin_writes():
     if request.method in READ_METHODS:
         return
     origin = request.headers.get("Origin")
-    if origin is None:
-        return
+    if origin is None or proxies.is_public_origin(origin, current_app.config):
+        return  # the public URL's origin is this server's, whatever Host a proxy sent (nginx's $host has no port)
     # Behind a trusted proxy, the host and scheme are the browser's (okr.proxies), and so is the scheme to match.
     scheme = request.environ.get("okr.proxy_scheme")
     try:

@@ -10,16 +10,24 @@ The client is the right-most address of the chain that is not a trusted proxy: a
 it was reached from, so everything left of that is the client's own say. client_address is the one place
 that decides it, for the sign-in throttle (okr.accounts.throttle), the access log (okr.server.request_log) and the share of
 threads per client (okr.server.connections).
+
+The public URL (public_url) is the other rule kept here: the address people reach the service at, which every link
+written for them starts with (pages, emails, digests, the identity provider's redirect), and whose path, when it has
+one, `okr serve` serves the whole service under (ServedUnder).
 """
 import ipaddress
+import json
 import re
+from functools import lru_cache
+from urllib.parse import urlsplit
 
-from flask import current_app, request
+from flask import current_app, request, url_for
 
 # Headers only a proxy adds: a request carrying any of them came through one (okr.accounts.access: never open mode).
 PROXY_HEADERS = ("HTTP_FORWARDED", "HTTP_VIA", "HTTP_X_REAL_IP")
 PROXY_HEADER_PREFIX = "HTTP_X_FORWARDED_"
 SCHEMES = ("http", "https")
+DEFAULT_PORTS = {"http": "80", "https": "443"}
 # One parameter of a Forwarded element: name=token or name="quoted string" (RFC 7239), and what ends it.
 FORWARDED_PAIR = re.compile(r'\s*([A-Za-z]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;,\s]*)\s*([;,]|$)')
 
@@ -137,10 +145,21 @@ def last_value(header):
     return header.rpartition(",")[2].strip() if header else ""
 
 
+def with_port(host, port, scheme):
+    """A Host header's name with another port; none for the scheme's default port."""
+    if host.startswith("["):
+        name = "[" + host[1:].partition("]")[0] + "]"
+    else:
+        name = host.rpartition(":")[0] if host.count(":") == 1 else host
+    return name if DEFAULT_PORTS.get(scheme) == port else f"{name}:{port}"
+
+
 class ForwardedHostAndScheme:
-    """WSGI middleware: a trusted proxy's request gets the Host and scheme the browser used (X-Forwarded-Host,
-    X-Forwarded-Proto, else Forwarded's host= and proto=), so that the Host check, the Origin check and every
-    link the app makes go by them. environ["okr.proxy_scheme"] says the scheme came from the proxy."""
+    """WSGI middleware: a trusted proxy's request gets the Host, port and scheme the browser used (X-Forwarded-Host,
+    X-Forwarded-Port, X-Forwarded-Proto, else Forwarded's host= and proto=), so that the Host check, the Origin
+    check and every link the app makes go by them. environ["okr.proxy_scheme"] says the scheme came from the proxy.
+    X-Forwarded-Port matters for nginx's usual `$host`, which has no port: behind https://okr.example.com:8443 the
+    browser's Origin has one."""
 
     def __init__(self, app, trusted):
         self.app, self.trusted = app, trusted
@@ -156,12 +175,19 @@ class ForwardedHostAndScheme:
                 environ["HTTP_HOST"] = host
             if scheme in SCHEMES:
                 environ["wsgi.url_scheme"] = environ["okr.proxy_scheme"] = scheme
+            port = last_value(environ.get("HTTP_X_FORWARDED_PORT"))
+            if port.isascii() and port.isdigit() and 0 < int(port) < 65536 and environ.get("HTTP_HOST"):
+                port = str(int(port))
+                environ["HTTP_HOST"] = with_port(environ["HTTP_HOST"], port, environ["wsgi.url_scheme"])
+                environ["SERVER_PORT"] = port
         return self.app(environ, start_response)
 
 
 def install(app):
     """Reads TRUSTED_PROXIES into networks (ValueError for a bad entry) and, when there are any, puts the
-    middleware in front of the app; without, nothing changes on a request's path."""
+    middleware in front of the app; without, nothing changes on a request's path. Checks the public URL too, so
+    that a bad one stops `okr` at start rather than a request."""
+    public_url(app.config)
     trusted = trusted_networks(app.config["TRUSTED_PROXIES"])
     app.config["TRUSTED_PROXIES"] = trusted
     if trusted:
@@ -171,3 +197,124 @@ def install(app):
 def request_client():
     """This Flask request's client address (environ_client, with the app's trusted proxies)."""
     return environ_client(request.environ, current_app.config["TRUSTED_PROXIES"])
+
+
+# --- the public URL ---------------------------------------------------------------------------------------------
+
+
+def url_problem(url):
+    """What is wrong with a public URL, in a few words; None when it will do."""
+    if any(character.isspace() or ord(character) < 0x20 or ord(character) == 0x7F for character in url):
+        return "must not hold spaces or control characters"
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in SCHEMES:
+        return "must start with http:// or https://"
+    if not parts.hostname:
+        return "must name a host, as in https://okr.example.com"
+    if "@" in parts.netloc:
+        return "must not hold a user name or password"
+    if "?" in url or "#" in url:
+        return "must have no query (?) nor fragment (#)"
+    try:
+        parts.port
+    except ValueError:
+        return "has a port that is not a number from 0 to 65535"
+    if "%" in parts.path or "//" in parts.path:
+        return "must have a plain path, such as /okr"
+    return None
+
+
+def checked_url(url, name):
+    """url without its trailing slash; ValueError naming the setting (or flag) when it will not do."""
+    problem = url_problem(url)
+    if problem:
+        raise ValueError(f"{name} {url} {problem}")
+    return url.rstrip("/")
+
+
+def public_url(config):
+    """The public URL, the one rule: OKR_PUBLIC_URL, else OKR_BASE_URL (its older name), without a trailing slash;
+    None when neither is set. ValueError when it is no http(s) address, or when both are set to different ones."""
+    return checked_public_url(config.get("PUBLIC_URL") or None, config.get("BASE_URL") or None)
+
+
+@lru_cache(maxsize=16)
+def checked_public_url(public, base):
+    if public:
+        public = checked_url(str(public).strip(), "OKR_PUBLIC_URL")
+    if base:
+        base = checked_url(str(base).strip(), "OKR_BASE_URL")
+    if public and base and public != base:
+        raise ValueError(f"OKR_PUBLIC_URL ({public}) and OKR_BASE_URL ({base}) name two addresses: the service has "
+                         "one public URL; set OKR_PUBLIC_URL alone")
+    return public or base or None
+
+
+def public_path(config):
+    """The public URL's path, without a trailing slash ("/okr"); "" when there is none."""
+    url = public_url(config)
+    return urlsplit(url).path.rstrip("/") if url else ""
+
+
+def origin_of(url):
+    """(host[:port], scheme) of an origin or URL, lowercase, without the scheme's default port; None for one that is
+    no http(s) origin."""
+    try:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        port = parts.port
+    except ValueError:
+        return None
+    if scheme not in SCHEMES or not parts.hostname:
+        return None
+    return with_port(parts.netloc.lower(), str(port) if port is not None else DEFAULT_PORTS[scheme], scheme), scheme
+
+
+def is_public_origin(origin, config):
+    """Whether an Origin header is the public URL's origin (False when there is no public URL)."""
+    url = public_url(config)
+    return url is not None and origin_of(origin) == origin_of(url)
+
+
+def service_root():
+    """Where links for people start, without a trailing slash: the public URL when there is one, else this request's
+    own root (whose host, port and scheme a trusted proxy may have given)."""
+    return public_url(current_app.config) or request.url_root.rstrip("/")
+
+
+def link_to(endpoint, **values):
+    """A link for people to one of the app's pages (url_for's endpoint and values), from service_root."""
+    return service_root() + url_for(endpoint, **values).removeprefix(request.script_root)
+
+
+class ServedUnder:
+    """WSGI middleware for `okr serve` with a public URL that has a path (/okr): the service answers under it, as
+    if mounted there (SCRIPT_NAME), so that its links, redirects and cookie carry it. The prefix alone redirects
+    to the prefix with a slash; any other path outside it is a 404 in the API's error shape, naming the prefix."""
+
+    def __init__(self, app, prefix):
+        self.app, self.prefix = app, prefix
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path.startswith(self.prefix + "/"):
+            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "").rstrip("/") + self.prefix
+            environ["PATH_INFO"] = path[len(self.prefix):]
+            return self.app(environ, start_response)
+        if path == self.prefix and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            query = environ.get("QUERY_STRING")
+            start_response("308 Permanent Redirect", [
+                ("Location", self.prefix + "/" + (f"?{query}" if query else "")), ("Content-Length", "0"),
+                ("X-Content-Type-Options", "nosniff")])
+            return [b""]
+        body = json.dumps({"code": 404, "message": f"not found: this service is served under {self.prefix}/"},
+                          separators=(",", ":")).encode() + b"\n"  # as the app's own JSON errors
+        start_response("404 Not Found", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                         ("X-Content-Type-Options", "nosniff")])
+        return [body]
+
+
+def served(app):
+    """What `okr serve` serves: the app, under the public URL's path when it has one."""
+    prefix = public_path(app.config)
+    return ServedUnder(app, prefix) if prefix else app

@@ -236,6 +236,8 @@ SETTINGS = (
     setting("PORT", Integer(0, 65535), 8080, "port to listen on", GLOBAL, "--port N"),
     setting("ALLOW_ANONYMOUS", OnOff(), False, "serve beyond loopback while no API key exists", GLOBAL,
             "--allow-anonymous"),
+    setting("UPGRADE_BACKUP", OnOff(), True, "a backup beside the database before its schema is upgraded", GLOBAL,
+            "--no-backup", called="OKR_UPGRADE_BACKUP"),
 
     setting("WORKERS", AutoOrInteger(1, 64), "auto", "worker processes; auto: per CPU, at most 8", SERVING,
             "--workers auto|N"),
@@ -257,7 +259,9 @@ SETTINGS = (
     setting("ALLOWED_HOSTS", HostNames(), frozenset(), "a host name to serve; repeat", LOGGING,
             "--allowed-host NAME"),
     setting("TRUSTED_PROXIES", Entries(), (), "a proxy (address or CIDR; repeat) whose X-Forwarded-For, "
-            "-Host and -Proto count", LOGGING, "--trusted-proxies IP"),
+            "-Host, -Port and -Proto count", LOGGING, "--trusted-proxies IP"),
+    setting("PUBLIC_URL", Text(), None, "where people reach this service (https://okr.example.com/okr): links start "
+            "with it; served under its path", LOGGING, "--public-url URL"),
 
     setting("EVENT_RETENTION_DAYS", Integer(1, 100_000), 400, "days events are kept", ACTIVITY,
             "--event-retention-days N"),
@@ -276,7 +280,7 @@ SETTINGS = (
     setting("SMTP_PASSWORD", Text(), None, "the mail server's password, when not in the URL", EMAIL),
     setting("SMTP_TIMEOUT", Seconds(0.1, 3600), 30, "seconds to wait for the mail server", EMAIL),
     setting("MAIL_FROM", Text(), None, "the address emails come from", EMAIL),
-    setting("BASE_URL", Text(), None, "the address links in emails start with; default http://HOST:PORT", EMAIL),
+    setting("BASE_URL", Text(), None, "the older name of OKR_PUBLIC_URL", EMAIL),
     setting("TIMEZONE", Text(), "UTC", "the time zone of the weekly emails", EMAIL),
     setting("WEEKLY_MAIL", Text(), "monday 09:00", "when the weekly reminders and digests go", EMAIL),
 
@@ -289,7 +293,6 @@ SETTINGS = (
     setting("OIDC_CLIENT_ID", Text(), None, "this service's client id", OIDC, "--oidc-client-id ID"),
     # No flag: every user's `ps` shows flags.
     setting("OIDC_CLIENT_SECRET", Text(), None, "this service's client secret", OIDC),
-    setting("PUBLIC_URL", Text(), None, "this service's address", OIDC, "--public-url URL"),
     setting("OIDC_NAME", Text(), "your company account", "the sign-in button's words", OIDC, "--oidc-name TEXT"),
     setting("OIDC_CREATE_USERS", Text(), None, "viewer|editor: add new people", OIDC, "--oidc-create-users R"),
     setting("OIDC_ALLOWED_DOMAINS", Entries(), (), "accept emails at this domain only; repeat", OIDC,

@@ -1,6 +1,10 @@
 """Schema versions: PRAGMA user_version, migrations on start, and a newer database refused."""
+import json
 import logging
 import os
+import re
+import resource
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -747,3 +751,198 @@ def test_a_backup_of_version_9_with_a_name_on_two_lines_restores(tmp_path, clean
     assert result.exit_code == 0, result.output
     with closing(sqlite3.connect(live)) as db:
         assert db.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone() == ("Maya Lee",)
+
+
+# --- an upgrade says so, and keeps a backup beside the database first ------------------------------------------
+
+MIGRATED = f"migrated from schema 1 to {SCHEMA_VERSION}"
+
+
+def okr_lines(records):
+    return [r.getMessage() for r in records if r.name == "okr" and r.levelno == logging.INFO]
+
+
+def beside(path):
+    """The backups beside the database, by name."""
+    return sorted(name for name in os.listdir(path.parent) if name.startswith(f"{path.name}.") and name.endswith(".bak"))
+
+
+def init_db_command(path, **config):
+    return create_app({"TESTING": True, "DATABASE": path, **config}).test_cli_runner().invoke(args=["init-db"])
+
+
+def test_init_db_keeps_a_backup_of_the_old_schema_and_says_so(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="okr")
+    path = tmp_path / "okr.db"
+    make_v1_database(path)
+    before = v1_rows(path)
+    result = init_db_command(path)
+    assert result.exit_code == 0, result.output
+    backup = tmp_path / "okr.db.schema-1.bak"
+    assert okr_lines(caplog.records)[-2:] == [
+        f"kept a backup of the database at schema 1: {backup} (okr restore brings it back)", MIGRATED]
+    assert beside(path) == ["okr.db.schema-1.bak"] and helpers.file_mode(backup) == 0o600
+    # The old database as it was, whole, in one file of its own
+    assert user_version(backup) == 1 and v1_rows(backup) == before
+    with closing(sqlite3.connect(backup)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert not os.path.exists(f"{backup}-wal") and not [n for n in os.listdir(tmp_path) if n.startswith(".okr-")]
+    assert user_version(path) == SCHEMA_VERSION and v1_rows(path) == before
+
+    caplog.clear()
+    assert init_db_command(path).exit_code == 0  # up to date: no migration, no backup, not a word of either
+    assert okr_lines(caplog.records) == [f"using database {path}"]
+    assert beside(path) == ["okr.db.schema-1.bak"] and v1_rows(backup) == before
+
+
+def test_the_backup_restores_with_okr_restore(tmp_path):
+    path = tmp_path / "okr.db"
+    with closing(sqlite3.connect(path)) as db:  # rows as okr stores them, which a restore checks
+        db.executescript(SCHEMA_V9.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 9")
+        db.execute("INSERT INTO users (id, name, email, email_key, created_at) VALUES (?, 'Maya', 'maya@example.com', "
+                   "'maya@example.com', ?)", ("0b7e1c1e-2f1a-4c55-9a43-1f6a3c2d9e10", NOW))
+        db.execute("INSERT INTO cycles (id, name, created_at) VALUES (?, 'Before', ?)",
+                   ("5d1f3a3e-7c1b-4e0a-8f7e-2b9c4d6a1e20", NOW))
+        db.commit()
+    assert init_db_command(path).exit_code == 0
+    live = create_app({"TESTING": True, "DATABASE": path})
+    assert live.test_client().post("/v1/cycles", json={"name": "After"}).status_code == 200
+    result = live.test_cli_runner().invoke(args=["restore", "--force", str(tmp_path / "okr.db.schema-9.bak")])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["migrated_from"] == 9 and report["users"] == 1 and report["cycles"] == 1
+    assert [cycle["name"] for cycle in live.test_client().get("/v1/cycles").get_json()["cycles"]] == ["Before"]
+
+
+def test_no_backup_migrates_without_one_and_says_so(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="okr")
+    path = tmp_path / "okr.db"
+    make_v1_database(path)
+    assert init_db_command(path, UPGRADE_BACKUP=False).exit_code == 0
+    assert okr_lines(caplog.records)[-1] == f"{MIGRATED} without a backup (--no-backup or OKR_UPGRADE_BACKUP=0)"
+    assert beside(path) == [] and user_version(path) == SCHEMA_VERSION
+
+
+def test_a_new_database_is_not_migrated_and_gets_no_backup(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="okr")
+    path = tmp_path / "okr.db"
+    assert init_db_command(path).exit_code == 0
+    assert okr_lines(caplog.records) == [f"using database {path}"]
+    assert beside(path) == [] and user_version(path) == SCHEMA_VERSION
+
+
+def test_an_existing_backup_is_never_written_over(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="okr")
+    path = tmp_path / "okr.db"
+    make_v1_database(path)
+    assert init_db_command(path).exit_code == 0
+    first = (tmp_path / "okr.db.schema-1.bak").read_bytes()
+    # Version 1 again (a backup of it restored, say, or an older copy put back), with other rows
+    for name in ("okr.db", "okr.db-wal", "okr.db-shm"):
+        (tmp_path / name).unlink(missing_ok=True)
+    make_v1_database(path)
+    change = "UPDATE teams SET name = 'Renamed'"
+    with closing(sqlite3.connect(path)) as db:
+        db.execute(change)
+        db.commit()
+    before = v1_rows(path)
+    assert init_db_command(path).exit_code == 0
+    assert beside(path) == ["okr.db.schema-1.2.bak", "okr.db.schema-1.bak"]
+    assert (tmp_path / "okr.db.schema-1.bak").read_bytes() == first
+    assert v1_rows(tmp_path / "okr.db.schema-1.2.bak") == before
+    assert f"{tmp_path / 'okr.db.schema-1.2.bak'}" in okr_lines(caplog.records)[-2]
+
+
+def test_a_backup_that_cannot_be_written_stops_the_migration_and_changes_nothing(tmp_path):
+    # A name one too long for the file system once ".schema-1.bak" is added: the copy is made, its name refused.
+    path = tmp_path / ("o" * (255 - len(".schema-1.bak") + 1))
+    make_v1_database(path)
+    before = dump(path)
+    result = init_db_command(path)
+    assert result.exit_code == 1
+    [line] = result.output.splitlines()
+    assert line.startswith(f"Error: cannot keep a backup in {tmp_path} before migrating from schema 1, so nothing "
+                           "was changed: File name too long; "), line
+    assert "--no-backup" in line and "Traceback" not in result.output
+    assert dump(path) == before
+    assert path.name in os.listdir(tmp_path)
+    assert set(os.listdir(tmp_path)) <= {path.name, f"{path.name}-wal", f"{path.name}-shm"}  # no copy left
+    # and without a backup it migrates
+    assert init_db_command(path, UPGRADE_BACKUP=False).exit_code == 0
+    assert user_version(path) == SCHEMA_VERSION
+
+
+@pytest.mark.slow
+def test_init_db_takes_no_backup_from_the_command_line_and_the_environment(tmp_path):
+    for given, env in ((["init-db", "--no-backup"], None), (["init-db"], {"OKR_UPGRADE_BACKUP": "0"})):
+        path = tmp_path / "okr.db"
+        for name in ("okr.db", "okr.db-wal", "okr.db-shm"):
+            (tmp_path / name).unlink(missing_ok=True)
+        make_v1_database(path)
+        result = helpers.run_okr("--database", path, *given, cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        assert f"okr: {MIGRATED} without a backup" in result.stderr
+        assert beside(path) == []
+
+
+def limit_file_size():
+    """Runs in the child before exec: no file it writes grows past 64 KiB, as on a disk that is full (Python
+    ignores SIGXFSZ, so the write fails instead)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.RLIM_INFINITY))
+
+
+@pytest.mark.slow
+def test_init_db_on_a_full_disk_ends_with_one_line_and_the_database_as_it_was(tmp_path):
+    path = tmp_path / "okr.db"
+    make_v1_database(path)
+    assert path.stat().st_size > 64 * 1024
+    before = dump(path)
+    result = subprocess.run([sys.executable, APP_PY, "--database", str(path), "init-db"], cwd=tmp_path,
+                            env=helpers.ENV_WITHOUT_OKR, capture_output=True, text=True, timeout=60,
+                            preexec_fn=limit_file_size)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"okr: using database {path}",
+        f"okr: cannot keep a backup in {tmp_path} before migrating from schema 1, so nothing was changed: disk I/O "
+        "error; free some space there (or let okr write there), or pass --no-backup (OKR_UPGRADE_BACKUP=0) to "
+        f"migrate without one (database {path})"]
+    assert dump(path) == before and beside(path) == []
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".okr-")]
+
+
+def serve_once(tmp_path, *args):
+    """Starts a server on tmp_path/okr.db, stops it; returns its log."""
+    process, _ = helpers.start_service(helpers.free_port(), "--database", str(tmp_path / "okr.db"), "--workers", "1",
+                                       *args, env=helpers.ENV_WITHOUT_OKR, cwd=tmp_path)
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=15)[0].decode()
+    assert process.returncode == 0, output
+    return output
+
+
+@pytest.mark.slow
+def test_serve_keeps_a_backup_and_logs_the_migration_once(tmp_path):
+    path = tmp_path / "okr.db"
+    make_v1_database(path)
+    before = v1_rows(path)
+    log = serve_once(tmp_path)
+    backup = tmp_path / "okr.db.schema-1.bak"
+    assert re.search(rf"^\S+ \S+ INFO okr: kept a backup of the database at schema 1: {re.escape(str(backup))} "
+                     r"\(okr restore brings it back\)$", log, re.MULTILINE), log
+    assert re.search(rf"^\S+ \S+ INFO okr: {MIGRATED}$", log, re.MULTILINE), log
+    assert log.index(MIGRATED) < log.index("using database")
+    assert beside(path) == ["okr.db.schema-1.bak"] and v1_rows(backup) == before and user_version(backup) == 1
+    again = serve_once(tmp_path)
+    assert "migrated from" not in again and "kept a backup" not in again
+    assert beside(path) == ["okr.db.schema-1.bak"]
+
+
+@pytest.mark.slow
+def test_serve_with_no_backup_migrates_without_one(tmp_path):
+    path = tmp_path / "okr.db"
+    make_v1_database(path)
+    log = serve_once(tmp_path, "--no-backup")
+    assert f"INFO okr: {MIGRATED} without a backup" in log and "kept a backup" not in log
+    assert beside(path) == [] and user_version(path) == SCHEMA_VERSION

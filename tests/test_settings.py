@@ -72,6 +72,7 @@ def test_the_constants_that_are_settings_are_the_tables_defaults():
     ("DATABASE", "/srv/okr/okr.db", "/srv/okr/okr.db"),
     ("WEEKLY_MAIL", "friday 16:00", "friday 16:00"),
     ("BUSY_TIMEOUT_MS", "250", 250),
+    ("UPGRADE_BACKUP", "0", False),
 ])
 def test_the_environment_is_read_into_typed_values(monkeypatch, name, text, value):
     monkeypatch.setenv("OKR_" + name, text)

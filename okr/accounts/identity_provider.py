@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
+from ..proxies import public_url
 from ..rules.email_addresses import email_key
 
 TIMEOUT = 10
@@ -96,11 +97,10 @@ def settings(config):
     client_id = (config.get("OIDC_CLIENT_ID") or "").strip()
     if not client_id:
         raise ValueError("OKR_OIDC_ISSUER needs OKR_OIDC_CLIENT_ID, the client id the provider gave this service")
-    public = config.get("PUBLIC_URL") or config.get("BASE_URL")
+    public = public_url(config)
     if not public:
         raise ValueError("OKR_OIDC_ISSUER needs OKR_PUBLIC_URL, this service's address as browsers see it (the "
                          f"redirect URI is it followed by {CALLBACK_PATH})")
-    public = plain_url(public, "OKR_PUBLIC_URL" if config.get("PUBLIC_URL") else "OKR_BASE_URL")
     if create_users is not None and create_users not in CREATABLE_ROLES:
         raise ValueError(f"OKR_OIDC_CREATE_USERS must be viewer or editor (or unset), not {create_users!r}")
     name = " ".join(str(config.get("OIDC_NAME") or "").split()) or "your company account"

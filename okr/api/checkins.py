@@ -1,16 +1,17 @@
 """Check-ins, the history of a key result: /v1/keyresults/<id>/checkins."""
 from functools import partial
 
-from flask import Blueprint, request
+from flask import Blueprint, current_app, request
 from marshmallow import ValidationError
 from werkzeug.exceptions import BadRequest
 
 from ..accounts import access
 from ..db import get_db
-from ..records import checkin_json
+from ..records import checkin_json, key_result_json
 from ..rules.body_schemas import checkin_schema
 from ..store import checkins, key_results
 from .bodies import load_body
+from .conditional import current_tag
 from .key_results import current_key_result
 from .paging import paginate
 
@@ -32,10 +33,15 @@ def create_checkin(key_result_id):
 
 
 def check_in(key_result_id, body):
-    """Records a validated check-in (a CheckinSchema body) on a key result."""
+    """Records a validated check-in (a CheckinSchema body) on a key result; the answer carries the key result's
+    new ETag, which the next check-in's or edit's If-Match names."""
     author_id = access.checkin_author(access.current_actor(), body["author_id"])
-    return checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"],
-                             author_id)
+    checkin = checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"],
+                                author_id)
+    moved = key_results.get(get_db(), key_result_id)
+    response = current_app.json.response(checkin)
+    response.set_etag(current_tag(key_result_json(moved), moved["revision"]))
+    return response
 
 
 @bp.get("")

@@ -23,7 +23,8 @@ def write_comment(kind, parent_id):
     """Writes the body sent as a comment on the objective or key result (kind), by whoever signs."""
     comments.parent(get_db(), kind, parent_id)  # an unknown parent is a 404, whatever the body
     body = load_body(comment_schema)
-    return comment_json(comments.create(get_db(), kind, parent_id, body["body"], access.person_id()))
+    row = comments.create(get_db(), kind, parent_id, body["body"], access.person_id())
+    return tagged(comment_json(row), row["revision"])
 
 
 def list_comments(column, parent_id):

@@ -19,7 +19,8 @@ bp = Blueprint("cycles", __name__, url_prefix="/v1/cycles")
 def create_cycle():
     """Creates a cycle, maybe with its dates (answered as the spec's cycle, without them)."""
     body = load_body(cycle_schema)
-    return cycle_json(cycles.create(get_db(), body["name"], body["starts_on"], body["ends_on"]))
+    row = cycles.create(get_db(), body["name"], body["starts_on"], body["ends_on"])
+    return tagged(cycle_json(row), row["revision"])
 
 
 @bp.get("")

@@ -27,7 +27,8 @@ def create_key_result(objective_id):
     not answered: the spec's key result has none)."""
     objective = objectives.get(get_db(), objective_id)
     body = load_body(key_result_schema)
-    return key_result_json(key_results.create(get_db(), objective, body, access.person_id()))
+    row = key_results.create(get_db(), objective, body, access.person_id())
+    return tagged(key_result_json(row), row["revision"])
 
 
 @bp.get("/objectives/<objective_id>/keyresults")

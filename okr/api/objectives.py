@@ -24,7 +24,8 @@ def current_objective(objective_id):
 def create_objective():
     """Creates an objective."""
     body = load_body(objective_schema)
-    return objective_json(objectives.create(get_db(), body))
+    row = objectives.create(get_db(), body)
+    return tagged(objective_json(row), row["revision"])
 
 
 @bp.get("")

@@ -28,8 +28,19 @@ bp = Blueprint("openapi", __name__)
 DECIMAL_OUT = r"^-?[0-9]+\.[0-9]{2,6}$"
 TIMESTAMP = {"type": "string", "format": "date-time", "example": "2026-11-22T10:15:30Z"}
 UUID = f"^{UUID_PATTERN}$"
-# What paging.decode_token can read: base64url, padding optional.
-PAGE_TOKEN = "^[A-Za-z0-9_-]*={0,2}$"
+# A path's or a query's id, as the answers' ids are described (id_patterns).
+UUID_ARGUMENT = {"type": "string", "format": "uuid", "pattern": UUID}
+# A page token is the base64url of a row's seq, in ASCII digits (okr/api/paging.py). Each 4 characters hold 3
+# digits: the first and second say 0011 (digits are 0x30-0x39) and the digit's top bits, the third and fourth
+# the next two digits' bits.
+TOKEN_HEAD = "(?:[MN][DTjz]|O[DT])"  # the first digit, and the next one's top half
+TOKEN_GROUP = f"{TOKEN_HEAD}[AEIMQUYcgk][w-z0-5]"  # three digits
+# What paging.decode_token accepts, no more: padding optional, any '=' after a whole group, and the bits that
+# pad a last partial group not checked (Python's base64 ignores them), '+' and '/' included.
+PAGE_TOKEN = (f"^(?:{TOKEN_GROUP})*(?:{TOKEN_GROUP}=*|[MN][A-Za-z0-9+/_-](?:==?)?|O[A-Za-f](?:==?)?"
+              f"|{TOKEN_HEAD}[A-Za-n]=?)?$")
+# What paging.encode_token gives: padded, the unused bits zero, never empty.
+NEXT_PAGE_TOKEN = f"^(?:{TOKEN_GROUP})*(?:{TOKEN_GROUP}|[MN][AQgw]==|O[AQ]==|{TOKEN_HEAD}[AEIMQUYcgk]=)$"
 # A progress figure (okr.progress.figure): from 0 to 1, two decimals.
 PROGRESS = r"^(0\.[0-9]{2}|1\.00)$"
 
@@ -110,7 +121,7 @@ class User(Schema):
     created_at = timestamp_field()
 
 
-class MeKey(Schema):
+class SigningKey(Schema):
     credential = fields.String(required=True)
     name = fields.String(required=True)
     read_only = fields.Boolean(required=True, metadata={"description": "A read-only key only reads."})
@@ -124,7 +135,7 @@ class Me(Schema):
         "enum": [*users.ROLES, None],
         "description": "The user's role: a viewer only reads, an editor also writes, an admin also manages "
                        "people. Null for a service key (it writes like an editor) and while auth is off."})
-    key = fields.Nested(MeKey, required=True, allow_none=True, metadata={
+    key = fields.Nested(SigningKey, required=True, allow_none=True, metadata={
         "description": "The API key that signs the request; null while auth is off."})
 
 
@@ -184,7 +195,9 @@ class Comment(Schema):
 
 def page_of(name, item):
     return type(f"{item.__name__}Page", (Schema,), {
-        "next_page_token": fields.String(required=True, allow_none=True, metadata={"pattern": PAGE_TOKEN}),
+        "next_page_token": fields.String(required=True, allow_none=True, metadata={
+            "pattern": NEXT_PAGE_TOKEN, "example": "MTI=",
+            "description": "Pass it as page_token for the next page; null on the last page."}),
         name: fields.List(fields.Nested(item), required=True),
     })
 
@@ -240,7 +253,7 @@ class ObjectiveReport(Schema):
     objective = fields.Nested(ObjectiveNode, required=True)
 
 
-class Error(Schema):
+class ApiError(Schema):
     code = fields.Integer(required=True)
     message = fields.String(required=True)
     details = fields.Dict(keys=fields.String(), values=fields.String())
@@ -264,15 +277,15 @@ class Health(Schema):
     details = fields.Nested(HealthDetails, metadata={"description": "With --replicate only."})
 
 
-class IndexLinks(Schema):
+class ServiceLinks(Schema):
     openapi = fields.String(required=True, metadata={"example": "/v1/openapi.json"})
     healthz = fields.String(required=True, metadata={"example": "/healthz"})
 
 
-class Index(Schema):
+class ServiceIndex(Schema):
     name = fields.String(required=True, metadata={"example": "okr-service"})
     version = fields.String(required=True, metadata={"example": "0.1.0"})
-    links = fields.Nested(IndexLinks, required=True)
+    links = fields.Nested(ServiceLinks, required=True)
 
 
 def text_properties(self, field, **kwargs):
@@ -318,99 +331,117 @@ def decimal_properties(self, field, **kwargs):
 
 CSV = "text/csv"  # a response that is a CSV file, not JSON
 
-# (path, method, summary, request schema, response schema, query parameters)
+# (operationId, path, method, summary, request schema, response schema, query parameters)
 LIST = ("page_token", "page_size")
 OPERATIONS = [
-    ("/v1/objectives", "post", "Create an objective", body_schemas.ObjectiveSchema, Objective, ()),
-    ("/v1/objectives", "get", "List a cycle's objectives", None, ObjectivePage,
+    ("createObjective", "/v1/objectives", "post", "Create an objective", body_schemas.ObjectiveSchema, Objective, ()),
+    ("listObjectives", "/v1/objectives", "get", "List a cycle's objectives", None, ObjectivePage,
      ("cycle_id", "team_id", "assignee_id", "parent_objective_id", "is_company", "is_personal", *LIST)),
-    ("/v1/objectives/{objective_id}", "get", "Get an objective", None, Objective, ()),
-    ("/v1/objectives/{objective_id}", "post", "Replace an objective", body_schemas.ObjectiveUpdateSchema,
+    ("getObjective", "/v1/objectives/{objective_id}", "get", "Get an objective", None, Objective, ()),
+    ("replaceObjective", "/v1/objectives/{objective_id}", "post",
+     "Replace an objective", body_schemas.ObjectiveUpdateSchema,
      Objective, ()),
-    ("/v1/objectives/{objective_id}", "patch", "Change some of an objective's attributes (JSON Merge Patch)",
+    ("updateObjective", "/v1/objectives/{objective_id}", "patch",
+     "Change some of an objective's attributes (JSON Merge Patch)",
      body_schemas.ObjectivePatchSchema, Objective, ()),
-    ("/v1/objectives/{objective_id}", "delete", "Delete an objective and its key results", None, None, ()),
-    ("/v1/objectives/{objective_id}/report", "get",
+    ("deleteObjective", "/v1/objectives/{objective_id}", "delete",
+     "Delete an objective and its key results", None, None, ()),
+    ("getObjectiveReport", "/v1/objectives/{objective_id}/report", "get",
      "Report an objective and its aligned descendants (any cycle) with progress and status",
      None, ObjectiveReport, ()),
-    ("/v1/objectives/{objective_id}/keyresults", "post", "Create a key result",
+    ("createKeyResult", "/v1/objectives/{objective_id}/keyresults", "post", "Create a key result",
      body_schemas.KeyResultSchema, KeyResult, ()),
-    ("/v1/objectives/{objective_id}/keyresults", "get", "List an objective's key results", None, KeyResultPage,
+    ("listObjectiveKeyResults", "/v1/objectives/{objective_id}/keyresults", "get",
+     "List an objective's key results", None, KeyResultPage,
      ("type", *LIST)),
-    ("/v1/keyresults", "get", "List a cycle's key results", None, KeyResultPage,
+    ("listKeyResults", "/v1/keyresults", "get", "List a cycle's key results", None, KeyResultPage,
      ("cycle_id", "type", *LIST)),
-    ("/v1/keyresults/{key_result_id}", "get", "Get a key result", None, KeyResult, ()),
-    ("/v1/keyresults/{key_result_id}", "post", "Replace a key result", body_schemas.KeyResultUpdateSchema,
+    ("getKeyResult", "/v1/keyresults/{key_result_id}", "get", "Get a key result", None, KeyResult, ()),
+    ("replaceKeyResult", "/v1/keyresults/{key_result_id}", "post",
+     "Replace a key result", body_schemas.KeyResultUpdateSchema,
      KeyResult, ()),
-    ("/v1/keyresults/{key_result_id}", "patch", "Change some of a key result's attributes (JSON Merge Patch)",
+    ("updateKeyResult", "/v1/keyresults/{key_result_id}", "patch",
+     "Change some of a key result's attributes (JSON Merge Patch)",
      body_schemas.KeyResultPatchSchema, KeyResultDetails, ()),
-    ("/v1/keyresults/{key_result_id}", "delete", "Delete a key result and its check-ins", None, None, ()),
-    ("/v1/keyresults/{key_result_id}/checkins", "post",
+    ("deleteKeyResult", "/v1/keyresults/{key_result_id}", "delete",
+     "Delete a key result and its check-ins", None, None, ()),
+    ("createCheckin", "/v1/keyresults/{key_result_id}/checkins", "post",
      "Record a check-in: it becomes the key result's current value and confidence",
      body_schemas.CheckinSchema, Checkin, ()),
-    ("/v1/keyresults/{key_result_id}/checkins", "get", "List a key result's check-ins, oldest first", None,
+    ("listCheckins", "/v1/keyresults/{key_result_id}/checkins", "get",
+     "List a key result's check-ins, oldest first", None,
      CheckinPage, LIST),
-    ("/v1/objectives/{objective_id}/comments", "post", "Comment on an objective", body_schemas.CommentSchema, Comment,
+    ("createObjectiveComment", "/v1/objectives/{objective_id}/comments", "post",
+     "Comment on an objective", body_schemas.CommentSchema, Comment,
      ()),
-    ("/v1/objectives/{objective_id}/comments", "get", "List an objective's comments, oldest first", None,
+    ("listObjectiveComments", "/v1/objectives/{objective_id}/comments", "get",
+     "List an objective's comments, oldest first", None,
      CommentPage, LIST),
-    ("/v1/keyresults/{key_result_id}/comments", "post", "Comment on a key result", body_schemas.CommentSchema, Comment,
+    ("createKeyResultComment", "/v1/keyresults/{key_result_id}/comments", "post",
+     "Comment on a key result", body_schemas.CommentSchema, Comment,
      ()),
-    ("/v1/keyresults/{key_result_id}/comments", "get", "List a key result's comments, oldest first", None,
+    ("listKeyResultComments", "/v1/keyresults/{key_result_id}/comments", "get",
+     "List a key result's comments, oldest first", None,
      CommentPage, LIST),
-    ("/v1/comments/{comment_id}", "get", "Get a comment", None, Comment, ()),
-    ("/v1/comments/{comment_id}", "patch", "Change a comment's body (JSON Merge Patch)", body_schemas.CommentPatchSchema,
+    ("getComment", "/v1/comments/{comment_id}", "get", "Get a comment", None, Comment, ()),
+    ("updateComment", "/v1/comments/{comment_id}", "patch",
+     "Change a comment's body (JSON Merge Patch)", body_schemas.CommentPatchSchema,
      Comment, ()),
-    ("/v1/comments/{comment_id}", "delete", "Delete a comment", None, None, ()),
-    ("/v1/cycles", "post", "Create a cycle, maybe with its dates", body_schemas.CycleSchema, Cycle, ()),
-    ("/v1/cycles", "get", "List cycles", None, CyclePage, LIST),
-    ("/v1/cycles/{cycle_id}", "get", "Get a cycle", None, Cycle, ()),
-    ("/v1/cycles/{cycle_id}", "post", "Rename a cycle", body_schemas.GroupUpdateSchema, Cycle, ()),
-    ("/v1/cycles/{cycle_id}", "patch", "Change a cycle's name or dates (JSON Merge Patch)",
+    ("deleteComment", "/v1/comments/{comment_id}", "delete", "Delete a comment", None, None, ()),
+    ("createCycle", "/v1/cycles", "post", "Create a cycle, maybe with its dates", body_schemas.CycleSchema, Cycle, ()),
+    ("listCycles", "/v1/cycles", "get", "List cycles", None, CyclePage, LIST),
+    ("getCycle", "/v1/cycles/{cycle_id}", "get", "Get a cycle", None, Cycle, ()),
+    ("renameCycle", "/v1/cycles/{cycle_id}", "post", "Rename a cycle", body_schemas.GroupUpdateSchema, Cycle, ()),
+    ("updateCycle", "/v1/cycles/{cycle_id}", "patch", "Change a cycle's name or dates (JSON Merge Patch)",
      body_schemas.CyclePatchSchema, CycleDetails, ()),
-    ("/v1/cycles/{cycle_id}", "delete", "Delete a cycle with its objectives", None, None, ()),
-    ("/v1/cycles/{cycle_id}/report.csv", "get", "A cycle's key results as CSV, one row each", None, CSV, ()),
-    ("/v1/cycles/{cycle_id}/report", "get",
+    ("deleteCycle", "/v1/cycles/{cycle_id}", "delete", "Delete a cycle with its objectives", None, None, ()),
+    ("getCycleReportCsv", "/v1/cycles/{cycle_id}/report.csv", "get",
+     "A cycle's key results as CSV, one row each", None, CSV, ()),
+    ("getCycleReport", "/v1/cycles/{cycle_id}/report", "get",
      "Report a cycle's alignment tree with progress and status, maybe for one team or assignee",
      None, CycleReport, ("team_id", "assignee_id")),
-    ("/v1/teams", "post", "Create a team", body_schemas.GroupSchema, Team, ()),
-    ("/v1/teams", "get", "List teams", None, TeamPage, LIST),
-    ("/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
-    ("/v1/teams/{team_id}", "post", "Rename a team", body_schemas.GroupUpdateSchema, Team, ()),
-    ("/v1/teams/{team_id}", "delete", "Delete a team; its objectives keep living", None, None, ()),
-    ("/v1/teams/{team_id}/members", "get", "List a team's members in the order they joined", None, UserPage,
+    ("createTeam", "/v1/teams", "post", "Create a team", body_schemas.GroupSchema, Team, ()),
+    ("listTeams", "/v1/teams", "get", "List teams", None, TeamPage, LIST),
+    ("getTeam", "/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
+    ("renameTeam", "/v1/teams/{team_id}", "post", "Rename a team", body_schemas.GroupUpdateSchema, Team, ()),
+    ("deleteTeam", "/v1/teams/{team_id}", "delete", "Delete a team; its objectives keep living", None, None, ()),
+    ("listTeamMembers", "/v1/teams/{team_id}/members", "get",
+     "List a team's members in the order they joined", None, UserPage,
      LIST),
-    ("/v1/teams/{team_id}/members/{user_id}", "put", "Make a user a member of a team", None, User, ()),
-    ("/v1/teams/{team_id}/members/{user_id}", "delete", "Take a user out of a team", None, None, ()),
-    ("/v1/users", "get", "List users", None, UserPage, LIST),
-    ("/v1/users/{user_id}", "get", "Get a user", None, User, ()),
-    ("/v1/me", "get", "Who signs this request: its user, role and API key", None, Me, ()),
-    ("/v1/events", "get", "List the activity feed: every change, oldest first", None, EventPage,
+    ("addTeamMember", "/v1/teams/{team_id}/members/{user_id}", "put", "Make a user a member of a team", None, User, ()),
+    ("removeTeamMember", "/v1/teams/{team_id}/members/{user_id}", "delete",
+     "Take a user out of a team", None, None, ()),
+    ("listUsers", "/v1/users", "get", "List users", None, UserPage, LIST),
+    ("getUser", "/v1/users/{user_id}", "get", "Get a user", None, User, ()),
+    ("getMe", "/v1/me", "get", "Who signs this request: its user, role and API key", None, Me, ()),
+    ("listEvents", "/v1/events", "get", "List the activity feed: every change, oldest first", None, EventPage,
      ("type", "resource_id", "cycle_id", "after", *LIST)),
-    ("/v1/openapi.json", "get", "This document", None, None, ()),
-    ("/healthz", "get", "Health check for process supervisors", None, Health, ()),
-    ("/", "get", "Index: the service's name and version, and links to this document and /healthz",
-     None, Index, ()),
+    ("getOpenApiDocument", "/v1/openapi.json", "get", "This document", None, None, ()),
+    ("getHealth", "/healthz", "get", "Health check for process supervisors", None, Health, ()),
+    ("getIndex", "/", "get", "Index: the service's name and version, and links to this document and /healthz",
+     None, ServiceIndex, ()),
 ]
 
-# A PATCH body is a JSON Merge Patch (RFC 7396); plain JSON is read the same way.
-REQUEST_MEDIA_TYPES = {"patch": ("application/merge-patch+json", "application/json")}
+# A PATCH body is a JSON Merge Patch (RFC 7396), declared once (plain JSON is read the same way, which the
+# description says): two media types of one schema give generated clients two bodies of one type.
+REQUEST_MEDIA_TYPES = {"patch": ("application/merge-patch+json",)}
 REQUEST_DESCRIPTIONS = {
     "patch": "A JSON Merge Patch (RFC 7396) over the stored record: fields sent change, fields absent stay, "
              "and null clears a nullable field (it is a 400 for any other). The merged record is validated "
-             "as a full update (POST) is.",
+             "as a full update (POST) is. Sent as application/json, or with no Content-Type, it is read the same "
+             "way.",
 }
 
 QUERY_PARAMETERS = {
     "cycle_id": {"required": True, "description": "The cycle whose records are listed.",
-                 "schema": {"type": "string", "pattern": UUID}},
+                 "schema": UUID_ARGUMENT},
     "page_token": {"description": "next_page_token of the previous page (base64url, padding optional).",
                    "schema": {"type": "string", "pattern": PAGE_TOKEN}},
     "page_size": {"description": "Rows per page, 1 to 1000; 100 when absent.",
                   "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-    "team_id": {"description": "Only objectives of this team.", "schema": {"type": "string", "pattern": UUID}},
+    "team_id": {"description": "Only objectives of this team.", "schema": UUID_ARGUMENT},
     "assignee_id": {"description": "Only objectives assigned to this user.",
-                    "schema": {"type": "string", "pattern": UUID}},
+                    "schema": UUID_ARGUMENT},
     "parent_objective_id": {"description": "Only children of this objective; none for objectives without a parent.",
                             "schema": {"type": "string", "pattern": f"^({UUID_PATTERN}|none)$"}},
     "is_company": {"description": "Only company objectives (true) or only the others (false).",
@@ -427,13 +458,13 @@ PATH_QUERY_PARAMETERS = {
                                             "checkin.created.",
                              "schema": {"type": "string", "pattern": "^[a-z_]+(\\.[a-z_]*)?$"}},
     ("/v1/events", "cycle_id"): {"description": "Only events of this cycle and what it holds (a deleted cycle's "
-                                                "too).", "schema": {"type": "string", "pattern": UUID}},
+                                                "too).", "schema": UUID_ARGUMENT},
     ("/v1/events", "resource_id"): {"description": "Only events of this resource (a UUID, or an API key's "
                                                    "credential).",
                                     "schema": {"type": "string", "pattern": RESOURCE_ID}},
     ("/v1/events", "after"): {"description": "Only events after the one with this id, to resume from a known "
                                              "event; a 404 when it is no longer kept (pruned).",
-                              "schema": {"type": "string", "pattern": UUID}},
+                              "schema": UUID_ARGUMENT},
 }
 COMMENT_AUTHOR = ("The author is the user whose key signs (a service key's comments, and those made while auth is "
                   "off, have none). The body is plain text of 1 to 10,000 characters, not only whitespace; it is "
@@ -537,9 +568,25 @@ TAGGED = ("/v1/objectives/{objective_id}", "/v1/keyresults/{key_result_id}", "/v
           "/v1/teams/{team_id}", "/v1/users/{user_id}", "/v1/comments/{comment_id}")
 # Where a write honours If-Match: those resources, and a key result's check-ins (the key result's ETag).
 IF_MATCH_PATHS = (*TAGGED, "/v1/keyresults/{key_result_id}/checkins")
+ETAG_SCHEMA = {"type": "string", "pattern": '^"[0-9a-f]+"$'}
 ETAG_HEADER = {"ETag": {
     "description": "The resource's strong entity tag; it changes with every change of the resource.",
-    "required": True, "schema": {"type": "string", "pattern": '^"[0-9a-f]+"$'}}}
+    "required": True, "schema": ETAG_SCHEMA}}
+# The creates, whose answer carries the new resource's ETag as a GET of it would (conditional.tagged); a check-in
+# carries its key result's (what the next check-in's or edit's If-Match names), a new member the user's.
+CREATES = {
+    ("/v1/objectives", "post"): None,
+    ("/v1/objectives/{objective_id}/keyresults", "post"): None,
+    ("/v1/objectives/{objective_id}/comments", "post"): None,
+    ("/v1/keyresults/{key_result_id}/comments", "post"): None,
+    ("/v1/cycles", "post"): None,
+    ("/v1/teams", "post"): None,
+    ("/v1/keyresults/{key_result_id}/checkins", "post"):
+        "The key result's new entity tag (a check-in moves it), as GET /v1/keyresults/{key_result_id} gives it: "
+        "send it as If-Match with the next check-in or edit.",
+    ("/v1/teams/{team_id}/members/{user_id}", "put"):
+        "The user's entity tag, as GET /v1/users/{user_id} gives it.",
+}
 # No pattern: the service reads any value (RFC 9110 lists of tags, or *) and a tag it never gave just
 # does not match.
 CONDITIONS = {
@@ -583,8 +630,32 @@ def error_codes(path, method, body, parameters):
     return sorted(codes)
 
 
-def operation(path, method, summary, body, response, parameters):
-    spec = {"summary": summary, "operationId": f"{method}_{path}", "responses": {}}
+# One tag per resource, which generated clients group operations by (one class or module each).
+TAGS = {
+    "Objectives": "Objectives, and their alignment.",
+    "KeyResults": "Key results, under their objective and by cycle.",
+    "Checkins": "A key result's history: each check-in moves it.",
+    "Comments": "Comments on an objective or a key result.",
+    "Cycles": "Delivery cycles, with their dates.",
+    "Teams": "Teams, and their members.",
+    "Users": "Users (read-only), and who signs a request.",
+    "Events": "The activity feed: every change, with its author.",
+    "Reports": "Progress and status: a cycle's or an objective's alignment tree, and a cycle as CSV.",
+    "Service": "The service itself: its index, its health and this document.",
+}
+# A path's tag, by its last word that is not a parameter.
+TAG_OF_WORD = {"objectives": "Objectives", "keyresults": "KeyResults", "checkins": "Checkins",
+               "comments": "Comments", "cycles": "Cycles", "teams": "Teams", "members": "Teams", "users": "Users",
+               "me": "Users", "events": "Events", "report": "Reports", "report.csv": "Reports"}
+
+
+def tag_of(path):
+    words = [part for part in path.split("/") if part and not part.startswith("{")]
+    return TAG_OF_WORD.get(words[-1], "Service") if words else "Service"
+
+
+def operation(operation_id, path, method, summary, body, response, parameters):
+    spec = {"summary": summary, "operationId": operation_id, "tags": [tag_of(path)], "responses": {}}
     if (path, method) in DESCRIPTIONS:
         spec = {"summary": summary, "description": DESCRIPTIONS[path, method], **spec}  # after the summary
     if response is CSV:
@@ -597,6 +668,9 @@ def operation(path, method, summary, body, response, parameters):
         spec["responses"]["200"] = {"description": "OK; the body is empty" if method == "delete" else "OK"}
     if path in TAGGED and method != "delete":
         spec["responses"]["200"]["headers"] = ETAG_HEADER
+    if (path, method) in CREATES:
+        described = CREATES[path, method] or ETAG_HEADER["ETag"]["description"]
+        spec["responses"]["200"]["headers"] = {"ETag": {**ETAG_HEADER["ETag"], "description": described}}
     if body is not None:
         # An empty body counts as {}, so it is only required where a field is.
         required = any(field.required for field in body._declared_fields.values())
@@ -620,7 +694,7 @@ def operation(path, method, summary, body, response, parameters):
         busy = code == 503 and path in REPORT_PATHS
         spec["responses"][str(code)] = {
             "description": special or (BUSY_REPORT if busy else ERRORS[code]),
-            "content": {"application/json": {"schema": "Error"}},
+            "content": {"application/json": {"schema": "ApiError"}},
             **({"headers": ERROR_HEADERS[code]} if code in ERROR_HEADERS and not special else {}),
         }
     if not path.startswith("/v1/") or path == "/v1/openapi.json":
@@ -640,7 +714,7 @@ TARGETS = {
 # Every text the service reads as 1; of exponent forms, only that the digits are a power of ten.
 ONE_TEXT = r"^\+?(0*1(\.0*)?|(0*10*(\.0*)?|0*\.0*10*)[eE][+-]?[0-9]+)$"
 # Components split per type: request bodies, then responses.
-BY_TYPE = {"KeyResultSchema": True, "KeyResultUpdateSchema": True, "KeyResult": False, "KeyResultDetails": False,
+BY_TYPE = {"KeyResultInput": True, "KeyResultReplacement": True, "KeyResult": False, "KeyResultDetails": False,
            "KeyResultNode": False}
 
 
@@ -648,7 +722,9 @@ def target_property(described, rule, kind, request):
     """A target's schema in the variant of one key-result type."""
     if rule == "null":
         absent = ", or absent" if request else ""
-        return {"type": "string", "nullable": True, "enum": [None],
+        # Null only. OpenAPI 3.0 would say enum [null], on which code generators crash; no string is at least 1
+        # and at most 0 characters long.
+        return {"type": "string", "nullable": True, "minLength": 1, "maxLength": 0,
                 "description": f"Null for a {kind} key result{absent}."}
     if rule == "one":
         if not request:
@@ -710,7 +786,7 @@ def build_document(version):
     spec = APISpec(
         title="OKR service", version=version, openapi_version="3.0.3", plugins=[plugin],
         info={"description": "Objectives, key results, delivery cycles, teams and users over JSON."},
-        security=[{SCHEME: []}],
+        security=[{SCHEME: []}], tags=[{"name": name, "description": text} for name, text in TAGS.items()],
     )
     plugin.converter.add_attribute_function(text_properties)
     plugin.converter.add_attribute_function(date_properties)
@@ -725,14 +801,14 @@ def build_document(version):
                        "editor; a read-only key only reads, whatever its user's role. Auth is on once any API key "
                        "was created or any user has a password; before that requests need no signature.",
     })
-    spec.components.schema("Error", schema=Error)
+    spec.components.schema("ApiError", schema=ApiError)
     paths = {}
-    for path, method, *rest in OPERATIONS:
-        paths.setdefault(path, {})[method] = operation(path, method, *rest)
+    for operation_id, path, method, *rest in OPERATIONS:
+        paths.setdefault(path, {})[method] = operation(operation_id, path, method, *rest)
     for path, operations in paths.items():
         # Any other string is only a 404, but no id the service gives out looks otherwise.
         parameters = [{"in": "path", "name": name, "required": True, "description": "A lowercase UUID.",
-                       "schema": {"type": "string", "pattern": UUID}}
+                       "schema": UUID_ARGUMENT}
                       for name in path_parameters(path)]
         spec.path(path=path, operations=operations, parameters=parameters)
     document = spec.to_dict()
@@ -744,8 +820,27 @@ def build_document(version):
     return document
 
 
+# The request schemas' names in the document: what each body is, not the Python class that checks it.
+COMPONENT_NAMES = {
+    body_schemas.ObjectiveSchema: "ObjectiveInput",
+    body_schemas.ObjectiveUpdateSchema: "ObjectiveReplacement",
+    body_schemas.ObjectivePatchSchema: "ObjectivePatch",
+    body_schemas.KeyResultSchema: "KeyResultInput",
+    body_schemas.KeyResultUpdateSchema: "KeyResultReplacement",
+    body_schemas.KeyResultPatchSchema: "KeyResultPatch",
+    body_schemas.CheckinSchema: "CheckinInput",
+    body_schemas.CommentSchema: "CommentInput",
+    body_schemas.CommentPatchSchema: "CommentPatch",
+    body_schemas.CycleSchema: "CycleInput",
+    body_schemas.CyclePatchSchema: "CyclePatch",
+    body_schemas.GroupSchema: "TeamInput",
+    body_schemas.GroupUpdateSchema: "Rename",
+}
+
+
 def schema_name(schema):
-    return (schema if isinstance(schema, type) else type(schema)).__name__
+    cls = schema if isinstance(schema, type) else type(schema)
+    return COMPONENT_NAMES.get(cls, cls.__name__)
 
 
 def path_parameters(path):

@@ -6,6 +6,7 @@ from flask import Blueprint
 from ..db import get_db
 from ..records import user_json
 from ..store import team_members, teams
+from .conditional import tagged
 from .paging import paginate
 from .responses import deleted
 
@@ -20,8 +21,9 @@ def list_members(team_id):
 
 @bp.put("/<user_id>")
 def add_member(team_id, user_id):
-    """Makes a user a member of a team (already one: nothing changes)."""
-    return user_json(team_members.add(get_db(), team_id, user_id))
+    """Makes a user a member of a team (already one: nothing changes); answers the user, with its ETag."""
+    user = team_members.add(get_db(), team_id, user_id)
+    return tagged(user_json(user), user["revision"])
 
 
 @bp.delete("/<user_id>")

@@ -17,7 +17,8 @@ bp = Blueprint("teams", __name__, url_prefix="/v1/teams")
 def create_team():
     """Creates a team."""
     body = load_body(group_schema)
-    return team_json(teams.create(get_db(), body["name"]))
+    row = teams.create(get_db(), body["name"])
+    return tagged(team_json(row), row["revision"])
 
 
 @bp.get("")

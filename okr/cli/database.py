@@ -16,7 +16,7 @@ from ..server import litestream, serving_lock
 from ..store import database as database_rows
 from ..store import scratch
 from ..store.schema import (SCHEMA_VERSION, connect, connect_read_only, copy_rows, create_private_file, migrate,
-                            schema_objects, schema_version)
+                            restored_tables, schema_objects, schema_version)
 from ..transfer.importer import check_stored
 from ..transfer.rows import Refusal
 from .common import echo_json, existing_database, name_database, reports_errors
@@ -245,7 +245,8 @@ def rebuilt(staging, refusal):
 
 
 def write_over(stage, database):
-    """Writes the checked copy into the live database through SQLite; returns the row counts."""
+    """Writes the checked copy into the live database through SQLite; returns the row count of every table restored,
+    in schema.sql's order."""
     create_private_file(database)
     try:
         target = connect(database, current_app.config["BUSY_TIMEOUT_MS"])
@@ -263,7 +264,7 @@ def write_over(stage, database):
         # new content at their next transaction.
         stage.backup(target)
         target.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return database_rows.counts(target, ("cycles", "objectives", "key_results", "teams", "users"))
+        return database_rows.counts(target, restored_tables(target))
     finally:
         target.close()
 
@@ -293,6 +294,7 @@ def restore(backup_path, replica_url, moment, force):
     if replica_url is not None:
         try:
             replica = litestream.replica(replica_url, current_app.config.get("REPLICATE_ENDPOINT"))
+            litestream.check_environment(replica)
             timestamp = None if moment is None else litestream.restore_time(moment)
         except litestream.ReplicationError as error:
             raise click.ClickException(str(error)) from None

@@ -4,7 +4,6 @@ and their held sign-ins.
 Users are created and changed here (and, once signed in, by an admin on the dashboard), never over the API.
 """
 import csv
-import ipaddress
 import sys
 import unicodedata
 from contextlib import contextmanager
@@ -18,13 +17,13 @@ from ..accounts import passwords, throttle
 from ..db import transaction
 from ..errors import Conflict, NotFound
 from ..outbound import smtp
-from ..outbound.smtp import base_url_problem
+from ..proxies import checked_url
 from ..records import user_json
 from ..rules.email_addresses import email_key
 from ..rules.messages import flatten
 from ..rules.body_schemas import user_schema
 from ..store import invitations, users
-from .common import address, echo_json, logger, read_database, reports_errors, use_database
+from .common import echo_json, logger, read_database, reports_errors, use_database
 
 
 users_cli = AppGroup("users", help="Users: add, list, update, import, deactivate, activate, set-role, invite, "
@@ -190,36 +189,25 @@ def set_user_role(email, role):
 
 
 def invitation_base(base_url):
-    """The invitation link's base URL, checked, without a trailing slash: --base-url (or OKR_BASE_URL), else
-    this server's own address (--host and --port)."""
-    base_url = base_url or current_app.config.get("BASE_URL")
-    if base_url is None:
-        host, port = current_app.config["HOST"], current_app.config["PORT"]
+    """The invitation link's base URL, checked, without a trailing slash: --base-url, else the public URL (as every
+    link, okr.outbound.smtp.public_base: OKR_PUBLIC_URL, else OKR_BASE_URL, else this server's --host and --port)."""
+    if base_url is not None:
         try:
-            everywhere = ipaddress.ip_address(host.strip("[]")).is_unspecified
-        except ValueError:
-            everywhere = False
-        if everywhere:
-            raise click.ClickException(f"the server listens on every address ({host}), which is no address to "
-                                       "send people to: pass --base-url (or set OKR_BASE_URL) with the one they use")
-        url = address(host, port)
-        problem = base_url_problem(url)
-        if problem:
-            raise click.ClickException(f"the server's address {url} {problem}; pass --base-url")
-    else:
-        url = base_url
-        problem = base_url_problem(url)
-        if problem:
-            raise click.ClickException(f"--base-url {url} {problem}")
-    return url.rstrip("/")
+            return checked_url(base_url, "--base-url")
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+    try:
+        return smtp.public_base(current_app.config, "pass --base-url (or set OKR_PUBLIC_URL) with the one they use")
+    except smtp.MailSettingsError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @users_cli.command("invite")
 @click.argument("email")
 @click.option("--base-url", envvar="OKR_BASE_URL", metavar="URL",
-              help="The address people open the dashboard at, such as https://okr.example.com (or set "
-                   "OKR_BASE_URL); http or https, no query. Default: this server's, from --host and --port "
-                   "(http://127.0.0.1:8080).")
+              help="The address people open the dashboard at, such as https://okr.example.com; http or https, "
+                   "no query. Default: the public URL (OKR_PUBLIC_URL or OKR_BASE_URL), else this server's, "
+                   "from --host and --port (http://127.0.0.1:8080).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"url": LINK} and nothing else.')
 @reports_errors
 def invite_user(email, base_url, as_json):

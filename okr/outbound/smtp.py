@@ -1,4 +1,4 @@
-"""Email: the settings (OKR_SMTP_URL, OKR_SMTP_PASSWORD, OKR_MAIL_FROM, OKR_BASE_URL) and sending one plain-text
+"""Email: the settings (OKR_SMTP_URL, OKR_SMTP_PASSWORD, OKR_MAIL_FROM; links start with the public URL) and sending one plain-text
 message with the standard library's smtplib. Knows nothing of Flask: it reads a config mapping.
 
 smtp://HOST[:PORT] talks STARTTLS (port 587 by default) and refuses to go on without it, so that the password
@@ -11,10 +11,12 @@ import smtplib
 import socket
 import ssl
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from email.message import EmailMessage
-from email.utils import formataddr, make_msgid, parseaddr
+from email.utils import format_datetime, formataddr, make_msgid, parseaddr
 from urllib.parse import unquote, urlsplit
 
+from ..proxies import public_url
 from ..rules.names import one_line
 from ..settings import default
 
@@ -65,41 +67,21 @@ def parse_smtp_url(url, password=None):
     return scheme, parts.hostname, port, user, password or None
 
 
-def base_url_problem(url):
-    """What is wrong with the dashboard's public address (links in emails and invitations), in a few words;
-    None when it will do."""
-    if any(character.isspace() or ord(character) < 0x20 or ord(character) == 0x7F for character in url):
-        return "must not hold spaces or control characters"
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https"):
-        return "must start with http:// or https://"
-    if not parts.hostname:
-        return "must name a host, as in https://okr.example.com"
-    if "@" in parts.netloc:
-        return "must not hold a user name or password"
-    if "?" in url or "#" in url:
-        return "must have no query (?) nor fragment (#)"
-    try:
-        parts.port
-    except ValueError:
-        return "has a port that is not a number from 0 to 65535"
-    return None
-
-
 def server_address(host, port):
     """The server's address for a browser: http://HOST:PORT/, an IPv6 address in brackets."""
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
-def public_base(config):
-    """The address people open the dashboard at, without a trailing slash: OKR_BASE_URL, else the server's own
-    (http://HOST:PORT); MailSettingsError when neither will do."""
-    url = config.get("BASE_URL")
+def public_base(config, remedy="set OKR_PUBLIC_URL to the one people use"):
+    """The address every link sent out starts with, without a trailing slash: the public URL (okr.proxies.public_url:
+    OKR_PUBLIC_URL, else OKR_BASE_URL), else the server's own (http://HOST:PORT); MailSettingsError when neither
+    will do."""
+    try:
+        url = public_url(config)
+    except ValueError as error:
+        raise MailSettingsError(str(error)) from None
     if url:
-        problem = base_url_problem(url)
-        if problem:
-            raise MailSettingsError(f"OKR_BASE_URL {url} {problem}")
-        return url.rstrip("/")
+        return url
     host = str(config["HOST"])
     try:
         everywhere = ipaddress.ip_address(host.strip("[]")).is_unspecified
@@ -107,7 +89,7 @@ def public_base(config):
         everywhere = False
     if everywhere:
         raise MailSettingsError(f"the server listens on every address ({host}), which is no address for links in "
-                                "emails: set OKR_BASE_URL to the one people use, such as https://okr.example.com")
+                                f"emails: {remedy}, such as https://okr.example.com")
     return server_address(host, config["PORT"]).rstrip("/")
 
 
@@ -144,6 +126,8 @@ def message(mail_settings, to_name, to_address, subject, body):
     # A name stored before okr.rules.names' rule may hold a line break, which no header takes.
     email["To"] = formataddr((one_line(to_name), to_address))
     email["Subject"] = subject
+    # The moment it is ready to go (RFC 5322's origination date): spam filters mark a message without one.
+    email["Date"] = format_datetime(datetime.now(timezone.utc))
     email["Message-ID"] = make_msgid(domain=parseaddr(mail_settings.sender)[1].rpartition("@")[2] or None)
     email["Auto-Submitted"] = "auto-generated"  # no out-of-office answers back
     email.set_content(body)

@@ -9,6 +9,7 @@ import socket
 
 from waitress import create_server
 
+from .. import proxies
 from . import connections
 from .request_log import AccessLog
 
@@ -68,7 +69,8 @@ def make_server(app, sockets=None, address_counts=None):
         settings["sockets"] = sockets
     allow_open_files(settings["connection_limit"])
     trusted = app.config["TRUSTED_PROXIES"]
-    server = create_server(AccessLog().wrap(app, trusted) if app.config["ACCESS_LOG"] else app, **settings)
+    served = proxies.served(app)  # under the public URL's path, when it has one
+    server = create_server(AccessLog().wrap(served, trusted) if app.config["ACCESS_LOG"] else served, **settings)
     connections.install(server, connections.limits_of(app.config), address_counts)
     return server
 

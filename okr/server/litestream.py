@@ -6,6 +6,7 @@ Flask-free: `okr serve --replicate` runs Litestream beside the server (okr/serve
 replication status` read the status file that the process running Litestream keeps up to date.
 docs/operations.md tells the operator's side.
 """
+import configparser
 import gzip
 import json
 import os
@@ -88,6 +89,68 @@ def replica(url, endpoint=None):
         if region:
             settings["region"] = region
     return settings
+
+
+# What the AWS SDK inside Litestream 0.5 takes in these variables, read when an S3 replica starts: any other value
+# ends Litestream at once ("cannot load aws config"), and the server would start it again and again. (The values,
+# whether their case matters.)
+AWS_CHOICES = {
+    **{name: (("true", "false"), False) for name in (
+        "AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT", "AWS_S3_USE_ARN_REGION",
+        "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_S3_DISABLE_EXPRESS_SESSION_AUTH")},
+    "AWS_ENABLE_ENDPOINT_DISCOVERY": (("true", "false", "auto"), False),
+    "AWS_RETRY_MODE": (("standard", "adaptive"), True),
+    "AWS_DEFAULTS_MODE": (("legacy", "standard", "in-region", "cross-region", "mobile", "auto"), False),
+    "AWS_REQUEST_CHECKSUM_CALCULATION": (("when_supported", "when_required"), False),
+    "AWS_RESPONSE_CHECKSUM_VALIDATION": (("when_supported", "when_required"), False),
+    "AWS_ACCOUNT_ID_ENDPOINT_MODE": (("preferred", "required", "disabled"), True),
+}
+
+
+def check_environment(replica_settings, environ=None):
+    """ReplicationError naming the variable of the environment that would end Litestream 0.5 as soon as it starts
+    replicating to (or restoring from) this replica; nothing for a file replica, which reads none of them."""
+    env = os.environ if environ is None else environ
+    if not replica_settings["url"].startswith("s3:"):
+        return
+    if env.get("AWS_CA_BUNDLE"):
+        # Any value: Litestream gives the SDK an HTTP client it cannot add a CA bundle to.
+        raise ReplicationError("AWS_CA_BUNDLE is set, and Litestream 0.5 cannot replicate to S3 with it (\"unable to "
+                               "add custom RootCAs\"): unset it for okr; for a private CA, set SSL_CERT_FILE instead")
+    for name, (values, case_matters) in AWS_CHOICES.items():
+        value = env.get(name, "")
+        if value and (value if case_matters else value.lower()) not in values:
+            raise ReplicationError(f"{name} must be {' or '.join(values)} for Litestream, not {value!r}")
+    attempts = env.get("AWS_MAX_ATTEMPTS", "")
+    if attempts and not re.fullmatch(r"[+-]?[0-9]+", attempts):
+        raise ReplicationError(f"AWS_MAX_ATTEMPTS must be a whole number for Litestream, not {attempts!r}")
+    profile = env.get("AWS_PROFILE", "")
+    if profile:
+        files, profiles = aws_profiles(env)
+        if profiles is not None and profile not in profiles:
+            raise ReplicationError(f"AWS_PROFILE names the profile {profile!r}, which neither {' nor '.join(files)} "
+                                   "holds: Litestream would stop at once")
+
+
+def aws_profiles(env):
+    """(the AWS configuration and credentials files, the profiles they hold); None for the profiles when a file
+    cannot be read as the SDK reads it (then Litestream's own error says more than a guess would)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    files = [env.get("AWS_CONFIG_FILE") or os.path.join(home, ".aws", "config"),
+             env.get("AWS_SHARED_CREDENTIALS_FILE") or os.path.join(home, ".aws", "credentials")]
+    profiles = set()
+    for number, path in enumerate(files):
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeError):
+            return files, None
+        for section in parser.sections():
+            name = section.strip()
+            if number == 0 and name.startswith("profile "):  # the configuration file's [profile NAME]
+                name = name[len("profile "):].strip()
+            profiles.add(name)
+    return files, profiles
 
 
 def shown(url):

@@ -6,7 +6,8 @@ folder, relays the warnings and errors it logs into the server's log, and once a
 socket when the replica last caught up; it writes that, and the last error, to a status file beside the
 database (the owner's only), which /healthz reads in whichever process answers it (a fixed word and the lag:
 okr/server/litestream.py says how it is judged), and `okr replication status` shows in full to whoever may
-read it.
+read it. Once the replica has fallen behind, the server also looks at it itself (okr/server/replica_probe.py),
+since Litestream says why an S3 upload failed only after all its retries.
 """
 import atexit
 import ctypes
@@ -22,7 +23,7 @@ import threading
 import time
 
 from ..store import schema, scratch
-from . import litestream
+from . import litestream, replica_probe
 from .workers import STARTING_CHILDREN
 
 logger = logging.getLogger("okr")
@@ -34,6 +35,10 @@ STOP_SECONDS = litestream.SHUTDOWN_SYNC_SECONDS + 5
 # the first once it has run for a minute.
 FIRST_BACKOFF, LAST_BACKOFF, STEADY_SECONDS = 1, 60, 60
 POLL_SECONDS = 1
+# Litestream 0.5 logs a failed S3 upload only after all its retries: once the replica has not caught up for
+# this long (or --replicate-max-lag, if shorter), the server looks at the replica itself, and again at most
+# this often while it stays behind.
+CHECK_AFTER_SECONDS = CHECK_EVERY_SECONDS = 10
 # Litestream's folders in the temporary folder: held while a server uses one, and marked as okr's.
 FOLDER_PREFIX = "okr-litestream-"
 FOLDER_MARKER = ".okr-litestream"
@@ -51,6 +56,7 @@ def check_replication(config):
     if not config.get("REPLICATE"):
         return None
     replica, max_lag = settings(config)
+    litestream.check_environment(replica)
     return replica, max_lag, litestream.usable_litestream()
 
 
@@ -156,6 +162,11 @@ class Replicator:
         self.config_path = os.path.join(self.folder, "litestream.yml")
         self.socket_path = os.path.join(self.folder, "control.sock")
         self.status_path = litestream.status_path(self.database)
+        self.replica = replica
+        self.check_after = min(CHECK_AFTER_SECONDS, max_lag)
+        self.checked_at = None  # when the server last looked at the replica itself (time.monotonic())
+        self.checking = None  # the thread looking, while it looks
+        self.reported = None  # the reason last logged, until the replica answers or catches up again
         litestream.write_private(self.config_path, litestream.config_text(
             self.database, replica, self.socket_path, busy_timeout_ms))
         self.status = {"since": time.time(), "synced_at": None, "error": None, "error_at": None, "pid": None,
@@ -266,6 +277,39 @@ class Replicator:
             with self.lock:
                 self.status["synced_at"] = max(synced, self.status["synced_at"] or 0)
         self.save()
+        self.look_if_behind()
+
+    def look_if_behind(self):
+        """Looks at the replica in a thread of its own (the store may take its timeout to answer) once it is
+        check_after seconds behind, then at most every CHECK_EVERY_SECONDS, one look at a time."""
+        with self.lock:
+            behind = litestream.lag(self.status, time.time())
+        if behind < self.check_after:
+            if self.reported is not None:
+                logger.info("replica check: the replica has caught up again")
+                self.reported = None  # the next failure is logged again
+            return
+        now = time.monotonic()
+        if (self.checking is not None and self.checking.is_alive()) or (
+                self.checked_at is not None and now - self.checked_at < CHECK_EVERY_SECONDS):
+            return
+        self.checked_at = now
+        self.checking = threading.Thread(target=self.look, args=(behind,), name="okr-replica-check", daemon=True)
+        self.checking.start()
+
+    def look(self, behind):
+        try:
+            reason = replica_probe.check(self.replica)
+        except Exception:  # a look that failed in a way nobody foresaw must not pass for an answer, nor end quietly
+            logger.exception("cannot look at the replica")
+            return
+        if reason is None:
+            self.reported = None
+            return
+        self.note_error(f"replica check: {reason}")  # saved by the next poll, in the supervising thread
+        if reason != self.reported:
+            self.reported = reason
+            logger.error("replica check: %s (the replica has not caught up for %.0f s)", reason, behind)
 
     def stop(self):
         """At the server's exit: lets Litestream ship what is left (its final sync), then removes the folder."""

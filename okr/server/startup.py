@@ -10,6 +10,7 @@ import sqlite3
 import sys
 from contextlib import closing
 
+from .. import proxies
 from ..accounts.access import is_loopback, sign_in_needed_because
 from ..db import init_db
 from ..outbound import smtp, weekly_emails
@@ -126,6 +127,8 @@ def serve(app):
         server = make_server(app) if workers == 1 else bind_sockets(app.config)
     except OSError as error:
         sys.exit(f"okr: {cannot_listen(error, host, port)}")
+    # Before the database is made or migrated: the log says so, with the backup kept.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         with app.app_context():
             init_db()
@@ -133,13 +136,15 @@ def serve(app):
             hold_shared(app.config["DATABASE"])
     except (sqlite3.Error, OSError, RuntimeError) as error:
         sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for name in remove_leftovers(app.config["DATABASE"]):
         logger.info("removed %s, left beside the database by a run that was killed", name)
     for name in removed_at_start:
         logger.info("removed %s, the single-file executable's folder left by a run that was killed", name)
     logger.info("using database %s", os.path.abspath(app.config["DATABASE"]))
     logger.log(*mode_line(app))
+    public, prefix = proxies.public_url(app.config), proxies.public_path(app.config)
+    if public:
+        logger.info("the public URL is %s%s", public, f": everything is served under {prefix}/" if prefix else "")
     if workers == 1:
         logger.info("serving %s with %s threads", placement, app.config["THREADS"])
     else:

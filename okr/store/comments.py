@@ -55,7 +55,7 @@ def create(db, kind, parent_id, body, author_id):
     on = parent(db, kind, parent_id)
     now = clock.utc_now()
     row = {"id": new_id(), "body": body, "objective_id": None, "key_result_id": None, "author_id": author_id,
-           "created_at": now, "modified_at": now}
+           "created_at": now, "modified_at": now, "revision": 0}  # revision: the column's default
     row[PARENTS[kind][1]] = on["id"]
     db.execute(
         """INSERT INTO comments (id, objective_id, key_result_id, author_id, body, created_at, modified_at)

@@ -50,7 +50,7 @@ def check_references(db, values, objective_id=None):
 def create(db, values):
     """A new objective from an ObjectiveSchema's values; Invalid when a reference names no row."""
     now = clock.utc_now()
-    row = {**values, "id": new_id(), "created_at": now, "modified_at": now}
+    row = {**values, "id": new_id(), "created_at": now, "modified_at": now, "revision": 0}  # the column's default
     try:
         # No RETURNING: the row is what we wrote, and reading it back would be one
         # more SQLite call, which releases the GIL.

@@ -1,17 +1,20 @@
 """The database file, without Flask: a connection with the pragmas every one needs, the schema (schema.sql) with
-the migrations from every earlier version, a backup's rows copied into a new database, and a big delete's page cache.
+the migrations from every earlier version and the backup kept before one, a backup's rows copied into a new
+database, and a big delete's page cache.
 
 Everything here takes a path or an open connection; okr.db gives the app's requests and commands theirs.
 """
+import itertools
 import logging
 import os
 import secrets
 import sqlite3
 import urllib.parse
-from contextlib import contextmanager
+from contextlib import closing, contextmanager, suppress
 from contextvars import ContextVar
 
 from ..clock import new_id
+from . import scratch
 from ..rules.email_addresses import RULE_WORDS, email_key
 from ..rules import names
 
@@ -257,9 +260,12 @@ def schema_version(db):
     return db.execute("PRAGMA user_version").fetchone()[0]
 
 
-def migrate(db, schema_file):
-    """Brings an open database to SCHEMA_VERSION in one transaction, keeping its rows.
+def migrate(db, schema_file, before_migrating=None):
+    """Brings an open database to SCHEMA_VERSION in one transaction, keeping its rows. Returns the schema version
+    it migrated from, or None when there was nothing to migrate (a new database, or one of this version).
 
+    before_migrating(version), if given, runs first when there is, within the transaction: no other writer
+    changes the database between it and the migration. Should it raise, nothing is changed.
     A database newer than this release is refused and left untouched.
     """
     db.execute("BEGIN IMMEDIATE")
@@ -272,6 +278,9 @@ def migrate(db, schema_file):
             )
         steps = range(version + 1, SCHEMA_VERSION + 1)
         existing = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'").fetchone()
+        migrating = existing is not None and version < SCHEMA_VERSION
+        if migrating and before_migrating is not None:
+            before_migrating(version)
         if existing:
             for step in steps:
                 if step in MIGRATIONS:
@@ -289,6 +298,7 @@ def migrate(db, schema_file):
     finally:
         if db.in_transaction:
             db.execute("ROLLBACK")
+    return version if migrating else None
 
 
 def schema_objects(db):
@@ -303,6 +313,11 @@ def schema_objects(db):
 NOT_RESTORED = frozenset({"web_secrets", "web_sessions", "invitations", "sign_in_failures", "password_resets"})
 
 
+def restored_tables(db):
+    """The tables a restore copies from a backup, in schema.sql's order: every one but NOT_RESTORED's."""
+    return [name for (kind, name) in schema_objects(db) if kind == "table" and name not in NOT_RESTORED]
+
+
 def copy_rows(source_path, target, check_foreign_keys):
     """Copies every row of every table of target (a new database made by migrate) but NOT_RESTORED's from the
     database at source_path, which has the same tables and columns, in one transaction of target's.
@@ -315,7 +330,7 @@ def copy_rows(source_path, target, check_foreign_keys):
     target.execute("PRAGMA foreign_keys = OFF")  # an objective may come before its parent
     try:
         target.execute("BEGIN IMMEDIATE")
-        tables = [name for (kind, name) in schema_objects(target) if kind == "table" and name not in NOT_RESTORED]
+        tables = restored_tables(target)
         for table in tables:
             columns = ", ".join(row[1] for row in target.execute("SELECT * FROM pragma_table_info(?)", (table,)))
             target.execute(f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM source.{table} ORDER BY rowid")
@@ -335,14 +350,93 @@ def copy_rows(source_path, target, check_foreign_keys):
         target.execute("DETACH DATABASE source")
 
 
-def init_db(path, schema_file, busy_timeout_ms):
+class BackupFailed(RuntimeError):
+    """The backup kept before a migration could not be written; the migration did not run."""
+
+
+def backup_path(path, version, number=1):
+    """Where the backup of the database at path, at schema version, is kept before it is migrated: beside it,
+    okr.db.schema-4.bak; should that exist (a backup of an earlier upgrade), okr.db.schema-4.2.bak, and so on."""
+    return f"{path}.schema-{version}.bak" if number == 1 else f"{path}.schema-{version}.{number}.bak"
+
+
+def keep_backup(path, version, busy_timeout_ms):
+    """Copies the database at path, as its last commit left it, to a new private file (backup_path), never over an
+    existing one; returns the file's path. BackupFailed, with the reason in words, when it cannot.
+
+    Called by migrate's before_migrating, so the caller holds the write lock and the copy is the database the
+    migration starts from. Copied through SQLite's backup API from a connection of its own (the one in a write
+    transaction may not be a backup's source), into a scratch folder beside the database, then moved into place
+    whole: a run killed meanwhile leaves no half backup under the name.
+    """
+    scratch.remove_leftovers(path, ("upgrade",))
+    claimed = placed = None
+    try:
+        with scratch.scratch_folder(path, "upgrade") as folder:
+            partial = os.path.join(folder, "backup.db")
+            create_private_file(partial)
+            with closing(connect_read_only(path, busy_timeout_ms)) as source, \
+                    closing(sqlite3.connect(partial, isolation_level=None)) as target:
+                source.backup(target)
+                target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, as okr backup makes
+            for number in itertools.count(1):
+                try:  # claims the name: an existing file is never written over
+                    os.close(os.open(backup_path(path, version, number), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                except FileExistsError:
+                    continue
+                claimed = backup_path(path, version, number)
+                break
+            os.replace(partial, claimed)
+            placed = claimed
+            sync_folder(os.path.dirname(os.path.abspath(path)))
+    except (sqlite3.Error, OSError) as error:
+        if claimed is not None and placed is None:
+            with suppress(OSError):
+                os.remove(claimed)  # the empty file that claimed the name for the copy
+        why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise BackupFailed(
+            f"cannot keep a backup in {os.path.dirname(os.path.abspath(path))} before migrating from schema "
+            f"{version}, so nothing was changed: {why}; free some space there (or let okr write there), or pass "
+            "--no-backup (OKR_UPGRADE_BACKUP=0) to migrate without one") from None
+    return placed
+
+
+def sync_folder(folder):
+    """Makes a file's new name in folder last a power cut: the migration that follows may remove the only other
+    copy of the old rows."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def init_db(path, schema_file, busy_timeout_ms, backup=True):
     """Creates the database at path from schema_file (schema.sql) if it is missing, or migrates it; keeps any data
-    already stored."""
+    already stored. Before migrating an existing database, keeps a backup of it beside it (keep_backup) unless
+    backup is False; logs the backup and the migration."""
     if sqlite3.sqlite_version_info < MIN_SQLITE:
         raise RuntimeError(f"SQLite 3.35 or newer is needed (for RETURNING); this Python has {sqlite3.sqlite_version}")
     create_private_file(path)
+    kept = []
+
+    def back_up(version):
+        if backup:
+            kept.append(keep_backup(path, version, busy_timeout_ms))
+            logger.info("kept a backup of the database at schema %d: %s (okr restore brings it back)", version,
+                        os.path.abspath(kept[0]))
+
     db = connect(path, busy_timeout_ms)
     try:
-        migrate(db, schema_file)
+        version = migrate(db, schema_file, back_up)
+    except BaseException:
+        for name in kept:  # the database is as it was: a copy of it is no longer needed
+            with suppress(OSError):
+                os.remove(name)
+        raise
     finally:
         db.close()
+    if version is not None:
+        logger.info("migrated from schema %d to %d%s", version, SCHEMA_VERSION,
+                    "" if backup else " without a backup (--no-backup or OKR_UPGRADE_BACKUP=0)")
+    return version

@@ -1,6 +1,7 @@
-"""Scratch folders beside the database, for work that holds a full copy of it (a restore's staged backup, a
-dry run's copy), and the removal of those a killed run left behind; the same for okr's folders in the shared
-temporary folder (the single-file executable's unpacked program, Litestream's configuration), which are marked.
+"""Scratch folders beside the database, for work that holds a full copy of it (a restore's staged backup, an
+upgrade's backup being written, a dry run's copy), and the removal of those a killed run left behind; the same
+for okr's folders in the shared temporary folder (the single-file executable's unpacked program, Litestream's
+configuration), which are marked.
 
 A copy holds every API key's secret, so it lives beside the database (never in a shared temporary
 folder), private to its owner, and is removed when the work ends. A run killed with SIGKILL cannot
@@ -15,7 +16,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 
-KINDS = ("restore", "dry-run")
+KINDS = ("restore", "dry-run", "upgrade")
 
 
 def prefix(kind):

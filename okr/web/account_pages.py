@@ -10,6 +10,7 @@ import time
 from flask import redirect, render_template, request, url_for
 from marshmallow import ValidationError
 
+from .. import proxies
 from ..accounts import access, password_links, sessions, sign_in, throttle
 from ..db import get_db
 from ..errors import Conflict
@@ -153,7 +154,7 @@ def invite_person(user_id):
 def render_invitation(user):
     """The People page with a new invitation's link, also emailed to the person when email is set up."""
     token = password_links.invite(user)
-    url = request.host_url.rstrip("/") + url_for("web.show_invitation", token=token)
+    url = proxies.link_to("web.show_invitation", token=token)
     return render_people(invited=user, invitation_url=url, email_problem=password_links.email_invitation(user, token))
 
 

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
 
-from .. import clock
+from .. import clock, proxies
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
@@ -53,6 +53,7 @@ def page_globals():
         "may_write": lambda: access.may_write(access.current_actor(), "POST"),
         "may_manage_people": lambda: access.may_manage_people(access.current_actor()),
         "has_endpoint": has_endpoint,
+        "service_root": proxies.service_root,
     }
 
 

@@ -392,7 +392,7 @@ def test_the_openapi_document_says_403_on_every_write_and_on_no_read(client):
             writes += documented
             if documented:
                 assert operation["responses"]["403"]["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/Error"}
+                    "$ref": "#/components/schemas/ApiError"}
     assert writes >= 12  # every create, replace and delete
 
 

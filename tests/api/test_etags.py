@@ -469,3 +469,54 @@ def test_concurrent_writers_with_one_etag_make_exactly_one_change(client, live_s
         thread.join(timeout=30)
     assert sorted(statuses) == [200] + [412] * 7, statuses
     assert get(client, path).get_json()["description"].startswith("writer ")
+
+
+# --- creates answer with the ETag (issue 34): a client's first If-Match edit needs no GET ----------------------
+
+
+def test_every_create_answers_the_etag_a_get_gives(client, runner, world):
+    cycle, objective, key_result = world["cycle"], world["objective"], world["key_result"]
+    creates = [
+        (client.post("/v1/cycles", json={"name": "Q2"}), "/v1/cycles/{}"),
+        (client.post("/v1/teams", json={"name": "Blue"}), "/v1/teams/{}"),
+        (client.post("/v1/objectives", json={"name": "O", "cycle_id": cycle["id"], "is_company": False,
+                                              "is_personal": False}), "/v1/objectives/{}"),
+        (client.post(f"/v1/objectives/{objective['id']}/keyresults", json={"name": "K", "type": "baseline"}),
+         "/v1/keyresults/{}"),
+        (client.post(f"/v1/objectives/{objective['id']}/comments", json={"body": "a"}), "/v1/comments/{}"),
+        (client.post(f"/v1/keyresults/{key_result['id']}/comments", json={"body": "b"}), "/v1/comments/{}"),
+    ]
+    for created, path in creates:
+        assert created.status_code == 200, created.get_json()
+        tag = created.headers.get("ETag")
+        assert tag is not None and STRONG_ETAG.fullmatch(tag), path
+        assert tag == etag_of(client, path.format(created.get_json()["id"])), path
+
+
+def test_a_create_s_etag_makes_the_first_edit_safe_without_a_get(client, world):
+    created = client.post("/v1/cycles", json={"name": "Q2"})
+    path = f"/v1/cycles/{created.get_json()['id']}"
+    first = patch(client, path, {"name": "Q2 2026"}, **{"If-Match": created.headers["ETag"]})
+    assert first.status_code == 200
+    assert_error(patch(client, path, {"name": "Q2 2027"}, **{"If-Match": created.headers["ETag"]}), 412)
+
+
+def test_a_check_in_answers_its_key_result_s_new_etag(client, world):
+    path = world["paths"]["key_result"]
+    before = etag_of(client, path)
+    answer = client.post(f"{path}/checkins", json={"value": "7"}, headers={"If-Match": before})
+    assert answer.status_code == 200 and answer.get_json()["value"] == "7.00"
+    assert answer.headers["ETag"] != before
+    assert answer.headers["ETag"] == etag_of(client, path)
+    # So check-ins chain without a GET between them.
+    chained = client.post(f"{path}/checkins", json={"value": "8"}, headers={"If-Match": answer.headers["ETag"]})
+    assert chained.status_code == 200
+    assert_error(client.post(f"{path}/checkins", json={"value": "9"}, headers={"If-Match": answer.headers["ETag"]}),
+                 412)
+
+
+def test_a_new_member_answers_the_user_s_etag(client, world):
+    team, user = world["team"], world["user"]
+    added = client.put(f"/v1/teams/{team['id']}/members/{user['id']}")
+    assert added.status_code == 200 and added.get_json() == user
+    assert added.headers["ETag"] == etag_of(client, world["paths"]["user"])

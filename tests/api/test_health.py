@@ -133,7 +133,7 @@ def test_the_document_gives_507_to_every_write_and_503_to_healthz(client):
         for method, operation in item.items():
             if method in ("post", "put", "patch", "delete"):
                 full = operation["responses"]["507"]
-                assert full["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+                assert full["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ApiError"}
             elif method != "parameters":
                 assert "507" not in operation["responses"], (path, method)
     unhealthy = document["paths"]["/healthz"]["get"]["responses"]["503"]

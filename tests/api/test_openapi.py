@@ -1,7 +1,10 @@
 """The OpenAPI document at /v1/openapi.json."""
+import itertools
 import json
+import random
 import re
 from decimal import Decimal
+from pathlib import Path
 
 import jsonschema_rs
 import pytest
@@ -126,7 +129,7 @@ def test_every_operation_documents_its_success_and_error_responses(document):
             assert "400" in codes, (path, method)
         for code in codes - {"200", "304"}:
             schema = operation["responses"][code]["content"]["application/json"]["schema"]
-            assert schema == {"$ref": "#/components/schemas/Error"}
+            assert schema == {"$ref": "#/components/schemas/ApiError"}
     assert operation_of(document, "/v1/cycles", "put") is None
 
 
@@ -177,7 +180,7 @@ def test_list_filters_are_documented_with_their_schemas(document):
 
     uuid = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
     for name in ("team_id", "assignee_id"):
-        assert schema("/v1/objectives", name) == {"type": "string", "pattern": uuid}
+        assert schema("/v1/objectives", name) == {"type": "string", "format": "uuid", "pattern": uuid}
     parent = schema("/v1/objectives", "parent_objective_id")
     assert parent["type"] == "string"
     assert re.fullmatch(parent["pattern"], "none")
@@ -193,11 +196,13 @@ def test_list_filters_are_documented_with_their_schemas(document):
 def test_path_parameters_are_documented_as_lowercase_uuids(document):
     item = document["paths"]["/v1/objectives/{objective_id}/keyresults"]
     assert item["parameters"] == [{"in": "path", "name": "objective_id", "required": True,
-                                   "description": "A lowercase UUID.", "schema": {"type": "string", "pattern": UUID}}]
+                                   "description": "A lowercase UUID.",
+                                   "schema": {"type": "string", "format": "uuid", "pattern": UUID}}]
     for path, item in document["paths"].items():
         names = re.findall(r"{([a-z_]+)}", path)
         assert [p["name"] for p in item.get("parameters", [])] == names, path
-        assert all(p["schema"]["pattern"] == UUID for p in item.get("parameters", [])), path
+        assert all(p["schema"]["pattern"] == UUID and p["schema"]["format"] == "uuid"
+                   for p in item.get("parameters", [])), path
 
 
 def id_properties(document):
@@ -211,8 +216,8 @@ def id_properties(document):
 def test_every_id_is_a_lowercase_uuid(document):
     found = {(name, prop) for name, prop, _ in id_properties(document)}
     # Requests, responses and the per-type variants alike.
-    assert {("ObjectiveSchema", "cycle_id"), ("ObjectivePatchSchema", "parent_objective_id"),
-            ("CheckinSchema", "author_id"), ("Checkin", "key_result_id"), ("KeyResultRange", "objective_id"),
+    assert {("ObjectiveInput", "cycle_id"), ("ObjectivePatch", "parent_objective_id"),
+            ("CheckinInput", "author_id"), ("Checkin", "key_result_id"), ("KeyResultRange", "objective_id"),
             ("ObjectiveNode", "team_id"), ("User", "id")} <= found
     for name, prop, described in id_properties(document):
         if name in ("EventActor", "EventResource"):
@@ -223,22 +228,54 @@ def test_every_id_is_a_lowercase_uuid(document):
     assert not re.search(UUID, "0B0E7F4A-3C1D-4E2F-8A9B-0C1D2E3F4A5B")
     for path in ("/v1/objectives", "/v1/keyresults"):
         cycle = {p["name"]: p for p in operation_of(document, path, "get")["parameters"]}["cycle_id"]
-        assert cycle["schema"] == {"type": "string", "pattern": UUID}
+        assert cycle["schema"] == {"type": "string", "format": "uuid", "pattern": UUID}
 
 
-def test_page_tokens_are_documented_as_base64url(document):
-    patterns = {p["schema"]["pattern"] for _, _, operation in operations(document)
-                for p in operation.get("parameters", []) if p["name"] == "page_token"}
-    patterns |= {schema["properties"]["next_page_token"]["pattern"]
-                 for name, schema in document["components"]["schemas"].items() if name.endswith("Page")}
-    assert len(patterns) == 1
-    pattern = patterns.pop()
-    assert all(re.fullmatch(pattern, encode_token(seq)) for seq in (0, 1, 99, 12345, 2**63 - 1))
-    # What the pattern refuses, the service refuses too: +, / and inner padding are not base64url.
-    for token in ("MTI+", "MTI/", "M=TI", "MTI===", "MT I", "MTI%3D"):
-        assert not re.fullmatch(pattern, token)
-        with pytest.raises(ValidationError):
-            decode_token(token)
+def token_patterns(document):
+    """The page_token argument's patterns, and next_page_token's."""
+    asked = {p["schema"]["pattern"] for _, _, operation in operations(document)
+             for p in operation.get("parameters", []) if p["name"] == "page_token"}
+    given = {schema["properties"]["next_page_token"]["pattern"]
+             for name, schema in document["components"]["schemas"].items() if name.endswith("Page")}
+    assert len(asked) == len(given) == 1
+    return re.compile(asked.pop()), re.compile(given.pop())
+
+
+def accepted(token):
+    """Whether the service reads token as a page token (an empty one is the first page)."""
+    try:
+        return not token or decode_token(token) is not None
+    except ValidationError:
+        return False
+
+
+TOKEN_CHARACTERS = "MNODTjzAEIQkw05gQa+/-_=% "
+
+
+def test_page_token_pattern_admits_exactly_what_the_service_accepts(document):
+    asked, given = token_patterns(document)
+    for length in range(5):  # every string of up to 4 characters from those that matter, and some that do not
+        for letters in itertools.product(TOKEN_CHARACTERS, repeat=length):
+            token = "".join(letters)
+            assert bool(asked.fullmatch(token)) == accepted(token), token
+    chance = random.Random(0)
+    for _ in range(20_000):  # longer tokens: real ones, cut, padded, stripped and spoilt
+        token = encode_token(chance.randrange(10 ** chance.randrange(1, 21)))
+        cut = chance.randrange(len(token) + 1)
+        token = (token[:cut] + "".join(chance.choice(TOKEN_CHARACTERS) for _ in range(chance.randrange(3)))
+                 + token[cut:] * chance.randrange(2))
+        assert bool(asked.fullmatch(token)) == accepted(token), token
+    # The unpadded and non-canonical forms the service reads, which it never writes.
+    for token in ("Mg", "Mg=", "Mh==", "MjQ4=", "MTI"):
+        assert asked.fullmatch(token) and not given.fullmatch(token)
+
+
+def test_next_page_tokens_are_documented_as_the_service_writes_them(document):
+    asked, given = token_patterns(document)
+    for seq in (*range(0, 2000), 12345, 10**18, 2**63 - 1):
+        token = encode_token(seq)
+        assert given.fullmatch(token) and asked.fullmatch(token), token
+    assert not given.fullmatch("")
 
 
 def component(document, name):
@@ -246,8 +283,8 @@ def component(document, name):
 
 
 def request_schema(document, path, method):
-    ref = operation_of(document, path, method)["requestBody"]["content"]["application/json"]["schema"]
-    return component(document, ref_name(ref))
+    (content,) = operation_of(document, path, method)["requestBody"]["content"].values()  # one media type each
+    return component(document, ref_name(content["schema"]))
 
 
 def variants(document, schema):
@@ -265,6 +302,7 @@ def variants(document, schema):
     ("/v1/keyresults/{key_result_id}/comments", "post", body_schemas.CommentSchema),
     ("/v1/cycles", "post", body_schemas.CycleSchema),
     ("/v1/teams/{team_id}", "post", body_schemas.GroupUpdateSchema),
+    ("/v1/teams", "post", body_schemas.GroupSchema),
 ])
 def test_request_bodies_come_from_the_marshmallow_schemas(document, path, method, schema):
     fields = schema._declared_fields
@@ -278,8 +316,8 @@ def test_request_bodies_come_from_the_marshmallow_schemas(document, path, method
                 assert documented["properties"][name]["maxLength"] == field.max_length
 
 
-TYPED = [("/v1/objectives/{objective_id}/keyresults", "post", "KeyResultSchema"),
-         ("/v1/keyresults/{key_result_id}", "post", "KeyResultUpdateSchema")]
+TYPED = [("/v1/objectives/{objective_id}/keyresults", "post", "KeyResultInput"),
+         ("/v1/keyresults/{key_result_id}", "post", "KeyResultReplacement")]
 
 
 @pytest.mark.parametrize("path, method, name", TYPED)
@@ -323,8 +361,8 @@ TARGETS = [None, "5", 5, "1", "1.0", "10e-1", "0.1e1", 1, "7", "-3", "1e1"]
 @pytest.mark.parametrize("path, method, name", TYPED)
 def test_the_per_type_schemas_accept_what_the_service_accepts(document, path, method, name):
     # Every pair of targets, for every type: the document and targets_fit_type agree.
-    schema = {"KeyResultSchema": body_schemas.key_result_schema,
-              "KeyResultUpdateSchema": body_schemas.key_result_update_schema}[name]
+    schema = {"KeyResultInput": body_schemas.key_result_schema,
+              "KeyResultReplacement": body_schemas.key_result_update_schema}[name]
     documented = validator(document, name)
     for kind in body_schemas.KEY_RESULT_TYPES:
         for low in TARGETS:
@@ -361,8 +399,8 @@ def test_patch_bodies_stay_plain_objects(document):
 def test_patch_bodies_are_merge_patches_over_the_update_schemas(document, path, update):
     operation = operation_of(document, path, "patch")
     body = operation["requestBody"]
-    assert set(body["content"]) == {"application/merge-patch+json", "application/json"}
-    assert body["content"]["application/merge-patch+json"] == body["content"]["application/json"]
+    assert set(body["content"]) == {"application/merge-patch+json"}  # declared once: one body type in a client
+    assert "application/json" in body["description"]
     assert body["required"] is False
     assert "RFC 7396" in body["description"]
     documented = request_schema(document, path, "patch")
@@ -397,7 +435,7 @@ def test_schema_changes_show_in_the_document(app, monkeypatch):
     monkeypatch.setattr(body_schemas.GroupSchema._declared_fields["name"], "max_length", 7)
     openapi.build_document.cache_clear()
     try:
-        name = component(openapi.build_document("test"), "GroupSchema")["properties"]["name"]
+        name = component(openapi.build_document("test"), "TeamInput")["properties"]["name"]
         assert name["maxLength"] == 7
     finally:
         openapi.build_document.cache_clear()
@@ -409,7 +447,7 @@ def test_request_bodies_are_required_only_where_a_field_is(document):
 
 
 def test_decimals_are_documented_as_strings_or_numbers(document):
-    confidence = component(document, "KeyResultSchemaPositive")["properties"]["confidence"]
+    confidence = component(document, "KeyResultInputPositive")["properties"]["confidence"]
     string, number = confidence["anyOf"]
     assert string["type"] == "string" and re.fullmatch(string["pattern"][1:-1], "1e3")
     assert (number["type"], number["minimum"], number["maximum"]) == ("number", 0, 1)
@@ -425,7 +463,7 @@ def test_response_schemas_match_what_the_service_returns(client, document):
         properties = component(document, name)["properties"]
         assert set(properties) == set(body)
         assert set(component(document, name)["required"]) == set(body)
-    error = component(document, "Error")
+    error = component(document, "ApiError")
     assert set(error["required"]) == {"code", "message"} and "details" in error["properties"]
 
 
@@ -512,7 +550,7 @@ def test_conditional_requests_are_documented(document):
             conditional.add((path, method))
     checkin = operation_of(document, "/v1/keyresults/{key_result_id}/checkins", "post")
     assert header_parameters(checkin) == {"If-Match"} and "412" in checkin["responses"]
-    assert "headers" not in checkin["responses"]["200"]  # it answers the check-in, which has no ETag
+    assert "key result's new entity tag" in checkin["responses"]["200"]["headers"]["ETag"]["description"]
     conditional.add(("/v1/keyresults/{key_result_id}/checkins", "post"))
     assert len(conditional) == 20
     # Nothing else takes a precondition or answers 304 or 412.
@@ -535,7 +573,7 @@ def test_etags_412_and_304_look_as_documented(client, document):
     renamed = client.post(path, json={"name": "Q2"}, headers={"If-Match": tag})
     assert renamed.status_code == 200 and renamed.headers["ETag"] != tag
     stale = client.post(path, json={"name": "Q3"}, headers={"If-Match": tag})
-    assert validator(document, "Error").is_valid(stale.get_json()) and stale.get_json()["code"] == 412
+    assert validator(document, "ApiError").is_valid(stale.get_json()) and stale.get_json()["code"] == 412
     assert_error(stale, 412)
 
 
@@ -569,12 +607,12 @@ def test_me_and_team_members_are_documented_with_their_statuses(document):
 def test_me_is_nullable_where_the_service_answers_null(document):
     me = component(document, "Me")
     assert set(me["required"]) == {"user", "role", "key"}
-    for name, ref in (("user", "User"), ("key", "MeKey")):
+    for name, ref in (("user", "User"), ("key", "SigningKey")):
         described = me["properties"][name]
         assert (described["allOf"], described["nullable"]) == ([{"$ref": f"#/components/schemas/{ref}"}], True)
         assert "anyOf" not in described
     assert me["properties"]["role"]["enum"] == ["admin", "editor", "viewer", None]
-    assert set(component(document, "MeKey")["properties"]) == {"credential", "name", "read_only"}
+    assert set(component(document, "SigningKey")["properties"]) == {"credential", "name", "read_only"}
     # A nullable object takes null or the object, not any object (apispec's own anyOf would).
     valid = validator(document, "Me").is_valid
     assert valid({"user": None, "role": None, "key": None})
@@ -600,3 +638,92 @@ def test_me_and_members_answer_as_documented(app, client, runner, document):
         credential, secret = keys.create(db, "Ada's", False, user["id"])
     mine = client.get("/v1/me", headers=signed({"credential": credential, "secret": secret})).get_json()
     assert mine["user"] == user and validator(document, "Me").is_valid(mine)
+
+
+# --- names a generated client reads (issue 34) ------------------------------------------------------------
+
+
+API_MD = Path(__file__).resolve().parent.parent.parent / "docs" / "api.md"
+
+
+def test_every_operation_has_a_short_camel_case_id_and_one_tag(document):
+    ids = [operation["operationId"] for _, _, operation in operations(document)]
+    assert len(ids) == len(set(ids)) == 46
+    assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", name) and len(name) <= 25 for name in ids), ids
+    tags = [tag["name"] for tag in document["tags"]]
+    assert all(tag["description"] for tag in document["tags"])
+    used = set()
+    for path, method, operation in operations(document):
+        assert len(operation["tags"]) == 1 and operation["tags"][0] in tags, (path, method)
+        used.add(operation["tags"][0])
+    assert used == set(tags)
+    create = operation_of(document, "/v1/objectives/{objective_id}/keyresults", "post")
+    assert (create["operationId"], create["tags"]) == ("createKeyResult", ["KeyResults"])
+    assert operation_of(document, "/v1/objectives", "get")["operationId"] == "listObjectives"
+
+
+def documented_operations():
+    """docs/api.md's table of operations: {(path, method): (operationId, tag)}."""
+    rows = re.findall(r"^\| `([a-zA-Z]+)` \| ([A-Z]+) \| `([^`]+)` \| ([A-Za-z]+) \|$", API_MD.read_text(),
+                      re.MULTILINE)
+    return {(path, method.lower()): (name, tag) for name, method, path, tag in rows}
+
+
+def test_docs_name_each_operation_s_id_and_tag(document):
+    described = {(path, method): (operation["operationId"], operation["tags"][0])
+                 for path, method, operation in operations(document)}
+    assert documented_operations() == described
+
+
+def test_schemas_are_named_for_what_they_are(document):
+    names = set(document["components"]["schemas"])
+    assert not {name for name in names if name.endswith("Schema") or name.startswith("Group")}
+    assert {"Cycle", "Team", "ObjectiveInput", "KeyResultInput", "KeyResultReplacement", "KeyResultPatch",
+            "CheckinInput", "CommentInput", "CycleInput", "CyclePatch", "TeamInput", "Rename", "ApiError"} <= names
+    # Names no generator has to change (TypeScript's Error and Index clash with its own).
+    assert not names & {"Error", "Index"}
+    for path, method, name in [("/v1/teams", "post", "TeamInput"), ("/v1/cycles/{cycle_id}", "post", "Rename"),
+                               ("/v1/teams/{team_id}", "post", "Rename"), ("/v1/cycles", "post", "CycleInput")]:
+        assert request_schema(document, path, method) is component(document, name)
+
+
+def test_no_schema_says_null_with_an_enum(document):
+    # openapi-generator's typescript-fetch crashes on "enum": [null]; a target that must be null says it so.
+    assert '"enum": [null]' not in json.dumps(document)
+    assert all(None not in node.get("enum", ()) or len(node["enum"]) > 1 for node in walk(document))
+    must_be_null = component(document, "KeyResultInputPositive")["properties"]["target_value_max"]
+    valid = jsonschema_rs.Draft4Validator(json_schema(must_be_null)).is_valid
+    assert valid(None) and not any(valid(value) for value in ("", "1", "x" * 40, 1))
+
+
+def walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from walk(value)
+
+
+def test_ids_are_uuids_in_paths_and_queries_as_in_answers(document):
+    found = 0
+    for path, method, operation in operations(document):
+        parameters = [*document["paths"][path].get("parameters", []), *operation.get("parameters", [])]
+        for parameter in parameters:
+            if parameter["in"] == "path" or parameter["name"] in ("cycle_id", "team_id", "assignee_id", "after"):
+                assert parameter["schema"]["format"] == "uuid", (path, method, parameter["name"])
+                assert parameter["schema"]["pattern"] == UUID, (path, method, parameter["name"])
+                found += 1
+    assert found > 40
+    assert component(document, "Objective")["properties"]["cycle_id"]["format"] == "uuid"
+
+
+def test_create_answers_document_their_etag(document):
+    creates = [("/v1/objectives", "post"), ("/v1/objectives/{objective_id}/keyresults", "post"),
+               ("/v1/objectives/{objective_id}/comments", "post"), ("/v1/keyresults/{key_result_id}/comments", "post"),
+               ("/v1/cycles", "post"), ("/v1/teams", "post"), ("/v1/keyresults/{key_result_id}/checkins", "post"),
+               ("/v1/teams/{team_id}/members/{user_id}", "put")]
+    for path, method in creates:
+        header = operation_of(document, path, method)["responses"]["200"]["headers"]["ETag"]
+        assert header["required"] is True and header["schema"]["pattern"] == '^"[0-9a-f]+"$', path

@@ -1,6 +1,6 @@
-"""A restore's staged backup and a dry run's copy hold every API key's secret: they live beside the database,
-and what a killed run leaves is removed by the next run of its kind, and by okr serve on start, unless a
-running process still holds it."""
+"""A restore's staged backup, an upgrade's backup being written and a dry run's copy hold every API key's secret:
+they live beside the database, and what a killed run leaves is removed by the next run of its kind, and by okr
+serve on start, unless a running process still holds it."""
 import fcntl
 import os
 import signal
@@ -75,7 +75,7 @@ def test_only_scratch_folders_are_removed_never_a_file_or_a_link(app, tmp_path):
 @pytest.mark.slow
 def test_serve_removes_leftovers_on_start(tmp_path):
     database = tmp_path / "okr.db"
-    leftovers = [killed_run(database, "restore"), killed_run(database, "dry-run")]
+    leftovers = [killed_run(database, kind) for kind in ("restore", "dry-run", "upgrade")]
     process, http = start_service(free_port(), "--database", str(database))
     try:
         assert http.get("/healthz").status == 200

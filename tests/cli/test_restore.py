@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import free_port, start_service
+from helpers import free_port, make_cycle, make_key_result, make_objective, make_team, start_service
 from okr import create_app, schema_path
 from okr.db import init_db, transaction
-from okr.store.schema import SCHEMA_VERSION, schema_objects
+from okr.store.schema import NOT_RESTORED, SCHEMA_VERSION, schema_objects
 from okr.store import invitations, keys, team_members, teams, users
 
 SCHEMA_V0 = helpers.SCHEMA_V0
@@ -203,6 +203,32 @@ def test_restore_replaces_the_live_database_with_the_backup(app, runner, live, c
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert stat.S_IMODE(live.stat().st_mode) == 0o600
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_restore_reports_every_table_it_restored(runner, live, tmp_path):
+    """Each table restored, with its rows: what the backup holds, check-ins and all, but what a restore keeps from
+    the live database (its session secret, sessions, open links and failed sign-ins)."""
+    source = create_app({"TESTING": True, "DATABASE": tmp_path / "source.db"})
+    with source.app_context():
+        init_db()
+    client = source.test_client()
+    objective = make_objective(client, make_cycle(client)["id"], team_id=make_team(client)["id"])
+    key_result = make_key_result(client, objective["id"])
+    for value in ("10", "20", "35"):
+        assert client.post(f"/v1/keyresults/{key_result['id']}/checkins", json={"value": value}).status_code == 200
+    assert client.post(f"/v1/keyresults/{key_result['id']}/comments", json={"body": "On it"}).status_code == 200
+    backup = tmp_path / "full.db"
+    assert source.test_cli_runner().invoke(args=["backup", str(backup)]).exit_code == 0
+    with closing(sqlite3.connect(backup)) as db:
+        held = {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for (table,) in db.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY rowid")}
+    result = restore(runner, backup)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report.pop("restored") == str(live) and report.pop("from") == str(backup)
+    assert report == {table: rows for table, rows in held.items() if table not in NOT_RESTORED}
+    assert list(report) == [table for table in schema_tables() if table not in NOT_RESTORED]
+    assert report["checkins"] == 4 and report["comments"] == 1 and report["events"] > 5  # 4: one as it was made
 
 
 def test_restore_creates_a_database_that_does_not_exist_yet(tmp_path):

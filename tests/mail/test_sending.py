@@ -1,6 +1,9 @@
 """okr.outbound.smtp: the settings, and sending through a real SMTP server on loopback, in clear to a local relay, with
 STARTTLS and a password, with TLS from the start; a server that refuses or never answers is one MailError."""
+import re
 import time
+from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
 
 import pytest
 
@@ -21,6 +24,17 @@ def test_a_message_reaches_the_server_as_plain_text(smtp_server, settings):
     assert message["Subject"] == "Hello" and message["Auto-Submitted"] == "auto-generated"
     assert message.get_content_type() == "text/plain"
     assert message.get_content().replace("\r\n", "\n") == "Line one\nLine two\n"
+
+
+@pytest.mark.slow
+def test_a_message_is_dated_as_rfc_5322_says(smtp_server, settings):
+    send_one(settings)
+    [message] = smtp_server.messages
+    [date] = message.get_all("Date")
+    assert re.fullmatch(r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{1,2} [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d [+-]\d{4}", date), date
+    sent = parsedate_to_datetime(date)
+    assert sent.tzinfo is not None and abs(datetime.now(timezone.utc) - sent) < timedelta(minutes=1)
+    assert message["Message-ID"]  # beside it, as ever
 
 
 @pytest.mark.slow
@@ -102,7 +116,7 @@ def test_without_an_smtp_url_email_is_not_set_up():
     ({"MAIL_FROM": None}, "OKR_MAIL_FROM is not"),
     ({"MAIL_FROM": "nobody"}, "is not an email address"),
     ({"BASE_URL": "ftp://okr.example.com"}, "OKR_BASE_URL"),
-    ({"HOST": "0.0.0.0"}, "set OKR_BASE_URL"),
+    ({"HOST": "0.0.0.0"}, "set OKR_PUBLIC_URL"),
 ])
 def test_bad_settings_say_which(changes, words):
     config = {**BASE, "SMTP_URL": "smtp://mail.example.com", "MAIL_FROM": "okr@example.com", **changes}

@@ -18,8 +18,8 @@ import pytest
 
 from helpers import APP_PY, ENV_WITHOUT_OKR, free_port, start_service
 
-# The AWS SDK inside Litestream 0.5 cannot start with a custom CA bundle ("unable to add custom RootCAs"),
-# and the S3 server on loopback speaks plain HTTP.
+# The AWS SDK inside Litestream 0.5 cannot start with a custom CA bundle ("unable to add custom RootCAs"), so
+# okr serve refuses an S3 replica while it is set; the S3 server on loopback speaks plain HTTP.
 SERVER_ENV = {name: value for name, value in ENV_WITHOUT_OKR.items() if name != "AWS_CA_BUNDLE"}
 S3_ENV = {**SERVER_ENV, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
           "AWS_REGION": "us-east-1"}

@@ -61,14 +61,15 @@ def status_of(port, path, timeout=5, source=GOOD):
 class Server:
     """`app.py` on a free loopback port, its log in a file (a pipe nobody reads could stall it)."""
 
-    def __init__(self, tmp_path, *args, env=None):
+    def __init__(self, tmp_path, *args, env=None, health="/healthz"):
+        """health: where /healthz is (under the public URL's path, when it has one)."""
         self.port, self.log = free_port(), tmp_path / "server.log"
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, str(APP_PY), "--port", str(self.port), *map(str, args)],
                 stdout=out, stderr=subprocess.STDOUT, env={**ENV_WITHOUT_OKR, **(env or {})})
         deadline = time.monotonic() + 15
-        while status_of(self.port, "/healthz", 1) != 200:
+        while status_of(self.port, health, 1) != 200:
             if time.monotonic() > deadline or self.process.poll() is not None:
                 self.stop()
                 pytest.fail(f"service did not start: {Path(self.log).read_text()}")

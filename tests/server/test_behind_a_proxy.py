@@ -1,13 +1,15 @@
 """Behind a reverse proxy (issue 32, finding 18): --trusted-proxies makes the server take the client's address
 from X-Forwarded-For or Forwarded (the right-most address that is not a trusted proxy) for the sign-in
-throttle, the access log and the share of threads, and the host and scheme from X-Forwarded-Host and -Proto
-for the Host and Origin checks; an untrusted peer's such headers count for nothing. The last test floods
-wrong passwords through Debian's nginx, with TLS, on loopback."""
+throttle, the access log and the share of threads, and the host, port and scheme from X-Forwarded-Host, -Port and
+-Proto (or the public URL's origin) for the Host and Origin checks; an untrusted peer's such headers count for
+nothing. The last tests run docs/operations.md's configurations of Debian's nginx and Caddy, with TLS, on loopback,
+on another port, on port 443 and under a path, and flood wrong passwords through nginx."""
 import concurrent.futures
 import datetime
 import http.client
 import io
 import ipaddress
+import json
 import os
 import re
 import shutil
@@ -29,6 +31,7 @@ from okr.__main__ import SERVE_HELP, parse_options
 from okr.server.request_log import AccessLog
 from okr.db import init_db
 from okr.proxies import client_address, trusted_networks
+from okr.rules.request_signature import authorization_header
 from okr.settings import default
 
 PASSWORD = "correct horse battery"
@@ -201,6 +204,46 @@ def test_a_trusted_proxy_s_host_and_scheme_are_the_browser_s(tmp_path):
     assert link.startswith("https://okr.example.com/invitations/")
 
 
+def sign_in_through(client, origin, **forwarded):
+    """A browser's sign-in at origin, as a proxy forwards it with the headers given (Host, X-Forwarded-*...)."""
+    token = csrf(client, **through_the_proxy(**forwarded))
+    return client.post("/login", data={"email": "maya@example.com", "password": PASSWORD, "next": "/",
+                                       "csrf_token": token}, **through_the_proxy(Origin=origin, **forwarded)).status_code
+
+
+@pytest.mark.usefixtures("fast_hashing")
+def test_on_another_port_x_forwarded_port_completes_nginx_s_host(tmp_path):
+    # nginx's usual $host has no port: behind https://okr.example.com:8443 every form's Origin has one.
+    app = proxied_app(tmp_path)
+    helpers.user_with_password(app, PASSWORD)
+    origin = "https://okr.example.com:8443"
+    assert sign_in_through(app.test_client(), origin, Host="okr.example.com") == 403
+    assert sign_in_through(app.test_client(), origin, Host="okr.example.com", **{"X-Forwarded-Port": "8443"}) == 303
+    # The port is the browser's: another origin's is still refused, and the default port is no port.
+    assert sign_in_through(app.test_client(), "https://okr.example.com:9443", **{"X-Forwarded-Port": "8443"}) == 403
+    assert sign_in_through(app.test_client(), "https://okr.example.com", **{"X-Forwarded-Port": "443"}) == 303
+    # An IPv6 address keeps its brackets, and an X-Forwarded-Host with a port gets the forwarded one.
+    assert sign_in_through(app.test_client(), "https://[2001:db8::1]:8443", host="[2001:db8::1]",
+                           **{"X-Forwarded-Port": "8443"}) == 303
+    assert sign_in_through(app.test_client(), origin, host="okr.example.com:80", **{"X-Forwarded-Port": "8443"}) == 303
+    # Only a trusted proxy's port counts.
+    assert sign_in_through(app.test_client(), "http://127.0.0.1:8443", peer="192.0.2.66", Host="127.0.0.1",
+                           **{"X-Forwarded-Port": "8443"}) == 403
+
+
+@pytest.mark.usefixtures("fast_hashing")
+def test_the_public_url_s_origin_may_post_whatever_host_the_proxy_sent(tmp_path):
+    # No X-Forwarded-Port, and the Host without one: the public URL says which origin is this server's.
+    app = proxied_app(tmp_path, PUBLIC_URL="https://okr.example.com:8443")
+    helpers.user_with_password(app, PASSWORD)
+    assert sign_in_through(app.test_client(), "https://okr.example.com:8443", Host="okr.example.com") == 303
+    assert sign_in_through(app.test_client(), "https://okr.example.com:8443", host="okr.example.com",
+                           peer="192.0.2.66") == 303
+    for other in ("https://okr.example.com:9443", "http://okr.example.com:8443",
+                  "https://attacker.example:8443"):
+        assert sign_in_through(app.test_client(), other, Host="okr.example.com") == 403, other
+
+
 def test_an_untrusted_peer_s_host_and_scheme_count_for_nothing(tmp_path):
     app = proxied_app(tmp_path)
     client = app.test_client()
@@ -257,12 +300,14 @@ def test_each_forwarded_client_takes_its_own_share_of_the_threads(tmp_path):
     assert probe.most.get("198.51.100.1") == 2, probe.most
 
 
-# --- through nginx, with TLS --------------------------------------------------------------------------------------
+# --- through nginx and Caddy, with TLS ----------------------------------------------------------------------------
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+CADDY = shutil.which("caddy") or "/usr/bin/caddy"
 PUBLIC_NAME = "okr.test"
-# The okr part of the nginx configuration, as docs/operations.md has it.
-NGINX_CONFIG = """\
+OPERATIONS = helpers.REPO / "docs" / "operations.md"
+# Around docs/operations.md's nginx server block: what nginx needs to run in the foreground from a folder of its own.
+NGINX_AROUND = """\
 daemon off;
 master_process off;
 pid {folder}/nginx.pid;
@@ -274,21 +319,48 @@ http {{
     fastcgi_temp_path {folder}/fastcgi;
     uwsgi_temp_path {folder}/uwsgi;
     scgi_temp_path {folder}/scgi;
-    server {{
-        listen 127.0.0.1:{port} ssl;
-        server_name {name};
-        ssl_certificate {folder}/cert.pem;
-        ssl_certificate_key {folder}/key.pem;
-        location / {{
-            proxy_pass http://127.0.0.1:{upstream};
-            proxy_set_header Host $host;
-            proxy_set_header X-Forwarded-Host $host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;
-        }}
-    }}
+{server}
 }}
 """
+# Around docs/operations.md's Caddyfile: no admin endpoint, no certificates fetched, its files in its folder.
+CADDY_AROUND = """\
+{{
+    admin off
+    auto_https off
+    storage file_system {folder}/data
+}}
+{site}
+"""
+
+
+def documented(language):
+    """The configuration docs/operations.md gives for a proxy, as its ```language block has it."""
+    text = OPERATIONS.read_text(encoding="utf-8")
+    return re.search(rf"```{language}\n(.*?)```", text, re.S).group(1)
+
+
+def nginx_config(folder, address, port, upstream, prefix, drop=None):
+    """The documented server block, for this test's address, port, certificate, upstream and prefix; without the
+    lines that name drop."""
+    server = "".join(line for line in documented("nginx").splitlines(True) if not drop or drop not in line)
+    for old, new in (("listen 443 ssl", f"listen {address}:{port} ssl"), ("okr.example.com", PUBLIC_NAME),
+                     ("/etc/ssl/certs/okr.test.pem", f"{folder}/cert.pem"),
+                     ("/etc/ssl/private/okr.test.key", f"{folder}/key.pem"),
+                     ("127.0.0.1:8080", f"127.0.0.1:{upstream}"), ("location / {", f"location {prefix}/ {{")):
+        assert old in server, old
+        server = server.replace(old, new)
+    return NGINX_AROUND.format(folder=folder, server=server)
+
+
+def caddy_config(folder, address, port, upstream, prefix):
+    site = documented("caddy")
+    for old, new in (("okr.example.com {", f"https://{PUBLIC_NAME}:{port} {{\n    bind {address}\n"
+                                           f"    tls {folder}/cert.pem {folder}/key.pem"),
+                     ("reverse_proxy 127.0.0.1:8080", f"reverse_proxy {prefix + '*' if prefix else ''} "
+                                                      f"127.0.0.1:{upstream}")):
+        assert old in site, old
+        site = site.replace(old, new)
+    return CADDY_AROUND.format(folder=folder, site=site)
 
 
 def self_signed_certificate(folder):
@@ -314,43 +386,60 @@ def self_signed_certificate(folder):
                                                        serialization.NoEncryption()))
 
 
-class Nginx:
-    """Debian's nginx in the foreground, on a free loopback port with TLS, proxying to upstream."""
+class Proxy:
+    """Debian's nginx or Caddy in the foreground, configured as docs/operations.md says, with TLS on a loopback
+    address and port, proxying https://okr.test to the server on upstream (under prefix, when given)."""
 
-    def __init__(self, folder, upstream):
+    def __init__(self, kind, folder, address, port, upstream, prefix="", drop=None):
         folder.mkdir()
         self_signed_certificate(folder)
-        self.port, self.folder = helpers.free_port(), folder
-        (folder / "nginx.conf").write_text(NGINX_CONFIG.format(folder=folder, port=self.port, name=PUBLIC_NAME,
-                                                               upstream=upstream))
-        self.process = subprocess.Popen([NGINX, "-p", str(folder), "-c", str(folder / "nginx.conf"),
-                                         "-e", str(folder / "error.log")],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.kind, self.folder, self.address, self.port = kind, folder, address, port
+        if kind == "nginx":
+            (folder / "nginx.conf").write_text(nginx_config(folder, address, port, upstream, prefix, drop))
+            command = [NGINX, "-p", str(folder), "-c", str(folder / "nginx.conf"), "-e", str(folder / "error.log")]
+            env = None
+        else:
+            (folder / "Caddyfile").write_text(caddy_config(folder, address, port, upstream, prefix))
+            command = [CADDY, "run", "--config", str(folder / "Caddyfile"), "--adapter", "caddyfile"]
+            env = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder), "XDG_DATA_HOME": str(folder / "data"),
+                   "XDG_CONFIG_HOME": str(folder / "config")}
+        with open(folder / "error.log", "ab") as log:
+            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
         self.tls = ssl.create_default_context(cafile=str(folder / "cert.pem"))
         deadline = time.monotonic() + 15
         while True:
             try:
-                socket.create_connection((PROXY, self.port), timeout=1).close()
+                socket.create_connection((address, port), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     self.stop()
-                    pytest.fail(f"nginx did not start: {self.errors()}")
+                    pytest.fail(f"{kind} did not start: {self.errors()}")
                 time.sleep(0.05)
+
+    @property
+    def host(self):
+        """The Host a browser sends, and its origin's address: no port for 443."""
+        return PUBLIC_NAME if self.port == 443 else f"{PUBLIC_NAME}:{self.port}"
+
+    @property
+    def origin(self):
+        return f"https://{self.host}"
 
     def errors(self):
         log = self.folder / "error.log"
         return log.read_text() if log.exists() else ""
 
-    def request(self, method, path, source, headers=None, form=None):
+    def request(self, method, path, source, headers=None, form=None, body=None):
         """(status, headers, body) of a request from the client at source (a loopback address) over HTTPS."""
-        body = urllib.parse.urlencode(form) if form is not None else None
-        connection = http.client.HTTPSConnection(PROXY, self.port, timeout=60, context=self.tls,
-                                                 source_address=(source, 0))
+        if form is not None:
+            body = urllib.parse.urlencode(form)
+            headers = {"Content-Type": "application/x-www-form-urlencoded", **(headers or {})}
+        sock = socket.create_connection((self.address, self.port), timeout=60, source_address=(source, 0))
+        connection = http.client.HTTPSConnection(self.address, self.port, timeout=60)
+        connection.sock = self.tls.wrap_socket(sock, server_hostname=PUBLIC_NAME)
         try:
-            connection.request(method, path, body=body, headers={
-                "Host": PUBLIC_NAME, **({"Content-Type": "application/x-www-form-urlencoded"} if form else {}),
-                **(headers or {})})
+            connection.request(method, path, body=body, headers={"Host": self.host, **(headers or {})})
             response = connection.getresponse()
             return response.status, response.headers, response.read()
         finally:
@@ -360,18 +449,42 @@ class Nginx:
         helpers.stop_process(self.process)
 
 
-@pytest.fixture
-def nginx(tmp_path):
-    """start(upstream port): nginx proxying https://okr.test (on its port) to the server there."""
-    if not os.access(NGINX, os.X_OK):
-        message = f"no nginx at {NGINX}: apt-get install nginx"
+def needs(program, package):
+    if not os.access(program, os.X_OK):
+        message = f"no {package} at {program}: apt-get install {package}"
         if helpers.in_ci():
             pytest.fail(f"{message} (CI is set, so this fails instead of skipping)", pytrace=False)
         pytest.skip(message)
+
+
+def address_for_443():
+    """A loopback address whose port 443 is free here (another test may hold 127.0.0.1's); skips the test when
+    this user may not bind port 443 at all."""
+    for _ in range(50):
+        address = f"127.{helpers.PORTS.randrange(1, 255)}.{helpers.PORTS.randrange(0, 256)}.{helpers.PORTS.randrange(1, 255)}"
+        with socket.socket() as probe:
+            try:
+                probe.bind((address, 443))
+            except PermissionError:
+                pytest.skip("port 443 cannot be bound here (it needs root or CAP_NET_BIND_SERVICE); the other "
+                            "port's test shows what the proxy forwards")
+            except OSError:
+                continue
+            return address
+    pytest.fail("no loopback address with port 443 free")
+
+
+@pytest.fixture
+def proxies(tmp_path):
+    """start(kind, upstream port, port=None, prefix="", drop=None): nginx or Caddy in front of the server there, on
+    port (443, or a free one by default); each is stopped at the end."""
     started = []
 
-    def start(upstream):
-        started.append(Nginx(tmp_path / "nginx", upstream))
+    def start(kind, upstream, port=None, prefix="", drop=None):
+        needs(NGINX, "nginx") if kind == "nginx" else needs(CADDY, "caddy")
+        address = PROXY if port != 443 else address_for_443()
+        started.append(Proxy(kind, tmp_path / f"{kind}{len(started)}", address, port or helpers.free_port(), upstream,
+                             prefix, drop))
         return started[-1]
 
     yield start
@@ -380,33 +493,126 @@ def nginx(tmp_path):
 
 
 class Browser:
-    """A client at one loopback address: its session cookie and the sign-in form's CSRF token."""
+    """A client at one loopback address through a proxy: its session cookie, and the CSRF token of the last page."""
 
-    def __init__(self, proxy, source):
-        self.proxy, self.source = proxy, source
-        status, headers, body = proxy.request("GET", "/login", source, HTML)
-        assert status == 200, (status, body[:300])
-        self.cookie = headers["Set-Cookie"].split(";")[0]
-        self.token = re.search(rb'name="csrf_token" value="([^"]+)"', body).group(1).decode()
+    def __init__(self, proxy, source, prefix=""):
+        self.proxy, self.source, self.prefix = proxy, source, prefix
+        self.cookie, self.set_cookie = "", None
+        self.page = self.get("/login")
+
+    def keep(self, status, headers, body):
+        if headers["Set-Cookie"]:
+            self.set_cookie = headers["Set-Cookie"]
+            self.cookie = self.set_cookie.split(";")[0]
+        token = re.search(rb'name="csrf_token" value="([^"]+)"', body)
+        if token:
+            self.token = token.group(1).decode()
+        return status, headers, body
+
+    def get(self, path):
+        status, headers, body = self.keep(*self.proxy.request(
+            "GET", self.prefix + path, self.source, {"Cookie": self.cookie, **HTML}))
+        assert status == 200, (path, status, body[:300])
+        return body.decode()
+
+    def post(self, path, form, headers=None):
+        return self.keep(*self.proxy.request(
+            "POST", self.prefix + path, self.source, {"Cookie": self.cookie, "Origin": self.proxy.origin, **HTML,
+                                                      **(headers or {})}, {"csrf_token": self.token, **form}))
 
     def sign_in(self, email, password, headers=None):
-        status, _, _ = self.proxy.request(
-            "POST", "/login", self.source, {"Cookie": self.cookie, "Origin": f"https://{PUBLIC_NAME}", **(headers or {})},
-            {"csrf_token": self.token, "email": email, "password": password, "next": "/"})
-        return status
+        return self.post("/login", {"email": email, "password": password, "next": "/"}, headers)[0]
 
 
-@pytest.mark.slow
-def test_a_flood_of_wrong_passwords_through_nginx_holds_only_its_own_clients(tmp_path, nginx):
+def served_database(tmp_path):
     database = tmp_path / "okr.db"
     app = create_app({"DATABASE": database})
     with app.app_context():
         init_db()
     helpers.user_with_password(app, PASSWORD)  # hashed for real, as the server checks it
+    return database
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["nginx", "caddy"])
+@pytest.mark.parametrize("port, prefix", [(None, ""), (443, ""), (None, "/okr")],
+                         ids=["another port", "port 443", "under a path"])
+def test_the_documented_configuration_signs_in_posts_forms_and_signs_api_calls(tmp_path, proxies, kind, port,
+                                                                                   prefix):
+    database = served_database(tmp_path)
+    made = helpers.run_okr("--database", database, "keys", "create", "--name", "ci", "--json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    key = json.loads(made.stdout)
+    port = port or helpers.free_port()
+    public = f"https://{PUBLIC_NAME}" + ("" if port == 443 else f":{port}")
+    # At the root the server learns the public host, port and scheme from the proxy; under a path, from the
+    # public URL, which also gives it the path to serve under.
+    server = Server(tmp_path, "--database", database, "--workers", "1", "--cpu", "all", "--allowed-host", PUBLIC_NAME,
+                    "--trusted-proxies", PROXY, "--secure-cookies",
+                    *(["--public-url", public + prefix] if prefix else []),
+                    env={"OKR_SIGN_IN_FAILURES_PER_ACCOUNT": "3"}, health=prefix + "/healthz")
+    try:
+        proxy = proxies(kind, server.port, port, prefix)
+        assert proxy.origin == public
+        # The login page, its cookie (HTTPS only, for the prefix) and its stylesheet.
+        laptop = Browser(proxy, "127.0.0.21", prefix)
+        assert "; Secure" in laptop.set_cookie and f"Path={prefix or '/'};" in laptop.set_cookie
+        stylesheet = re.search(r'<link rel="stylesheet" href="([^"]+)"', laptop.page).group(1)
+        assert stylesheet.startswith(prefix + "/static/")
+        assert proxy.request("GET", stylesheet, "127.0.0.21")[0] == 200
+        # Three wrong passwords hold Maya's sign-in at the laptop, and there only, whatever it claims to be.
+        assert [laptop.sign_in("maya@example.com", "guess guess guess") for _ in range(3)] == [401] * 3
+        assert laptop.sign_in("maya@example.com", PASSWORD) == 429
+        assert laptop.sign_in("maya@example.com", PASSWORD, {"X-Forwarded-For": "198.51.100.9"}) == 429
+        # Elsewhere she signs in, and is sent on under the prefix.
+        phone = Browser(proxy, "127.0.0.22", prefix)
+        status, headers, _ = phone.post("/login", {"email": "maya@example.com", "password": PASSWORD, "next": "/"})
+        assert (status, headers["Location"]) == (303, prefix + "/")
+        # A form: a new person on the People page, whose invitation link is the public one.
+        phone.get("/people")
+        status, _, body = phone.post("/people", {"name": "Ada Lovelace", "email": "ada@example.com", "role": "viewer"})
+        assert status == 200, body[:300]
+        link = re.search(rb'id="invitation-url" class="link" value="([^"]+)"', body).group(1).decode()
+        assert re.fullmatch(re.escape(public + prefix) + r"/invitations/[A-Za-z0-9_-]{43}", link), link
+        # A signed API call.
+        status, _, body = proxy.request("POST", prefix + "/v1/cycles", "127.0.0.23", {
+            "Authorization": authorization_header(key["credential"], key["secret"]),
+            "Content-Type": "application/json"}, body=json.dumps({"name": "2027 Q1"}))
+        assert status == 200, body[:300]
+        assert json.loads(body)["name"] == "2027 Q1"
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert f"okr.access: 127.0.0.21 POST {prefix}/login 401 " in log and f"okr.access: 127.0.0.21 POST {prefix}/login 429 " in log
+    assert f"okr.access: 127.0.0.22 POST {prefix}/people 200 " in log
+    assert f"okr.access: 127.0.0.23 POST {prefix}/v1/cycles 200 " in log
+    if prefix:
+        assert f"the public URL is {public}{prefix}: everything is served under {prefix}/" in log
+    assert "okr.access: 127.0.0.1 POST" not in log
+
+
+@pytest.mark.slow
+def test_nginx_s_usual_host_without_the_port_breaks_no_form_with_the_public_url(tmp_path, proxies):
+    # Host $host and no X-Forwarded-Port, on a port other than 443: the public URL says which origin is the server's.
+    database = served_database(tmp_path)
+    port = helpers.free_port()
+    server = Server(tmp_path, "--database", database, "--workers", "1", "--cpu", "all", "--allowed-host", PUBLIC_NAME,
+                    "--trusted-proxies", PROXY, "--public-url", f"https://{PUBLIC_NAME}:{port}")
+    try:
+        proxy = proxies("nginx", server.port, port, drop="X-Forwarded-Port")
+        assert "X-Forwarded-Port" not in (proxy.folder / "nginx.conf").read_text()
+        assert Browser(proxy, "127.0.0.31").sign_in("maya@example.com", PASSWORD) == 303
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_flood_of_wrong_passwords_through_nginx_holds_only_its_own_clients(tmp_path, proxies):
+    database = served_database(tmp_path)
     server = Server(tmp_path, "--database", database, "--workers", "1", "--cpu", "all", "--allowed-host", PUBLIC_NAME,
                     "--trusted-proxies", PROXY)
     try:
-        proxy = nginx(server.port)
+        proxy = proxies("nginx", server.port)
         # 105 wrong passwords from 50 client addresses for 11 made-up emails, a few at once: more than the
         # 100 that would hold every sign-in from one address, and every one of them comes from nginx's.
         flood = [Browser(proxy, f"127.0.0.{10 + n}") for n in range(50)]

@@ -690,7 +690,7 @@ def test_a_providers_refusals_are_no_password_guesses_and_hold_nobody(app, clien
     ({"OIDC_CLIENT_ID": None}, "OKR_OIDC_ISSUER needs OKR_OIDC_CLIENT_ID"),
     ({"OIDC_ISSUER": None}, "OKR_OIDC_CLIENT_ID is set but OKR_OIDC_ISSUER is not"),
     ({"PUBLIC_URL": None}, "OKR_OIDC_ISSUER needs OKR_PUBLIC_URL"),
-    ({"PUBLIC_URL": "okr.example.com"}, "OKR_PUBLIC_URL must be an http:// or https:// address"),
+    ({"PUBLIC_URL": "okr.example.com"}, "OKR_PUBLIC_URL okr.example.com must start with http:// or https://"),
     ({"OIDC_ISSUER": "ftp://id.example"}, "OKR_OIDC_ISSUER must be an http:// or https:// address"),
     ({"OIDC_CREATE_USERS": "admin"}, "OKR_OIDC_CREATE_USERS must be viewer or editor"),
     ({"OIDC_ALLOWED_DOMAINS": "a@example.com"}, "OKR_OIDC_ALLOWED_DOMAINS takes email domains"),
