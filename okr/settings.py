@@ -258,10 +258,10 @@ SETTINGS = (
             called="secure cookies"),
     setting("ALLOWED_HOSTS", HostNames(), frozenset(), "a host name to serve; repeat", LOGGING,
             "--allowed-host NAME"),
-    setting("TRUSTED_PROXIES", Entries(), (), "a proxy (address or CIDR; repeat) whose X-Forwarded-For, "
-            "-Host, -Port and -Proto count", LOGGING, "--trusted-proxies IP"),
-    setting("PUBLIC_URL", Text(), None, "where people reach this service (https://okr.example.com/okr): links start "
-            "with it; served under its path", LOGGING, "--public-url URL"),
+    setting("TRUSTED_PROXIES", Entries(), (), "a proxy whose X-Forwarded-* headers count "
+            "(address or CIDR; repeat)", LOGGING, "--trusted-proxies IP"),
+    setting("PUBLIC_URL", Text(), None, "https://HOST/PATH people reach: links "
+            "start with it; served under its path", LOGGING, "--public-url URL"),
 
     setting("EVENT_RETENTION_DAYS", Integer(1, 100_000), 400, "days events are kept", ACTIVITY,
             "--event-retention-days N"),
