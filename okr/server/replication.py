@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from ..store import schema
+from ..store import schema, scratch
 from . import litestream, replica_probe
 from .workers import STARTING_CHILDREN
 
@@ -39,6 +39,9 @@ POLL_SECONDS = 1
 # this long (or --replicate-max-lag, if shorter), the server looks at the replica itself, and again at most
 # this often while it stays behind.
 CHECK_AFTER_SECONDS = CHECK_EVERY_SECONDS = 10
+# Litestream's folders in the temporary folder: held while a server uses one, and marked as okr's.
+FOLDER_PREFIX = "okr-litestream-"
+FOLDER_MARKER = ".okr-litestream"
 
 
 def settings(config):
@@ -73,6 +76,8 @@ def start_replication(app):
         # Two Litestreams shipping one database to one replica would corrupt it.
         sys.exit(f"okr: another server already replicates {app.config['DATABASE']}; serve it without "
                  "--replicate, or stop that server first")
+    for name in scratch.remove_marked_leftovers(tempfile.gettempdir(), (FOLDER_PREFIX,), FOLDER_MARKER):
+        logger.info("removed %s, Litestream's folder left by a server that was killed", name)
     # Litestream checkpoints the database alone from now on: docs/operations.md says why.
     schema.leave_checkpoints_to_litestream()
     replicator = Replicator(binary, app.config["DATABASE"], replica, app.config["BUSY_TIMEOUT_MS"], max_lag=max_lag)
@@ -152,7 +157,8 @@ class Replicator:
                  last_backoff=LAST_BACKOFF, poll_seconds=POLL_SECONDS, max_lag=litestream.DEFAULT_MAX_LAG):
         self.binary, self.database = binary, os.path.abspath(database)
         self.first_backoff, self.last_backoff, self.poll_seconds = first_backoff, last_backoff, poll_seconds
-        self.folder = tempfile.mkdtemp(prefix="okr-litestream-")  # private: mkdtemp makes it 0700
+        self.folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)  # private: mkdtemp makes it 0700
+        self.holding = scratch.hold_marked(self.folder, FOLDER_MARKER)
         self.config_path = os.path.join(self.folder, "litestream.yml")
         self.socket_path = os.path.join(self.folder, "control.sock")
         self.status_path = litestream.status_path(self.database)
@@ -329,6 +335,7 @@ class Replicator:
             self.status["pid"], self.status["stopped_at"] = None, time.time()
         self.save()  # kept: `okr replication status` says how replication ended
         shutil.rmtree(self.folder, ignore_errors=True)
+        os.close(self.holding)
 
 
 def describe_exit(status):

