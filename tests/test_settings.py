@@ -232,3 +232,41 @@ def command_variables():
 def test_the_documentation_names_no_variable_the_table_does_not_know():
     named = set(re.findall(r"\bOKR_[A-Z][A-Z_]*[A-Z]\b", OPERATIONS.read_text()))
     assert named - {setting.env for setting in SETTINGS} - command_variables() == set()
+
+
+# --- the figures the prose gives ------------------------------------------------------------------------------
+
+DOCUMENTS = [helpers.REPO / "README.md", *sorted((helpers.REPO / "docs").glob("*.md"))]
+FIGURE = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+
+
+def figures_given(text, setting):
+    """(figure, words) of each limit the prose (code blocks left out) gives for setting, in the forms it is
+    written in: "64 from one address (`--connections-per-address`", "`OKR_REPORT_WAIT` seconds (default `10`",
+    "`--event-retention-days` (default 400"."""
+    names = "|".join(re.escape(name) for name in [setting.env] + [option for option, _ in setting.flags()])
+    prose = " ".join(re.sub(r"```.*?```", " ", text, flags=re.S).split())
+    forms = [rf"{FIGURE}[^.;()`\d]{{0,60}}\(`(?:{names})\b",
+             rf"`(?:{names})\b[^`]*`[^.;`\d]{{0,30}}\(default `?{FIGURE}"]
+    return [(match.group(1), match.group(0)) for form in forms for match in re.finditer(form, prose)]
+
+
+def numeric(setting):
+    return isinstance(setting.default, (int, float)) and not isinstance(setting.default, bool)
+
+
+def test_every_figure_the_docs_give_for_a_setting_is_its_default():
+    given = [(setting.name, figure, words) for path in DOCUMENTS for setting in SETTINGS if numeric(setting)
+             for figure, words in figures_given(path.read_text(), setting)]
+    assert len(given) >= 10  # the forms still match how the docs are written
+    assert [(name, figure, words) for name, figure, words in given
+            if float(figure.replace(",", "")) != float(settings.default(name))] == []
+
+
+def test_a_figure_that_is_not_the_default_is_found():
+    connections = settings.BY_NAME["CONNECTIONS_PER_ADDRESS"]
+    text = "At most 32 from one address (`--connections-per-address`; one IPv6 client counts by its /64)."
+    assert figures_given(text, connections) == [("32", "32 from one address (`--connections-per-address")]
+    waiting = settings.BY_NAME["REPORT_WAIT"]
+    assert figures_given("waits up to `OKR_REPORT_WAIT` seconds (default `20`), then", waiting)[0][0] == "20"
+    assert figures_given("```\nokr serve --connections-per-address 8\n```", connections) == []
