@@ -507,6 +507,18 @@ def one_at_a_time(config, path):
         os.close(descriptor)
 
 
+def npm_installed(config, folder, package):
+    """None once folder's pinned packages are installed (npm ci, once for all of the run's workers, one at a time
+    in the folder), package among them; else why they are not."""
+    with one_at_a_time(config, folder):
+        if not (folder / "node_modules" / package / "package.json").exists():
+            done = subprocess.run([shutil.which("npm") or "npm", "ci", "--no-audit", "--no-fund"], cwd=folder,
+                                  capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                return f"npm ci in {folder} failed: {done.stderr[-2000:]}"
+    return None
+
+
 SCREENSHOT_FOLDERS = pytest.StashKey()
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, create_key, in_ci, make_user, one_at_a_time, served_in_thread
+from helpers import REPO, create_key, in_ci, make_user, npm_installed, served_in_thread
 from okr import create_app
 from okr.db import init_db
 from okr.rules.request_signature import authorization_header
@@ -201,13 +201,7 @@ def problem_with_typescript(config):
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         return "no node or npm on PATH (apt-get install nodejs npm)"
-    with one_at_a_time(config, TYPESCRIPT_DIR):  # one npm ci at a time in the folder, for all of the run's workers
-        if not (TYPESCRIPT_DIR / "node_modules" / "typescript" / "package.json").exists():
-            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=TYPESCRIPT_DIR, capture_output=True,
-                                  text=True, timeout=600)
-            if done.returncode != 0:
-                return f"npm ci in {TYPESCRIPT_DIR} failed: {done.stderr[-2000:]}"
-    return None
+    return npm_installed(config, TYPESCRIPT_DIR, "typescript")
 
 
 def test_openapi_generator_typescript_fetch_client_compiles(served, request):

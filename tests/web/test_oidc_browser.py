@@ -23,7 +23,7 @@ from urllib.request import urlopen
 import pytest
 from joserfc.jwk import RSAKey
 
-from helpers import REPO, free_port, one_at_a_time, served_in_thread
+from helpers import REPO, free_port, npm_installed, served_in_thread
 from okr import create_app
 from okr.accounts import passwords, single_sign_on
 from okr.db import init_db, transaction
@@ -49,13 +49,7 @@ def problem_with_node(config):
     numbers = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
     if numbers < MIN_NODE:
         return f"node {version} is older than oidc-provider 9 needs (20.19)"
-    with one_at_a_time(config, PROVIDER_DIR):  # one npm ci at a time in the folder, for all of the run's workers
-        if not (PROVIDER_DIR / "node_modules" / "oidc-provider" / "package.json").exists():
-            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=PROVIDER_DIR, capture_output=True,
-                                  text=True, timeout=600)
-            if done.returncode != 0:
-                return f"npm ci in {PROVIDER_DIR} failed: {done.stderr[-2000:]}"
-    return None
+    return npm_installed(config, PROVIDER_DIR, "oidc-provider")
 
 
 def needs(problem):
