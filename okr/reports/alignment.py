@@ -18,16 +18,7 @@ def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
     now is an aware datetime, for staleness and the cycle's state. A finished cycle's key results are never stale.
     """
     objectives, key_results = report_rows.cycle_rows(db, cycle["id"], team_id, assignee_id)
-    shown = cycle_details_json(cycle, now.date())
-    stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
-    roots, exact_by_objective = alignment_tree(objectives, key_results, stale)
-    return {
-        "cycle": shown,
-        "progress": progress.mean_figure(exact_by_objective),
-        "objectives_count": len(objectives),
-        "key_results_count": len(key_results),
-        "objectives": roots,
-    }
+    return cycle_tree(cycle, now, objectives, key_results)
 
 
 def cycle_report_as_of(db, cycle, as_of, team_id=None):
@@ -39,8 +30,14 @@ def cycle_report_as_of(db, cycle, as_of, team_id=None):
     for row in key_results:
         if row["value_then"] is not None:  # else a row written behind the API's back: today's values
             row["current_value"], row["confidence"] = row["value_then"], row["confidence_then"]
-    shown = cycle_details_json(cycle, as_of.date())
-    stale = never_stale if shown["state"] == "finished" else stale_by_time(as_of)
+    return cycle_tree(cycle, as_of, objectives, key_results)
+
+
+def cycle_tree(cycle, moment, objectives, key_results):
+    """A cycle's report from its rows, as at moment (an aware datetime): a finished cycle's key results are
+    never stale."""
+    shown = cycle_details_json(cycle, moment.date())
+    stale = never_stale if shown["state"] == "finished" else stale_by_time(moment)
     roots, exact_by_objective = alignment_tree(objectives, key_results, stale)
     return {
         "cycle": shown,
