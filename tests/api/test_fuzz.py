@@ -26,6 +26,7 @@ from okr.rules.request_signature import authorization_header
 from okr.clock import utc_now
 from okr.store.schema import connect
 from okr.rules.fields import canonical_decimal
+from okr.api.openapi import TAGS
 from okr.api.paging import encode_token
 from okr.rules.ids import UUID_RE
 
@@ -42,12 +43,18 @@ REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
 # naming a tag the resource no longer has (or an empty one) fails whether the body is valid or not.
 # A negative case's headers may be any at all, a Host among them: the host guard refuses a name it was
 # not given with a 421 (documented on every operation), before the rest of the request is judged.
-CONFIG = SchemathesisConfig.from_dict({"checks": {
+CHECKS = {
     "positive_data_acceptance": {"expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "412", "429",
                                                        "5xx"]},
     "negative_data_rejection": {"expected-statuses": ["400", "401", "403", "404", "405", "406", "409", "412",
                                                       "415", "421", "422", "428", "429", "5xx"]},
-}})
+}
+
+
+def config(tag=None):
+    """Every check on; with a tag, the operations of other tags turned off."""
+    operations = [] if tag is None else [{"exclude-tag": tag, "enabled": False}]
+    return SchemathesisConfig.from_dict({"checks": CHECKS, "operations": operations})
 
 
 @pytest.fixture
@@ -62,9 +69,14 @@ def api(app, runner):
     return app
 
 
-@pytest.fixture
-def api_schema(api):
-    return schemathesis.openapi.from_wsgi("/v1/openapi.json", api, config=CONFIG)
+def schema_of(app, tag=None):
+    return schemathesis.openapi.from_wsgi("/v1/openapi.json", app, config=config(tag))
+
+
+# One test per tag (one per resource), so that xdist's workers share the fuzzing out.
+@pytest.fixture(params=list(TAGS))
+def api_schema(request, api):
+    return schema_of(api, request.param)
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
@@ -295,12 +307,15 @@ def test_api_survives_the_fuzzer(case, api):
     case.call_and_validate()
 
 
-def test_the_fuzzer_reaches_every_documented_operation(api_schema, app):
-    """Schemathesis reads every operation of the document; none is skipped as unreadable."""
-    document = app.test_client().get("/v1/openapi.json").get_json()
+def test_the_fuzzer_reaches_every_documented_operation(api):
+    """Schemathesis reads every operation of the document, none is skipped as unreadable, and the tags that
+    split the fuzzing cover them all."""
+    document = api.test_client().get("/v1/openapi.json").get_json()
     documented = {(method.upper(), path) for path, item in document["paths"].items()
                   for method in item if method != "parameters"}
-    fuzzed = {(result.ok().method.upper(), result.ok().path) for result in api_schema.get_all_operations()}
+    fuzzed = {(result.ok().method.upper(), result.ok().path)
+              for tag in TAGS for result in schema_of(api, tag).get_all_operations()}
+    assert len(fuzzed) == sum(1 for tag in TAGS for _ in schema_of(api, tag).get_all_operations())  # each once
     # The document itself is left out: schemathesis does not fuzz the endpoint it reads the schema from.
     assert fuzzed == documented - {("GET", "/v1/openapi.json")}
     assert ("POST", "/v1/keyresults/{key_result_id}/checkins") in fuzzed
