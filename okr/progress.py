@@ -11,7 +11,7 @@ A report computes thousands of these, so the common cases take short cuts:
 clamped and yes/no progress is the shared ZERO or ONE, and status is cached
 per confidence string.
 """
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 from fractions import Fraction
 from functools import lru_cache
@@ -163,6 +163,20 @@ def cycle_state(starts_on, ends_on, today):
     if ends_on is not None and day > ends_on:
         return "finished"
     return "current"
+
+
+def elapsed(starts_on, ends_on, today):
+    """How much of a cycle has gone by on today (a datetime.date), as an exact Fraction from 0 to 1: (today - start)
+    / (end - start) in days, clamped; None unless both dates are set (ISO dates). A one-day cycle (start = end) is
+    0 before its day and 1 from it. A key result's expected progress is this fraction."""
+    if starts_on is None or ends_on is None:
+        return None
+    start, end = date.fromisoformat(starts_on), date.fromisoformat(ends_on)
+    if today <= start:
+        return ONE if today == start == end else ZERO
+    if today >= end:
+        return ONE
+    return Fraction((today - start).days, (end - start).days)
 
 
 def rolled_up(own, has_key_results, children):

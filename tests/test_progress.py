@@ -1,6 +1,6 @@
 """The progress rules of okr/progress.py: per type, roll-ups, rounding, status and staleness."""
 import ast
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 
@@ -129,3 +129,28 @@ def test_mean_figure_of_many_unlike_fractions_does_not_sum_them_exactly(monkeypa
     values = [Fraction(rng.randint(0, 10**6), rng.randint(10**6, 10**7)) for _ in range(10_000)]
     monkeypatch.setattr(progress, "mean", lambda values: pytest.fail("summed exactly"))
     assert progress.mean_figure(values) in {f"0.{n:02d}" for n in range(100)}
+
+
+# --- how much of a cycle has gone by ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("today, expected", [
+    ("2026-09-30", Fraction(0)),  # before the start
+    ("2026-10-01", Fraction(0)),  # its first day
+    ("2026-10-11", Fraction(10, 90)),
+    ("2026-11-15", Fraction(1, 2)),
+    ("2026-12-30", Fraction(1)),  # its last day
+    ("2027-01-05", Fraction(1)),  # after the end
+])
+def test_elapsed_is_the_days_gone_over_the_days_of_the_cycle_clamped(today, expected):
+    assert progress.elapsed("2026-10-01", "2026-12-30", date.fromisoformat(today)) == expected
+
+
+@pytest.mark.parametrize("today, expected", [("2026-10-04", 0), ("2026-10-05", 1), ("2026-10-06", 1)])
+def test_a_one_day_cycle_is_not_begun_before_its_day_and_gone_from_it(today, expected):
+    assert progress.elapsed("2026-10-05", "2026-10-05", date.fromisoformat(today)) == expected
+
+
+@pytest.mark.parametrize("starts_on, ends_on", [(None, "2026-12-30"), ("2026-10-01", None), (None, None)])
+def test_a_cycle_without_both_dates_has_no_elapsed_fraction(starts_on, ends_on):
+    assert progress.elapsed(starts_on, ends_on, date(2026, 11, 1)) is None
