@@ -779,6 +779,42 @@ def nullable_refs(components):
                 component["properties"][name] = {**rest, "allOf": refs, "nullable": True}
 
 
+# The shared decimals a request body holds, by the number branch's bounds (request_decimal_name): inline, a
+# generator would make a model of each, named for the field it sits in (KeyResultInputMilestoneConfidence).
+DECIMAL_COMPONENTS = {
+    "Decimal": "An exact decimal: a string in decimal or exponent notation (at most 6 fractional digits), or a "
+               "JSON number; absolute value below 10^15.",
+    "Fraction": "An exact decimal from 0 to 1: a string in decimal or exponent notation (at most 6 fractional "
+                "digits), or a JSON number.",
+    "MilestoneTarget": "A milestone's target: 1, as a string or a JSON number.",
+}
+
+
+def request_decimal_name(described):
+    """The shared component an inline decimal of a request body is (DECIMAL_COMPONENTS), or None."""
+    branches = described.get("anyOf", [])
+    if [branch.get("type") for branch in branches] != ["string", "number"]:
+        return None
+    number = branches[1]
+    if branches[0]["pattern"] == ONE_TEXT:
+        return "MilestoneTarget"
+    return "Fraction" if (number["minimum"], number["maximum"]) == (0, 1) else "Decimal"
+
+
+def named_decimals(components):
+    """Every inline decimal of a request body refers to its shared component instead; its own description, and
+    whether it may be null, stay beside the reference (as nullable_refs does for objects)."""
+    for component in list(components.values()):
+        for name, described in component.get("properties", {}).items():
+            shared = request_decimal_name(described)
+            if shared is None:
+                continue
+            components.setdefault(shared, {"anyOf": described["anyOf"], "description": DECIMAL_COMPONENTS[shared]})
+            assert components[shared]["anyOf"] == described["anyOf"], shared  # one shape per name
+            rest = {key: value for key, value in described.items() if key != "anyOf"}
+            component["properties"][name] = {**rest, "allOf": [{"$ref": f"#/components/schemas/{shared}"}]}
+
+
 @cache
 def build_document(version):
     """The whole document as a dict."""
@@ -817,6 +853,7 @@ def build_document(version):
     nullable_refs(components)
     for name, request in BY_TYPE.items():
         split_by_type(components, name, request)
+    named_decimals(components)
     return document
 
 

@@ -11,6 +11,7 @@ skip, saying so, and fail instead under CI.
 import hashlib
 import hmac
 import importlib
+import json
 import re
 import shutil
 import subprocess
@@ -211,6 +212,10 @@ def test_openapi_generator_typescript_fetch_client_compiles(served, request):
     assert names == {"CheckinsApi", "CommentsApi", "CyclesApi", "EventsApi", "KeyResultsApi", "ObjectivesApi",
                      "ReportsApi", "ServiceApi", "TeamsApi", "UsersApi"}
     assert "createKeyResult(" in (out / "apis" / "KeyResultsApi.ts").read_text()
+    # Its models are the document's schemas, each named for what it is: none made up from a field's context.
+    schemas = json.loads(served["document"].read_text())["components"]["schemas"]
+    models = {path.stem for path in (out / "models").glob("*.ts")} - {"index"}
+    assert models <= set(schemas), sorted(models - set(schemas))
     # docs/api.md's signing middleware compiles against it too.
     example = docs_block("ts", "signedConfiguration").replace('from "./okr-client-ts"', 'from "./index"')
     (out / "signing.ts").write_text(example)

@@ -448,10 +448,29 @@ def test_request_bodies_are_required_only_where_a_field_is(document):
 
 def test_decimals_are_documented_as_strings_or_numbers(document):
     confidence = component(document, "KeyResultInputPositive")["properties"]["confidence"]
-    string, number = confidence["anyOf"]
+    assert confidence["allOf"] == [{"$ref": "#/components/schemas/Fraction"}]
+    string, number = component(document, "Fraction")["anyOf"]
     assert string["type"] == "string" and re.fullmatch(string["pattern"][1:-1], "1e3")
     assert (number["type"], number["minimum"], number["maximum"]) == ("number", 0, 1)
     assert "6 fractional digits" in confidence["description"]
+    assert validator(document, "KeyResultInputPositive").is_valid(
+        {"name": "k", "type": "positive", "target_value_min": "1e3", "confidence": 1})
+    assert not validator(document, "KeyResultInputPositive").is_valid(
+        {"name": "k", "type": "positive", "target_value_min": 5, "confidence": "1.5x"})
+
+
+def test_every_decimal_of_a_request_is_one_of_three_named_schemas(document):
+    """A generator makes a model of each inline anyOf, named for its field (KeyResultInputMilestoneConfidence):
+    the decimals refer to Decimal, Fraction and MilestoneTarget instead."""
+    refs = set()
+    for name, schema in document["components"]["schemas"].items():
+        for field, described in schema.get("properties", {}).items():
+            assert "anyOf" not in described, (name, field)
+            refs.update(branch["$ref"].rsplit("/", 1)[1] for branch in described.get("allOf", []))
+    assert {"Decimal", "Fraction", "MilestoneTarget"} <= refs
+    patch = component(document, "KeyResultPatch")["properties"]
+    assert patch["target_value_min"]["nullable"] is True  # null stays beside the reference
+    assert patch["current_value"]["allOf"] == [{"$ref": "#/components/schemas/Decimal"}]
 
 
 def test_response_schemas_match_what_the_service_returns(client, document):
