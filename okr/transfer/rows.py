@@ -83,9 +83,9 @@ MAX_OIDC_TEXT = 2000
 class ApiKeySchema(BodySchema):
     """An API key's row; okr keys create makes them, so no request body describes them."""
 
-    credential = Text(required=True, max_length=200, not_blank=True)
+    credential = Text(required=True, max_length=MAX_EVENT_ID, not_blank=True)  # events name keys by it
     secret = Text(required=True, max_length=200, validate=validate.Length(min=MIN_SECRET_LENGTH))
-    name = Text(required=True, max_length=500, not_blank=True)
+    name = Text(required=True, max_length=NAME_MAX, not_blank=True)
     read_only = StrictBool(required=True)
 
 
