@@ -71,6 +71,8 @@ LIMITS = {
     "a password, at least": count(passwords.MIN_LENGTH, AT_LEAST, "password", "passwords", of=CHARACTERS),
     "a password, at most": count(passwords.MAX_LENGTH, AT_MOST, "password", "passwords", of=CHARACTERS),
     "an invitation link": duration(invitations.VALID_FOR, AT_MOST, "invitation"),
+    "passwords hashed at once, by each server process":
+        count(passwords.HASHING_AT_ONCE, AT_MOST, "hashes", "hashed", of=("passwords", "at")),
     "a password-reset link": duration(password_resets.VALID_FOR, AT_MOST, "reset link", "password reset"),
     "a sign-in through the identity provider, from leaving to coming back":
         duration(single_sign_on.PENDING_SECONDS, AT_MOST, "identity provider"),
@@ -87,6 +89,8 @@ LIMITS = {
     "objectives on a team's page": count(team_pages.OBJECTIVES_SHOWN, AT_MOST, "team's page", of=("objectives",)),
     "cycles on a page of `/cycles`":
         count(views.CYCLES_PER_PAGE, AT_MOST, "cycles per page", "/cycles", of=("cycles",)),
+    "check-ins in a key result's sparkline (the cycle page)":
+        count(views.SPARK_POINTS, AT_MOST, "sparkline", of=("values",)),
     "check-ins in a key result's history":
         count(views.HISTORY_ROWS, AT_MOST, "its history", "check-in history", of=("check-ins",)),
     "comments under an objective or a key result":
