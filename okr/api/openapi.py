@@ -16,12 +16,14 @@ from flask import Blueprint, current_app
 from flask import request as incoming  # build_document has a `request` of its own
 from marshmallow import Schema, fields
 
+from .. import settings
+from ..progress import STALE_AFTER
 from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
                             StrictBool, Text, WHITESPACE)
 from ..rules.ids import UUID_PATTERN
 from ..store import users
-from ..store.events import MAX_ID_LENGTH
+from ..store.events import MAX_ID_LENGTH, PAGE_BYTES
 from .auth import SCHEME
 from .bodies import MAX_BODY_BYTES
 from .paging import BOOLEANS, MAX_PAGE_SIZE, PAGE_SIZE
@@ -229,7 +231,7 @@ class KeyResultNode(KeyResultDetails):
         "description": "From the confidence (at least 0.70 on track, at least 0.40 at risk, else off track); "
                        "no_update while it has had no check-in since it was created."})
     stale = fields.Boolean(required=True, metadata={
-        "description": "No check-in for more than 14 days (never in a finished cycle)."})
+        "description": f"No check-in for more than {STALE_AFTER.days} days (never in a finished cycle)."})
     last_checkin_at = timestamp_field()
 
 
@@ -471,7 +473,8 @@ PATH_QUERY_PARAMETERS = {
                               "schema": UUID_ARGUMENT},
 }
 COMMENT_AUTHOR = ("The author is the user whose key signs (a service key's comments, and those made while auth is "
-                  "off, have none). The body is plain text of 1 to 10,000 characters, not only whitespace; it is "
+                  f"off, have none). The body is plain text of 1 to {body_schemas.COMMENT_MAX:,} characters, not only "
+                  "whitespace; it is "
                   "kept as sent and never read as Markdown or HTML.")
 COMMENT_CHANGE = ("Only the comment's author or an admin (with auth on) may; a service key changes no comment. "
                   "Deleting its objective or key result deletes it too.")
@@ -503,8 +506,9 @@ DESCRIPTIONS = {
         "Each create, update and delete of a cycle, team, membership, objective, key result, check-in, comment, "
         "user or API key, whatever made it (the API, the dashboard, a command, an import), written in the "
         "change's own transaction. Viewers may read it. Events older than the server's retention period "
-        "(400 days unless set otherwise) are pruned. A page may end early, before page_size events: once the "
-        "events in it weigh about 1 MB (their stored JSON; always at least one event), with next_page_token "
+        f"({settings.default('EVENT_RETENTION_DAYS')} days unless set otherwise) are pruned. A page may end early, "
+        f"before page_size events: once the events in it weigh about {PAGE_BYTES >> 20} MB (their stored JSON; "
+        "always at least one event), with next_page_token "
         "for the rest, which is null only when no more events match.",
     ("/v1/me", "get"):
         "The user (as GET /v1/users/{user_id} gives it), role and API key the request is signed with. A service "
