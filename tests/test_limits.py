@@ -84,7 +84,7 @@ LIMITS = {
     "teams on a page of `/teams`": count(team_pages.TEAMS_PER_PAGE, AT_MOST, "teams per page", "/teams", of=("teams",)),
     "members named beside each team on `/teams`":
         count(team_pages.NAMES_SHOWN, AT_MOST, "members named", of=("members", "names")),
-    "members on a page of a team's page":
+    "members on a team's page, per page":
         count(team_pages.MEMBERS_PER_PAGE, AT_MOST, "members per page", of=("members",)),
     "objectives on a team's page": count(team_pages.OBJECTIVES_SHOWN, AT_MOST, "team's page", of=("objectives",)),
     "cycles on a page of `/cycles`":
