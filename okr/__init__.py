@@ -61,12 +61,14 @@ def create_app(test_config=None):
     # //v1/cycles is not a redirect to /v1/cycles but an unknown path.
     app.url_map.merge_slashes = False
     app.config.from_mapping(settings.defaults())
+    from .api import bodies, paging
+
     # Fixed values, not settings: the API's paging and body limit are in its OpenAPI document.
     app.config.from_mapping(
         SCHEMA=schema_path(),
-        PAGE_SIZE=100,
-        MAX_PAGE_SIZE=1000,
-        MAX_CONTENT_LENGTH=1024 * 1024,
+        PAGE_SIZE=paging.PAGE_SIZE,
+        MAX_PAGE_SIZE=paging.MAX_PAGE_SIZE,
+        MAX_CONTENT_LENGTH=bodies.MAX_BODY_BYTES,
         API_VERSION="1.0.0",
         # The stylesheet's cache life; its URL changes with its content.
         SEND_FILE_MAX_AGE_DEFAULT=86400,

@@ -195,12 +195,12 @@ def parse_timestamp(text):
 
 
 def is_stale(last_checkin_at, now):
-    """True when the last check-in is more than 14 days before now (an aware datetime)."""
+    """True when the last check-in is more than STALE_AFTER before now (an aware datetime)."""
     return now - parse_timestamp(last_checkin_at) > STALE_AFTER
 
 
 def checkin_overdue(last_checkin_at, now):
-    """True when the last check-in is more than NEEDS_UPDATE_AFTER (7 days) before now (an aware datetime):
+    """True when the last check-in is more than NEEDS_UPDATE_AFTER before now (an aware datetime):
     the weekly reminder lists the key result."""
     return now - parse_timestamp(last_checkin_at) > NEEDS_UPDATE_AFTER
 

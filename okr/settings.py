@@ -229,6 +229,7 @@ OIDC = "Sign-in by OpenID Connect"
 SIGN_IN = "Sign-in throttle and sessions"
 
 DAY = 86_400
+AUTO_WORKERS_MOST = 8  # --workers auto: one per CPU the server may use, at most this many
 
 SETTINGS = (
     setting("DATABASE", Path(), "okr.db", "the SQLite file", GLOBAL, "--database FILE"),
@@ -239,8 +240,8 @@ SETTINGS = (
     setting("UPGRADE_BACKUP", OnOff(), True, "a backup beside the database before its schema is upgraded", GLOBAL,
             "--no-backup", called="OKR_UPGRADE_BACKUP"),
 
-    setting("WORKERS", AutoOrInteger(1, 64), "auto", "worker processes; auto: per CPU, at most 8", SERVING,
-            "--workers auto|N"),
+    setting("WORKERS", AutoOrInteger(1, 64), "auto", f"worker processes; auto: per CPU, at most {AUTO_WORKERS_MOST}",
+            SERVING, "--workers auto|N"),
     setting("THREADS", Integer(1, 256), 8, "threads per worker", SERVING, "--threads N"),
     setting("CPU", Text(), "auto", "where workers run", SERVING, "--cpu auto|all|N"),
     setting("CONNECTION_LIMIT", Integer(1, 100_000), 1000, "connections at most", SERVING, "--connection-limit N"),

@@ -52,7 +52,7 @@ def check_timestamp(timestamp, now):
     except ValueError:
         raise Unauthenticated("Timestamp is not an RFC 3339 time") from None
     if abs(now - moment) > MAX_CLOCK_SKEW:
-        raise Unauthenticated("Timestamp is more than 10 minutes from the server's time")
+        raise Unauthenticated(f"Timestamp is more than {MAX_CLOCK_SKEW.seconds // 60} minutes from the server's time")
 
 
 def authenticate():

@@ -7,6 +7,9 @@ from werkzeug.exceptions import BadRequest
 from ..rules import strict_json
 from ..rules.strict_json import MAX_JSON_DEPTH
 
+# A declared body over this many bytes is a 413 on any path (okr.pipeline); the app's MAX_CONTENT_LENGTH.
+MAX_BODY_BYTES = 1 << 20
+
 
 def read_json_body():
     """The request body as a JSON object, whatever the Content-Type; an empty body is {}.

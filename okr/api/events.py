@@ -12,9 +12,9 @@ from .paging import encode_token, page_size, page_token_arg, query_arg, uuid_arg
 bp = Blueprint("events", __name__, url_prefix="/v1/events")
 
 # A type prefix: "objective." or "objective.updated", "team.member_"; a resource id: a UUID, or an API key's
-# credential (any text up to 200 characters).
+# credential (any text up to MAX_ID_LENGTH characters).
 TYPE_PREFIX = re.compile(r"[a-z_]+(\.[a-z_]*)?")
-RESOURCE_ID = re.compile(r"[^\x00-\x1f]{1,200}")
+RESOURCE_ID = re.compile(rf"[^\x00-\x1f]{{1,{events.MAX_ID_LENGTH}}}")
 
 
 def text_arg(name, pattern, message):

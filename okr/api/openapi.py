@@ -16,16 +16,21 @@ from flask import Blueprint, current_app
 from flask import request as incoming  # build_document has a `request` of its own
 from marshmallow import Schema, fields
 
+from .. import settings
+from ..progress import STALE_AFTER
 from ..rules import body_schemas
-from ..rules.fields import DECIMAL_TEXT, ISO_DATE, DateText, DecimalString, StrictBool, Text, WHITESPACE
+from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
+                            StrictBool, Text, WHITESPACE)
 from ..rules.ids import UUID_PATTERN
 from ..store import users
+from ..store.events import MAX_ID_LENGTH, PAGE_BYTES
 from .auth import SCHEME
-from .paging import BOOLEANS
+from .bodies import MAX_BODY_BYTES
+from .paging import BOOLEANS, MAX_PAGE_SIZE, PAGE_SIZE
 
 bp = Blueprint("openapi", __name__)
 
-DECIMAL_OUT = r"^-?[0-9]+\.[0-9]{2,6}$"
+DECIMAL_OUT = rf"^-?[0-9]+\.[0-9]{{2,{MAX_FRACTION_DIGITS}}}$"
 TIMESTAMP = {"type": "string", "format": "date-time", "example": "2026-11-22T10:15:30Z"}
 UUID = f"^{UUID_PATTERN}$"
 # A path's or a query's id, as the answers' ids are described (id_patterns).
@@ -149,8 +154,8 @@ class Checkin(Schema):
     created_at = timestamp_field()
 
 
-# What an event names a resource or an actor by: a UUID, or an API key's credential (any text up to 200).
-RESOURCE_ID = "^[^\\u0000-\\u001f]{1,200}$"
+# What an event names a resource or an actor by: a UUID, or an API key's credential (any text up to a limit).
+RESOURCE_ID = f"^[^\\u0000-\\u001f]{{1,{MAX_ID_LENGTH}}}$"
 
 
 class EventActor(Schema):
@@ -226,7 +231,7 @@ class KeyResultNode(KeyResultDetails):
         "description": "From the confidence (at least 0.70 on track, at least 0.40 at risk, else off track); "
                        "no_update while it has had no check-in since it was created."})
     stale = fields.Boolean(required=True, metadata={
-        "description": "No check-in for more than 14 days (never in a finished cycle)."})
+        "description": f"No check-in for more than {STALE_AFTER.days} days (never in a finished cycle)."})
     last_checkin_at = timestamp_field()
 
 
@@ -314,13 +319,14 @@ def decimal_properties(self, field, **kwargs):
     if not isinstance(field, DecimalString):
         return {}
     number = {"type": "number", "exclusiveMinimum": True, "exclusiveMaximum": True,
-              "minimum": -10**15, "maximum": 10**15}
+              "minimum": -10**MAX_INTEGER_DIGITS, "maximum": 10**MAX_INTEGER_DIGITS}
     if field.minimum is not None:
         number.update(minimum=field.minimum, maximum=field.maximum,
                       exclusiveMinimum=False, exclusiveMaximum=False)
     result = {
         "anyOf": [{"type": "string", "pattern": f"^{DECIMAL_TEXT.pattern}$"}, number],
-        "description": "An exact decimal: at most 6 fractional digits, absolute value below 10^15"
+        "description": f"An exact decimal: at most {MAX_FRACTION_DIGITS} fractional digits, absolute value below "
+                       f"10^{MAX_INTEGER_DIGITS}"
         + (f", from {field.minimum} to {field.maximum}" if field.minimum is not None else "")
         + ". Returned as a string with at least two fractional digits.",
     }
@@ -437,8 +443,8 @@ QUERY_PARAMETERS = {
                  "schema": UUID_ARGUMENT},
     "page_token": {"description": "next_page_token of the previous page (base64url, padding optional).",
                    "schema": {"type": "string", "pattern": PAGE_TOKEN}},
-    "page_size": {"description": "Rows per page, 1 to 1000; 100 when absent.",
-                  "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+    "page_size": {"description": f"Rows per page, 1 to {MAX_PAGE_SIZE}; {PAGE_SIZE} when absent.",
+                  "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE}},
     "team_id": {"description": "Only objectives of this team.", "schema": UUID_ARGUMENT},
     "assignee_id": {"description": "Only objectives assigned to this user.",
                     "schema": UUID_ARGUMENT},
@@ -467,7 +473,8 @@ PATH_QUERY_PARAMETERS = {
                               "schema": UUID_ARGUMENT},
 }
 COMMENT_AUTHOR = ("The author is the user whose key signs (a service key's comments, and those made while auth is "
-                  "off, have none). The body is plain text of 1 to 10,000 characters, not only whitespace; it is "
+                  f"off, have none). The body is plain text of 1 to {body_schemas.COMMENT_MAX:,} characters, not only "
+                  "whitespace; it is "
                   "kept as sent and never read as Markdown or HTML.")
 COMMENT_CHANGE = ("Only the comment's author or an admin (with auth on) may; a service key changes no comment. "
                   "Deleting its objective or key result deletes it too.")
@@ -499,8 +506,9 @@ DESCRIPTIONS = {
         "Each create, update and delete of a cycle, team, membership, objective, key result, check-in, comment, "
         "user or API key, whatever made it (the API, the dashboard, a command, an import), written in the "
         "change's own transaction. Viewers may read it. Events older than the server's retention period "
-        "(400 days unless set otherwise) are pruned. A page may end early, before page_size events: once the "
-        "events in it weigh about 1 MB (their stored JSON; always at least one event), with next_page_token "
+        f"({settings.default('EVENT_RETENTION_DAYS')} days unless set otherwise) are pruned. A page may end early, "
+        f"before page_size events: once the events in it weigh about {PAGE_BYTES >> 20} MB (their stored JSON; "
+        "always at least one event), with next_page_token "
         "for the rest, which is null only when no more events match.",
     ("/v1/me", "get"):
         "The user (as GET /v1/users/{user_id} gives it), role and API key the request is signed with. A service "
@@ -530,7 +538,7 @@ ERRORS = {
     404: "No such record",
     405: "Method not allowed on this path",
     412: "If-Match names none of the resource's present ETags: it changed since it was read",
-    413: "A declared body larger than 1 MiB, on any method",
+    413: f"A declared body larger than {MAX_BODY_BYTES >> 20} MiB, on any method",
     421: "The Host header names neither a loopback name, an IP address nor a name given with --allowed-host",
     503: "The database stayed busy past the busy timeout, or its file is not writable; retry",
     507: "The disk is full; nothing was written",

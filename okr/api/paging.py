@@ -9,6 +9,9 @@ from ..db import get_db
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 
 BOOLEANS = ("true", "false")
+# A list's rows per page when page_size is absent, and the most it may ask for (the OpenAPI document says both).
+PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
 
 
 def encode_token(seq):

@@ -112,7 +112,32 @@ def source_url(base_url):
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-@click.command("import-simpleokr", short_help="Copy in a Simple OKR API's data, by id; again to update.")
+# The help states the cap on pages from its constant, so it is an f-string rather than the docstring.
+HELP = f"""Import users, teams, cycles, objectives and key results from a Simple OKR API (this service's own,
+or any that speaks it), keeping their ids, fields and times.
+
+Requests are signed with the source's API key (Simple OKR's S1-HMAC-SHA256);
+give --credential and --secret, or set OKR_CREDENTIAL and OKR_SECRET so the
+secret is not typed on the command line; give neither for a source without
+keys. The source is not trusted: an answer over --max-answer-mb, or not
+whole within --request-deadline, stops the run; a redirect is not followed;
+a list is read for at most {from_simpleokr.MAX_PAGES:,} pages; text from the source is printed
+with its control characters escaped, and a name holding one (tab and
+newline aside) is refused as a row. Every row is checked as the API checks a request; a row that fails
+(or refers to one that did) is reported with its id and why, and the others
+are imported. Running it again updates what changed and adds what is new;
+rows here that the source does not have are kept, never deleted. Alignment,
+teams and assignees are kept whatever order the source lists them in, and
+each new key result starts its history with a check-in of its value.
+
+Prints, per resource, how many rows were created, updated, unchanged and
+failed, then the failed rows. Exits non-zero when a row failed or the
+source stopped answering (what was read by then is imported whole: run
+it again to finish).
+"""
+
+
+@click.command("import-simpleokr", short_help="Copy in a Simple OKR API's data, by id; again to update.", help=HELP)
 @click.option("--base-url", required=True, metavar="URL",
               help="The source's address, e.g. https://okr.example.com (its /v1 may be included).")
 @click.option("--credential", envvar="OKR_CREDENTIAL", metavar="C",
@@ -128,28 +153,6 @@ def source_url(base_url):
 @with_appcontext
 @reports_errors
 def import_simpleokr_command(base_url, credential, secret, dry_run, as_json, max_answer_mb, request_deadline):
-    """Import users, teams, cycles, objectives and key results from a Simple OKR API (this service's own,
-    or any that speaks it), keeping their ids, fields and times.
-
-    Requests are signed with the source's API key (Simple OKR's S1-HMAC-SHA256);
-    give --credential and --secret, or set OKR_CREDENTIAL and OKR_SECRET so the
-    secret is not typed on the command line; give neither for a source without
-    keys. The source is not trusted: an answer over --max-answer-mb, or not
-    whole within --request-deadline, stops the run; a redirect is not followed;
-    a list is read for at most 100,000 pages; text from the source is printed
-    with its control characters escaped, and a name holding one (tab and
-    newline aside) is refused as a row. Every row is checked as the API checks a request; a row that fails
-    (or refers to one that did) is reported with its id and why, and the others
-    are imported. Running it again updates what changed and adds what is new;
-    rows here that the source does not have are kept, never deleted. Alignment,
-    teams and assignees are kept whatever order the source lists them in, and
-    each new key result starts its history with a check-in of its value.
-
-    Prints, per resource, how many rows were created, updated, unchanged and
-    failed, then the failed rows. Exits non-zero when a row failed or the
-    source stopped answering (what was read by then is imported whole: run
-    it again to finish).
-    """
     if (credential is None) != (secret is None):
         raise click.ClickException("give both --credential and --secret (or OKR_CREDENTIAL and OKR_SECRET), "
                                    "or neither for a source without API keys")

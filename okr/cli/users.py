@@ -269,19 +269,22 @@ def read_password():
     return line.removesuffix("\n").removesuffix("\r")
 
 
-@users_cli.command("set-password")
+# The help states the minimum length from its constant, so it is an f-string rather than the docstring.
+SET_PASSWORD_HELP = f"""Set the password of the user with EMAIL.
+
+At a terminal it asks for the password twice, without showing it. Otherwise
+it reads standard input's first line, without the line ending, for scripts:
+printf '%s\\n' "$PASSWORD" | okr users set-password EMAIL. A password has {passwords.MIN_LENGTH}
+characters or more, and the 10,000 most common ones are refused. It is
+stored as an argon2id hash, never shown nor logged. The user's dashboard
+sessions end, and an invitation link of theirs no longer works.
+"""
+
+
+@users_cli.command("set-password", help=SET_PASSWORD_HELP)
 @click.argument("email")
 @reports_errors
 def set_user_password(email):
-    """Set the password of the user with EMAIL.
-
-    At a terminal it asks for the password twice, without showing it. Otherwise
-    it reads standard input's first line, without the line ending, for scripts:
-    printf '%s\\n' "$PASSWORD" | okr users set-password EMAIL. A password has 12
-    characters or more, and the 10,000 most common ones are refused. It is
-    stored as an argon2id hash, never shown nor logged. The user's dashboard
-    sessions end, and an invitation link of theirs no longer works.
-    """
     use_database()
     with transaction(write=False) as db, refusals(email):
         users.found(db, email)  # before asking for a password

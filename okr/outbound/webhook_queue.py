@@ -9,10 +9,10 @@ hook only. A worker keeps its connection to the receiver alive (okr.outbound.web
 write transaction (the API must not wait on SQLite's write lock for the deliverer); so after a crash, even
 a SIGKILL, whatever was not acknowledged is sent again, with the same webhook-id (the event's id).
 
-A failed attempt (no whole answer within 15 s of connecting, no connection, any non-2xx, a refused address) is
-tried again after the retry schedule (OKR_WEBHOOK_RETRY_SCHEDULE), or the receiver's Retry-After; when the last
-retry fails, or at once on a 410, the hook is disabled, and its events wait until `okr webhooks enable` (from the
-first undelivered one).
+A failed attempt (no whole answer within webhook_request.TIMEOUT_SECONDS of connecting, no connection, any
+non-2xx, a refused address) is tried again after the retry schedule (OKR_WEBHOOK_RETRY_SCHEDULE), or the
+receiver's Retry-After; when the last retry fails, or at once on a 410, the hook is disabled, and its events wait
+until `okr webhooks enable` (from the first undelivered one).
 Time is read through `clock`, so the tests run the schedule on a fake clock.
 """
 import logging

@@ -16,6 +16,8 @@ WHITESPACE = (
     "\\u2028\\u2029\\u202f\\u205f\\u3000"
 )
 NOT_BLANK = re.compile(f"[^{WHITESPACE}]")
+TOO_MANY_FRACTION_DIGITS = f"Has more than {MAX_FRACTION_DIGITS} fractional digits."
+TOO_LARGE = f"Absolute value must be less than 10^{MAX_INTEGER_DIGITS}."
 NOT_A_DECIMAL = 'Not a valid decimal: send a string such as "0.50" or a number.'
 DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
@@ -105,11 +107,11 @@ def canonical_decimal(value):
         raise ValidationError("Must be a finite decimal.")
     sign, digits, exponent = value.as_tuple()
     if exponent < -MAX_FRACTION_DIGITS:
-        raise ValidationError(f"Has more than {MAX_FRACTION_DIGITS} fractional digits.")
+        raise ValidationError(TOO_MANY_FRACTION_DIGITS)
     if not any(digits):
         return "0.00"
     if len(digits) + exponent > MAX_INTEGER_DIGITS:
-        raise ValidationError("Absolute value must be less than 10^15.")
+        raise ValidationError(TOO_LARGE)
     # The value decides the output: 1.500 is returned as 1.50.
     while exponent < 0 and digits[-1] == 0:
         digits, exponent = digits[:-1], exponent + 1

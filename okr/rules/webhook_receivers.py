@@ -5,6 +5,7 @@ import secrets
 from urllib.parse import urlsplit
 
 SECRET_PREFIX = "whsec_"
+MAX_URL_LENGTH = 2000
 
 
 def new_secret():
@@ -16,8 +17,8 @@ def url_problem(url):
     """Why url cannot be a hook's (a sentence), or None: http or https, a host, no credentials, a port."""
     if not isinstance(url, str) or not url.strip():
         return "give the receiver's URL"
-    if len(url) > 2000:
-        return "the URL is longer than 2,000 characters"
+    if len(url) > MAX_URL_LENGTH:
+        return f"the URL is longer than {MAX_URL_LENGTH:,} characters"
     if any(char.isspace() or ord(char) < 32 for char in url):
         return "the URL must not contain spaces or control characters"
     try:

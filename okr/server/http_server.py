@@ -13,7 +13,7 @@ from .. import proxies
 from . import connections
 from .request_log import AccessLog
 
-# Bodies over the app's 1 MiB get its JSON 413; waitress refuses absurd ones
+# Bodies over the app's MAX_CONTENT_LENGTH get its JSON 413; waitress refuses absurd ones
 # (with a plain-text 413) before spooling them to disk.
 BODY_LIMIT = 16 * 1024 * 1024
 # How often idle, stalled and non-reading connections are looked for; a

@@ -29,14 +29,14 @@ import time
 from waitress import wasyncore
 from waitress.adjustments import Adjustments
 
-from .. import db
+from .. import db, settings
 from .connections import AddressCounts
 
 logger = logging.getLogger("okr")
 
-# The default: one worker per CPU the process may use, at most this many.
-DEFAULT_MAX = 8
-MOST = 64
+# The default: one worker per CPU the process may use, at most this many; and the most --workers takes.
+DEFAULT_MAX = settings.AUTO_WORKERS_MOST
+MOST = settings.BY_NAME["WORKERS"].type.high
 # How long a stopping worker lets the requests it holds run.
 DRAIN_SECONDS = 30
 # A worker that dies younger than this is restarted after a delay, doubled each time, up to RESTART_DELAY_MAX.

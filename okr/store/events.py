@@ -91,6 +91,9 @@ def event_json(row):
 # resources and their changes (tens of KB each), and a thousand of them made one answer tens of MB, held several
 # times over in the worker (rows, dicts, the JSON) at once for each request.
 PAGE_BYTES = 1 << 20
+# An event names rows by id (a UUID), an API key's by its credential; the feed's resource_id and an import's
+# events hold ids of up to this many characters.
+MAX_ID_LENGTH = 200
 
 # What an event's stored JSON weighs, in bytes (CAST AS BLOB reads the UTF-8 as stored, copying nothing).
 STORED_BYTES = ("length(CAST(data AS BLOB)) + coalesce(length(CAST(changes AS BLOB)), 0) "

@@ -142,8 +142,8 @@ an id that is not a lowercase UUID or appears twice in its section (check-ins
 aside: the database keeps their ids without a unique index too), an event
 that is not one (a type not "resource.action", an actor of another type or
 with other fields, data not an object, changes neither null nor an object of
-[before, after] pairs, its other ids not text of up to 200 characters or
-null), a role that
+[before, after] pairs, its other ids not text of up to rows.MAX_EVENT_ID characters
+or null), a role that
 is not admin, editor or viewer, a team member listed twice, two users whose
 emails are one under the email rule (okr.rules.email_addresses), two users with one identity-
 provider link (in the file, or with --merge one in the file and another in

@@ -10,7 +10,7 @@ from .rows import FIELDS, FORMAT, REQUIRED_SECTIONS, SECTIONS, VERSION, Refusal
 
 WHITESPACE = re.compile(r"[ \t\n\r]*")
 CHUNK = 1 << 16
-MAX_VALUE = 1 << 20  # characters; a valid record is far smaller (a description holds 10,000)
+MAX_VALUE = 1 << 20  # characters; a valid record is far smaller (a description holds DESCRIPTION_MAX)
 
 
 class HashingText:

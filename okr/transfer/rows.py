@@ -12,9 +12,10 @@ from marshmallow import ValidationError, validate, validates_schema
 from ..rules.fields import StrictBool, Text
 from ..rules.ids import UUID_RE
 from ..rules.messages import flatten
-from ..rules.body_schemas import (BodySchema, CommentSchema, UserSchema, checkin_schema, cycle_update_schema,
+from ..rules.body_schemas import (NAME_MAX, BodySchema, CommentSchema, UserSchema, checkin_schema, cycle_update_schema,
                              group_update_schema, key_result_schema, objective_schema)
 from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL, event_text
+from ..store.events import MAX_ID_LENGTH as MAX_EVENT_ID
 from ..store.users import ROLES
 
 FORMAT = "okr-export"
@@ -82,9 +83,9 @@ MAX_OIDC_TEXT = 2000
 class ApiKeySchema(BodySchema):
     """An API key's row; okr keys create makes them, so no request body describes them."""
 
-    credential = Text(required=True, max_length=200, not_blank=True)
+    credential = Text(required=True, max_length=MAX_EVENT_ID, not_blank=True)  # events name keys by it
     secret = Text(required=True, max_length=200, validate=validate.Length(min=MIN_SECRET_LENGTH))
-    name = Text(required=True, max_length=500, not_blank=True)
+    name = Text(required=True, max_length=NAME_MAX, not_blank=True)
     read_only = StrictBool(required=True)
 
 
@@ -163,9 +164,8 @@ def checked(name, index, record):
 EVENT_TYPE = re.compile(r"[a-z_]+\.[a-z_]+")
 RESOURCE_TYPE = re.compile(r"[a-z_]+")
 ACTOR_TYPES = ("user", "key", "system")
-# An event names rows by id (a UUID), an API key's by credential (up to 200 characters); they may be gone.
-MAX_EVENT_ID = 200
-MAX_EVENT_TEXT = 500  # an actor's name: a user's (up to 500) or a key's
+# An event's ids (MAX_EVENT_ID) may name rows that are gone.
+MAX_EVENT_TEXT = NAME_MAX  # an actor's name: a user's or a key's
 
 
 def shown(value):

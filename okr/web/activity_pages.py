@@ -1,4 +1,4 @@
-"""The Activity page, /activity: every change recorded (okr.store.events), newest first, 50 to a page, by team,
+"""The Activity page, /activity: every change recorded (okr.store.events), newest first, a page at a time, by team,
 person and cycle; and the history of changes an objective's and a key result's pages show (history.html).
 
 Everyone signed in reads them, viewers too: they show what the API lets a viewer read, but no email.
@@ -57,8 +57,8 @@ def show_activity():
 
 
 def change_history(kind, resource_id):
-    """The history.html partial's changes of one objective or key result: the latest 20, or with ?history=all
-    the latest 500. A template global, so that each page includes it with one line and no view changes."""
+    """The history.html partial's changes of one objective or key result: the latest HISTORY_SHOWN, or with
+    ?history=all the latest HISTORY_MOST (okr.reports.activity). A template global, so that each page includes it with one line and no view changes."""
     db = get_db()
     everything = request.args.get("history") == "all"
     entries, more = activity.history(db, kind, resource_id,

@@ -9,6 +9,7 @@ from ..accounts.sign_in import SignInsBusy
 from ..accounts.throttle import Throttled
 from ..errors import Busy, Conflict, DatabaseTrouble, DatabaseUnusable, DiskFull, Invalid, NotFound
 from ..rules.messages import flatten
+from ..store.invitations import VALID_FOR as INVITATION_LIFE
 
 
 class PageError(HTTPException):
@@ -23,7 +24,8 @@ class PageError(HTTPException):
 FORM_REFUSED = ("Form not accepted", "This form has expired or did not come from this page. Go back, reload the page "
                                      "and submit it again.")
 INVITATION_NOT_VALID = ("Invitation not valid",
-                        "This invitation link is unknown, used or past its 7 days. Ask an admin for a new one.")
+                        f"This invitation link is unknown, used or past its {INVITATION_LIFE.days} days. Ask an admin "
+                        "for a new one.")
 RESET_NOT_VALID = ("Reset link not valid",
                    "This password reset link is unknown, used or past its hour. Ask for a new one on the sign-in "
                    "page.")

@@ -11,6 +11,7 @@ from decimal import Decimal, InvalidOperation
 from marshmallow import ValidationError
 
 from ..errors import Invalid
+from ..rules import fields
 from ..rules.messages import flatten
 from ..rules.body_schemas import checkin_schema
 
@@ -25,8 +26,8 @@ MAX_LENGTH = re.compile(r"Longer than maximum length (\d+)\.")
 PEOPLE_WORDS = {
     "Missing data for required field.": "Fill this in.",
     "Must not be empty or only whitespace.": "Fill this in.",
-    "Has more than 6 fractional digits.": "Use at most 6 digits after the decimal point.",
-    "Absolute value must be less than 10^15.": "Enter a number below 1,000,000,000,000,000.",
+    fields.TOO_MANY_FRACTION_DIGITS: f"Use at most {fields.MAX_FRACTION_DIGITS} digits after the decimal point.",
+    fields.TOO_LARGE: f"Enter a number below {10 ** fields.MAX_INTEGER_DIGITS:,}.",
     "Must not contain NUL characters.": "Remove the invisible control characters.",
     "Must be valid Unicode (no lone surrogates).": "Remove the characters that are not text.",
 }

@@ -15,11 +15,12 @@ from urllib.parse import unquote, urlsplit
 from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
 
 from .. import clock, proxies
-from ..accounts import access, sessions
+from ..accounts import access, passwords, sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..reports import alignment, spooled, streaming
+from ..rules import body_schemas
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives, teams, users
 from ..store import reports as report_rows
@@ -41,6 +42,9 @@ CHECKIN_FIELDS = ("value", "confidence", "comment")
 # A wallboard reloads itself this often, in seconds (a meta refresh: no script).
 BOARD_REFRESH_SECONDS = 300
 STATES = ("current", "upcoming", "finished")  # the cycles page's groups, in order
+# The rules' limits that forms state (maxlength, hints), so that a page says what the rule checks.
+LIMITS = {"name": body_schemas.NAME_MAX, "group_name": body_schemas.GROUP_NAME_MAX, "comment": body_schemas.COMMENT_MAX,
+          "password_min": passwords.MIN_LENGTH, "password_max": passwords.MAX_LENGTH}
 
 
 @bp.app_context_processor
@@ -54,6 +58,7 @@ def page_globals():
         "may_manage_people": lambda: access.may_manage_people(access.current_actor()),
         "has_endpoint": has_endpoint,
         "service_root": proxies.service_root,
+        "limits": LIMITS,
     }
 
 
