@@ -790,10 +790,10 @@ def nullable_refs(components):
 # The shared decimals a request body holds, by the number branch's bounds (request_decimal_name): inline, a
 # generator would make a model of each, named for the field it sits in (KeyResultInputMilestoneConfidence).
 DECIMAL_COMPONENTS = {
-    "Decimal": "An exact decimal: a string in decimal or exponent notation (at most 6 fractional digits), or a "
-               "JSON number; absolute value below 10^15.",
-    "Fraction": "An exact decimal from 0 to 1: a string in decimal or exponent notation (at most 6 fractional "
-                "digits), or a JSON number.",
+    "Decimal": f"An exact decimal: a string in decimal or exponent notation (at most {MAX_FRACTION_DIGITS} fractional "
+               f"digits), or a JSON number; absolute value below 10^{MAX_INTEGER_DIGITS}.",
+    "Fraction": f"An exact decimal from 0 to 1: a string in decimal or exponent notation (at most "
+                f"{MAX_FRACTION_DIGITS} fractional digits), or a JSON number.",
     "MilestoneTarget": "A milestone's target: 1, as a string or a JSON number.",
 }
 
