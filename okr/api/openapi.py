@@ -111,6 +111,12 @@ class CycleDetails(Cycle):
 
 class KeyResultDetails(KeyResult):
     owner_id = uuid_field(allow_none=True)  # the user who owns it, or null
+    unit = fields.String(required=True, allow_none=True, metadata={
+        "example": "$", "description": "What it counts, shown with its figures (\"$\", \"%\", \"ms\", \"users\"), "
+                                       "or null: PATCH sets it."})
+    unit_position = fields.String(required=True, allow_none=True, metadata={
+        "enum": ["before", "after", None], "description": "Where the unit goes: before the number ($60,000) or after it "
+                                                    "(12 ms); null without a unit."})
 
 
 class User(Schema):
@@ -491,7 +497,9 @@ DESCRIPTIONS = {
     ("/v1/keyresults/{key_result_id}", "post"):
         "Replaces what the spec's key result holds; its owner_id stays as it is.",
     ("/v1/keyresults/{key_result_id}", "patch"):
-        "owner_id may be changed too; the answer shows it, and its ETag is the one GET gives.",
+        "owner_id, unit and unit_position may be changed too (null or \"\" clears a unit; a unit without a "
+        "position goes after the number); the answer shows them, and its ETag is the one GET gives. A POST (the "
+        "spec's full update) leaves the owner and the unit as they are.",
     ("/v1/cycles/{cycle_id}/report.csv", "get"):
         "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
         "the report's figures.",

@@ -174,7 +174,8 @@ FIELD_WORDS = {"name": "name", "description": "description", "team_id": "team", 
                "current_value": "value", "confidence": "confidence", "target_value_min": "target",
                "target_value_max": "highest target", "starts_on": "start", "ends_on": "end", "email": "email",
                "role": "role", "is_active": "active", "is_company": "company", "is_personal": "personal",
-               "read_only": "read-only", "revoked_at": "revoked", "body": "text"}
+               "read_only": "read-only", "revoked_at": "revoked", "body": "text", "unit": "unit",
+               "unit_position": "unit's place"}
 # Changes said without their values: long text, and an email, which people other than admins need not see.
 UNVALUED = {"description", "email", "body"}
 NEVER_SAID = {"modified_at", "created_at", "revision"}
