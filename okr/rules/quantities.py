@@ -65,7 +65,7 @@ def typed(text, unit=None, position=None):
         raise refusal
     digits = (match["whole"] or "0").translate({ord(c): None for c in GROUP_SEPARATORS})
     try:
-        number = Decimal(f"{sign or match['sign']}{digits}.{match['fraction'] or '0'}")
+        number = Decimal(f"{sign or match['sign']}{digits}" + (f".{match['fraction']}" if match["fraction"] else ""))
     except InvalidOperation:
         raise refusal from None
     if match["scale"]:

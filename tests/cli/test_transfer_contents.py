@@ -65,7 +65,7 @@ def people(app):
 
 def test_comments_settings_and_provider_links_go_out_and_come_back(app, annotated, tmp_path):
     data = exported(app, tmp_path)
-    assert data["version"] == 3
+    assert data["version"] == 4
     assert list(data)[-1] == "comments"
     assert [list(record) for record in data["comments"]] == [COMMENT_FIELDS] * 3
     edited = data["comments"][0]
