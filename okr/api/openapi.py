@@ -115,8 +115,8 @@ class KeyResultDetails(KeyResult):
         "example": "$", "description": "What it counts, shown with its figures (\"$\", \"%\", \"ms\", \"users\"), "
                                        "or null: PATCH sets it."})
     unit_position = fields.String(required=True, allow_none=True, metadata={
-        "enum": ["before", "after", None], "description": "Where the unit goes: before the number ($60,000) or after it "
-                                                    "(12 ms); null without a unit."})
+        "enum": ["before", "after", None],
+        "description": "Where the unit goes: before the number ($60,000) or after it (12 ms); null without a unit."})
 
 
 class User(Schema):

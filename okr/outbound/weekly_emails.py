@@ -206,8 +206,9 @@ def reminder_email(entry, base_url):
     for node in key_results:
         lines += [f"- {node['name']}",
                   f"  Objective: {node['objective_name']} (cycle {node['cycle']['name']})",
-                  f"  Value {shown(node['current_value'], node['unit'], node['unit_position'])}, progress {percent(node['progress'])}, confidence "
-                  f"{node['confidence']}; last check-in {node['last_checkin_at'][:10]}",
+                  f"  Value {shown(node['current_value'], node['unit'], node['unit_position'])}, progress "
+                  f"{percent(node['progress'])}, confidence {node['confidence']}; last check-in "
+                  f"{node['last_checkin_at'][:10]}",
                   f"  Check in: {link(base_url, '/keyresults/' + node['id'])}", ""]
     lines += [f"Your week, with all of them: {link(base_url, '/')}", "", footer(base_url)]
     return subject, "\n".join(lines) + "\n"
@@ -233,7 +234,8 @@ def digest_lines(digest):
     for checkin in digest["checkins"]:
         author = checkin["author_name"] or "someone"
         lines.append(f"- {checkin['created_at'][:10]} {author} on {checkin['key_result_name']} "
-                     f"({checkin['objective_name']}): {shown(checkin['value'], checkin['unit'], checkin['unit_position'])}, "
+                     f"({checkin['objective_name']}): "
+                     f"{shown(checkin['value'], checkin['unit'], checkin['unit_position'])}, "
                      f"confidence {checkin['confidence']}")
         if checkin["comment"]:
             lines += ["  " + line for line in checkin["comment"].splitlines()]
