@@ -17,7 +17,8 @@ from flask import request as incoming  # build_document has a `request` of its o
 from marshmallow import Schema, fields
 
 from ..rules import body_schemas
-from ..rules.fields import DECIMAL_TEXT, ISO_DATE, DateText, DecimalString, StrictBool, Text, WHITESPACE
+from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, DateText, DecimalString, StrictBool, Text, UnitPosition, UnitText,
+                            WHITESPACE)
 from ..rules.ids import UUID_PATTERN
 from ..store import users
 from .auth import SCHEME
@@ -306,6 +307,23 @@ def text_properties(self, field, **kwargs):
     else:
         result["pattern"] = "^[^\\u0000]*$"
     return result
+
+
+# A unit's rule (okr.rules.quantities), as ECMA-262 patterns: its control characters (okr.rules.names), and
+# the whitespace str.strip() trims that is not one of them.
+CONTROL = "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029"
+SPACE = "\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000"
+UNIT_PATTERN = f"^[{SPACE}]*(?:[^{SPACE}{CONTROL}](?:[^{CONTROL}]{{0,10}}[^{SPACE}{CONTROL}])?)?[{SPACE}]*$"
+
+
+def unit_properties(self, field, **kwargs):
+    """A unit: at most 12 characters once trimmed, no control characters (blank clears it); its place: before,
+    after or "" (none)."""
+    if isinstance(field, UnitText):
+        return {"pattern": UNIT_PATTERN}
+    if isinstance(field, UnitPosition):
+        return {"pattern": "^(before|after)?$"}
+    return {}
 
 
 def date_properties(self, field, **kwargs):
@@ -835,6 +853,7 @@ def build_document(version):
     plugin.converter.add_attribute_function(text_properties)
     plugin.converter.add_attribute_function(date_properties)
     plugin.converter.add_attribute_function(decimal_properties)
+    plugin.converter.add_attribute_function(unit_properties)
     plugin.map_to_openapi_type(StrictBool, "boolean", None)
     spec.components.security_scheme(SCHEME, {
         "type": "apiKey", "in": "header", "name": "Authorization",

@@ -96,7 +96,7 @@ class UnitFields(BodySchema):
     unit = UnitText(allow_none=True, metadata={"description": (
         "What the key result counts, shown with its figures: \"$\", \"%\", \"ms\", \"users\". At most 12 "
         "characters once trimmed, no control characters; null or \"\" is none.")})
-    unit_position = UnitPosition(allow_none=True, metadata={"enum": ["before", "after", ""], "description": (
+    unit_position = UnitPosition(allow_none=True, metadata={"description": (
         "Where the unit goes: \"before\" the number ($60,000) or \"after\" it (12 ms). Null or \"\" with a "
         "unit is \"after\"; without a unit it is null.")})
 

@@ -59,11 +59,11 @@ class UnitText(Text):
     characters; empty is none (None)."""
 
     def _deserialize(self, value, attr, data, **kwargs):
-        text = super()._deserialize(value, attr, data, **kwargs).strip()
-        problem = quantities.unit_problem(text)
+        text = super()._deserialize(value, attr, data, **kwargs)
+        problem = quantities.unit_problem(text)  # a control character anywhere, even where strip() would trim it
         if problem:
             raise ValidationError(problem)
-        return text or None
+        return text.strip() or None
 
 
 class UnitPosition(Text):

@@ -98,10 +98,14 @@ def shown(decimal_text, unit=None, position=None):
 
 
 def unit_problem(unit):
-    """Why a unit (already trimmed) cannot be one, or None: at most UNIT_MAX characters, no control characters."""
-    if len(unit) > UNIT_MAX:
+    """Why a unit as given cannot be one, or None: no control characters, at most UNIT_MAX characters once
+    trimmed."""
+    problem = names.problem(unit)
+    if problem:
+        return problem
+    if len(unit.strip()) > UNIT_MAX:
         return f"Longer than maximum length {UNIT_MAX}."
-    return names.problem(unit)
+    return None
 
 
 def span(kind, start, low, high):

@@ -3,10 +3,12 @@ it, the spec's GET does not show it, the reports and the CSV report carry it, an
 describes it."""
 import csv
 import io
+import re
 
 import pytest
 
 from helpers import fetch, make_key_result
+from okr.api.openapi import UNIT_PATTERN
 
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -114,9 +116,18 @@ def test_the_openapi_document_describes_the_patch_and_report_fields(client):
     patch_body = schemas["KeyResultPatch"] if "KeyResultPatch" in schemas else next(
         schema for name, schema in schemas.items() if name.startswith("KeyResultPatch"))
     assert {"unit", "unit_position"} <= set(patch_body["properties"])
-    assert patch_body["properties"]["unit_position"]["enum"] == ["before", "after", ""]
+    assert patch_body["properties"]["unit_position"]["pattern"] == "^(before|after)?$"
+    assert patch_body["properties"]["unit"]["pattern"] == UNIT_PATTERN
     for name in ("KeyResultDetailsPositive", "KeyResultNodePositive"):
         properties = schemas[name]["properties"]
         assert properties["unit"]["nullable"] and properties["unit_position"]["enum"] == ["before", "after", None]
         assert {"unit", "unit_position"} <= set(schemas[name]["required"])
     assert "unit" not in schemas["KeyResultPositive"]["properties"]  # the spec's key result has none
+
+
+@pytest.mark.parametrize("unit", ["$", " $ ", "twelve chars", "thirteen char", "", "   ", "m\ns", "\t$", "\x85",
+                                  " a\u00a0b ", "\u3000x\u3000", "x" * 12 + " ", "\u2000" * 20 + "x", "\u2028"])
+def test_the_documents_unit_pattern_is_the_rule(client, key_result, unit):
+    """What the document says a unit may be is what PATCH takes, so that generated clients and fuzzers agree."""
+    documented = re.fullmatch(UNIT_PATTERN, unit) is not None
+    assert documented == (patch(client, key_result["id"], {"unit": unit}).status_code == 200), unit
