@@ -258,3 +258,12 @@ def test_your_week_takes_typed_numbers_a_done_box_and_confirms_a_far_jump(app, c
     hidden = {i.attrs["name"]: i.attrs.get("value", "") for i in form.find_all("input")}
     assert client.post(f"/keyresults/{revenue['id']}", data=hidden, headers=BROWSER).status_code == 303
     assert values(app, revenue)[-1] == "6000000.00"
+
+
+def test_the_change_history_shows_a_key_results_figures_with_its_unit(client, dollars):
+    response = client.patch(f"/v1/keyresults/{dollars['id']}", json={"target_value_min": "120000"},
+                            headers={"Content-Type": "application/merge-patch+json"})
+    assert response.status_code == 200
+    history = page(client, f"/keyresults/{dollars['id']}").text
+    assert "target $60,000 → $120,000" in history
+    assert "checked in 42,000 (confidence 50%)" in history  # a check-in's event does not carry the unit
