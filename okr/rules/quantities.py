@@ -8,6 +8,7 @@ says when a check-in moves a value so far that the person should confirm it. Eve
 """
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 from . import names
 
@@ -75,26 +76,29 @@ def typed(text, unit=None, position=None):
     return number
 
 
+@lru_cache(maxsize=4096)
 def shown(decimal_text, unit=None, position=None):
     """A stored decimal for people: digits in groups of three, no trailing zeros ("42000.50" as "42,000.5"),
-    with the unit where it goes: "$42,000", "12%", "12 ms", "1,250 users"; "" for None."""
+    with the unit where it goes: "$42,000", "12%", "12 ms", "1,250 users"; "" for None.
+
+    Cached, and plain text work for the stored decimals' plain notation: a big cycle's page shows thousands.
+    """
     if decimal_text is None:
         return ""
-    number = Decimal(decimal_text)
-    if number == 0:
-        number = abs(number)  # never "-0"
-    text = format(number, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
+    text = decimal_text if "e" not in decimal_text.lower() else format(Decimal(decimal_text), "f")
     negative = text.startswith("-")
-    whole, _, fraction = text.lstrip("-").partition(".")
-    figure = f"{int(whole):,}" + (f".{fraction}" if fraction else "")
+    whole, _, fraction = text.lstrip("+-").partition(".")
+    fraction = fraction.rstrip("0")
+    figure = f"{int(whole or '0'):,}" + (f".{fraction}" if fraction else "")
+    if figure == "0":
+        negative = False  # never "-0"
+    sign = "-" if negative else ""
     if not unit:
-        return ("-" if negative else "") + figure
+        return sign + figure
     gap = "" if len(unit) == 1 and not unit.isalnum() else " "  # "$5", "12%", but "12 ms", "USD 5"
     if position == "before":
-        return f"{'-' if negative else ''}{unit}{gap}{figure}"
-    return f"{'-' if negative else ''}{figure}{gap}{unit}"
+        return f"{sign}{unit}{gap}{figure}"
+    return f"{sign}{figure}{gap}{unit}"
 
 
 def unit_problem(unit):
