@@ -268,7 +268,8 @@ def render_key_result(key_result_id, form=None, errors=None, confirm=None):
     chart = wording.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets,
                           unit=node["unit"], position=node["unit_position"]) if shown else None
     if form is None:
-        form = {"value": "", "confidence": wording.percent(node["confidence"]), "comment": ""}
+        form = {"value": "", "confidence": wording.percent(node["confidence"]), "comment": "",
+                "done": "1" if Decimal(node["current_value"]) >= 1 else ""}  # a milestone's box says where it is
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
         chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner, confirm=confirm,

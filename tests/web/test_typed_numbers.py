@@ -163,8 +163,10 @@ def test_a_milestone_is_checked_in_with_a_done_box(app, client, objective):
     assert form.find_all("input", name="value") == []
     box = form.one("input", name="done")
     assert box.attrs["type"] == "checkbox" and form.find_all("label", **{"for": box.attrs["id"]})
+    assert "checked" not in box.attrs  # not done yet
     assert check_in(client, kr, done="1").status_code == 303
     assert fetch_key_result(client, kr["id"])["current_value"] == "1.00"
+    assert "checked" in page(client, f"/keyresults/{kr['id']}").one("input", name="done").attrs  # done now
     assert check_in(client, kr).status_code == 303  # left unticked: not done
     assert values(app, kr)[-2:] == ["1.00", "0.00"]
     assert check_in(client, kr, value="7").status_code == 303  # a typed value means nothing to a milestone
@@ -247,6 +249,7 @@ def test_your_week_takes_typed_numbers_a_done_box_and_confirms_a_far_jump(app, c
               if i.attrs["name"] != "done"}
     assert client.post(f"/keyresults/{launch['id']}", data={**fields, "done": "1"}, headers=BROWSER).status_code == 303
     assert values(app, launch)[-1] == "1.00" and values(app, revenue)[-1] == "60000.00"
+    assert "checked" in week_form(page(client, "/"), launch).one("input", name="done").attrs
     response = client.post(f"/keyresults/{revenue['id']}", data={**{k: v for k, v in fields.items() if k != "value"},
                                                                   "value": "6M"}, headers=BROWSER)
     assert response.status_code == 200
