@@ -137,6 +137,9 @@ CREATE TABLE IF NOT EXISTS key_results (
     modified_at      TEXT NOT NULL,
     revision         INTEGER NOT NULL DEFAULT 0,
     owner_id         TEXT REFERENCES users (id) ON DELETE SET NULL,  -- version 7: who updates it, if anyone
+    -- version 11: what it counts ("$", "%", "ms"), shown before or after its figures; none when null
+    unit             TEXT CHECK (unit IS NULL OR length(unit) BETWEEN 1 AND 12),
+    unit_position    TEXT CHECK (unit_position IN ('before', 'after') AND unit IS NOT NULL OR unit_position IS NULL),
     -- the target rules of the spec, by type
     CHECK (CASE type
         WHEN 'positive'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL

@@ -52,8 +52,9 @@ def cycle_details_json(row, today):
 
 
 def key_result_details_json(row):
-    """A key result with what the spec does not have (reports, PATCH): its owner."""
-    return {**key_result_json(row), "owner_id": row["owner_id"]}
+    """A key result with what the spec does not have (reports, PATCH): its owner, its unit and where that goes."""
+    return {**key_result_json(row), "owner_id": row["owner_id"], "unit": row["unit"],
+            "unit_position": row["unit_position"]}
 
 
 team_json = cycle_json  # a team has a cycle's three fields

@@ -946,3 +946,63 @@ def test_serve_with_no_backup_migrates_without_one(tmp_path):
     log = serve_once(tmp_path, "--no-backup")
     assert f"INFO okr: {MIGRATED} without a backup" in log and "kept a backup" not in log
     assert beside(path) == [] and user_version(path) == SCHEMA_VERSION
+
+
+# --- version 10 to 11: key results get a unit and its position -------------------------------------------
+
+# schema.sql of the last release of schema version 10 (git show 27472e3:schema.sql)
+SCHEMA_V10 = helpers.REPO / "tests" / "fixtures" / "schema_v10.sql"
+
+
+def test_the_v10_fixture_is_the_schema_of_the_release_before_units():
+    text = SCHEMA_V10.read_text(encoding="utf-8")
+    assert "owner_id" in text and "unit_position" not in text
+
+
+def test_a_version_10_database_keeps_every_row_and_its_key_results_get_no_unit(app, tmp_path):
+    path = tmp_path / "v10.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_V10.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 10")
+        db.execute("INSERT INTO users (id, name, email, email_key, created_at) VALUES "
+                   "('u1', 'Ada', 'ada@example.com', 'ada@example.com', ?)", (NOW,))
+        db.execute("INSERT INTO cycles (id, name, created_at) VALUES ('c1', 'Q1', ?)", (NOW,))
+        db.execute("INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at) "
+                   "VALUES ('o1', 'Grow', 0, 0, 'c1', ?, ?)", (NOW, NOW))
+        db.executemany(
+            "INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value, "
+            "target_value_min, target_value_max, created_at, modified_at, owner_id) "
+            "VALUES (?, 'o1', 'c1', ?, ?, '0.50', ?, ?, NULL, ?, ?, ?)",
+            [("k1", "Revenue", "positive", "42000.00", "60000.00", NOW, NOW, "u1"),
+             ("k2", "Ship", "milestone", "0.00", "1.00", NOW, NOW, None)])
+        db.execute("INSERT INTO checkins (id, key_result_seq, value, confidence, created_at) "
+                   "SELECT 'c-' || id, seq, current_value, confidence, created_at FROM key_results")
+        db.commit()
+    before = {table: rows(path, table) for table in ("users", "cycles", "objectives", "checkins")}
+    migrated = create_app({"TESTING": True, "DATABASE": path})
+    with migrated.app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION
+    assert structure(path) == structure(app.config["DATABASE"])
+    assert {table: rows(path, table) for table in before} == before
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT id, name, current_value, owner_id, unit, unit_position FROM key_results "
+                          "ORDER BY seq").fetchall() == [("k1", "Revenue", "42000.00", "u1", None, None),
+                                                          ("k2", "Ship", "0.00", None, None, None)]
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        for bad in ("unit = 'thirteen char'", "unit = ''", "unit = '$', unit_position = 'left'",
+                    "unit = NULL, unit_position = 'after'"):
+            with pytest.raises(sqlite3.IntegrityError):  # the same CHECKs as a new database's
+                db.execute(f"UPDATE key_results SET {bad} WHERE id = 'k1'")
+    client = migrated.test_client()
+    answer = client.patch("/v1/keyresults/k1", json={"unit": "$", "unit_position": "before"}).get_json()
+    assert (answer["unit"], answer["unit_position"], answer["current_value"]) == ("$", "before", "42000.00")
+    once = dump(path)
+    with migrated.app_context():
+        init_db()
+    assert dump(path) == once
+
+
+def rows(path, table):
+    with closing(sqlite3.connect(path)) as db:
+        return db.execute(f"SELECT * FROM {table} ORDER BY seq").fetchall()

@@ -20,7 +20,7 @@ from .. import settings
 from ..progress import STALE_AFTER
 from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
-                            StrictBool, Text, WHITESPACE)
+                            StrictBool, Text, UnitPosition, UnitText, WHITESPACE)
 from ..rules.ids import UUID_PATTERN
 from ..store import users
 from ..store.events import MAX_ID_LENGTH, PAGE_BYTES
@@ -116,6 +116,12 @@ class CycleDetails(Cycle):
 
 class KeyResultDetails(KeyResult):
     owner_id = uuid_field(allow_none=True)  # the user who owns it, or null
+    unit = fields.String(required=True, allow_none=True, metadata={
+        "example": "$", "description": "What it counts, shown with its figures (\"$\", \"%\", \"ms\", \"users\"), "
+                                       "or null: PATCH sets it."})
+    unit_position = fields.String(required=True, allow_none=True, metadata={
+        "enum": ["before", "after", None],
+        "description": "Where the unit goes: before the number ($60,000) or after it (12 ms); null without a unit."})
 
 
 class User(Schema):
@@ -305,6 +311,23 @@ def text_properties(self, field, **kwargs):
     else:
         result["pattern"] = "^[^\\u0000]*$"
     return result
+
+
+# A unit's rule (okr.rules.quantities), as ECMA-262 patterns: its control characters (okr.rules.names), and
+# the whitespace str.strip() trims that is not one of them.
+CONTROL = "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029"
+SPACE = "\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000"
+UNIT_PATTERN = f"^[{SPACE}]*(?:[^{SPACE}{CONTROL}](?:[^{CONTROL}]{{0,10}}[^{SPACE}{CONTROL}])?)?[{SPACE}]*$"
+
+
+def unit_properties(self, field, **kwargs):
+    """A unit: at most 12 characters once trimmed, no control characters (blank clears it); its place: before,
+    after or "" (none)."""
+    if isinstance(field, UnitText):
+        return {"pattern": UNIT_PATTERN}
+    if isinstance(field, UnitPosition):
+        return {"pattern": "^(before|after)?$"}
+    return {}
 
 
 def date_properties(self, field, **kwargs):
@@ -498,7 +521,9 @@ DESCRIPTIONS = {
     ("/v1/keyresults/{key_result_id}", "post"):
         "Replaces what the spec's key result holds; its owner_id stays as it is.",
     ("/v1/keyresults/{key_result_id}", "patch"):
-        "owner_id may be changed too; the answer shows it, and its ETag is the one GET gives.",
+        "owner_id, unit and unit_position may be changed too (null or \"\" clears a unit; a unit without a "
+        "position goes after the number); the answer shows them, and its ETag is the one GET gives. A POST (the "
+        "spec's full update) leaves the owner and the unit as they are.",
     ("/v1/cycles/{cycle_id}/report.csv", "get"):
         "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
         "the report's figures.",
@@ -835,6 +860,7 @@ def build_document(version):
     plugin.converter.add_attribute_function(text_properties)
     plugin.converter.add_attribute_function(date_properties)
     plugin.converter.add_attribute_function(decimal_properties)
+    plugin.converter.add_attribute_function(unit_properties)
     plugin.map_to_openapi_type(StrictBool, "boolean", None)
     spec.components.security_scheme(SCHEME, {
         "type": "apiKey", "in": "header", "name": "Authorization",

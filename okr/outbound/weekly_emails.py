@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .. import progress
 from ..records import cycle_details_json
+from ..rules.quantities import shown
 from ..reports import alignment
 from ..store import weekly_mail
 from ..store.schema import connect
@@ -205,8 +206,9 @@ def reminder_email(entry, base_url):
     for node in key_results:
         lines += [f"- {node['name']}",
                   f"  Objective: {node['objective_name']} (cycle {node['cycle']['name']})",
-                  f"  Value {node['current_value']}, progress {percent(node['progress'])}, confidence "
-                  f"{node['confidence']}; last check-in {node['last_checkin_at'][:10]}",
+                  f"  Value {shown(node['current_value'], node['unit'], node['unit_position'])}, progress "
+                  f"{percent(node['progress'])}, confidence {node['confidence']}; last check-in "
+                  f"{node['last_checkin_at'][:10]}",
                   f"  Check in: {link(base_url, '/keyresults/' + node['id'])}", ""]
     lines += [f"Your week, with all of them: {link(base_url, '/')}", "", footer(base_url)]
     return subject, "\n".join(lines) + "\n"
@@ -232,7 +234,9 @@ def digest_lines(digest):
     for checkin in digest["checkins"]:
         author = checkin["author_name"] or "someone"
         lines.append(f"- {checkin['created_at'][:10]} {author} on {checkin['key_result_name']} "
-                     f"({checkin['objective_name']}): {checkin['value']}, confidence {checkin['confidence']}")
+                     f"({checkin['objective_name']}): "
+                     f"{shown(checkin['value'], checkin['unit'], checkin['unit_position'])}, "
+                     f"confidence {checkin['confidence']}")
         if checkin["comment"]:
             lines += ["  " + line for line in checkin["comment"].splitlines()]
     if digest["more_checkins"]:
@@ -268,7 +272,8 @@ def digest_slack_message(digest):
             name = slack_escape(name)
         objective_lines.append(f"• {name}: {percent(objective['progress'])}{f' ({change})' if change else ''}")
     checkin_lines = [
-        f"• {slack_escape(c['author_name'] or 'someone')} on {slack_escape(c['key_result_name'])}: {c['value']}"
+        f"• {slack_escape(c['author_name'] or 'someone')} on {slack_escape(c['key_result_name'])}: "
+        f"{slack_escape(shown(c['value'], c['unit'], c['unit_position']))}"
         + (f" — {slack_escape(c['comment'])}" if c["comment"] else "") for c in digest["checkins"]]
     off_lines = [f"• {slack_escape(k['name'])} ({slack_escape(k['objective_name'])}): confidence {k['confidence']}"
                  for k in digest["off_track"]]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from ..rules.ids import MAX_ROW_ID
+from ..rules.quantities import shown
 from ..store import activity as stored_activity
 from ..store.events import event_json
 
@@ -126,16 +127,18 @@ class Ref:
         return self.text
 
 
-def figure(text):
-    """A stored decimal as people write it: "500.00" is "500"."""
+def figure(text, unit=None, position=None):
+    """A stored decimal as people read it on the pages: "60000.00" is "60,000", with the key result's unit
+    "$60,000" (okr.rules.quantities.shown)."""
     if text is None:
         return "none"
     try:
         number = Decimal(text)
     except (InvalidOperation, TypeError, ValueError):
         return str(text)
-    shown = format(number.normalize(), "f")
-    return "0" if shown in ("-0", "") else shown
+    if not number.is_finite():
+        return str(text)
+    return shown(format(number, "f"), unit, position)
 
 
 def percent(text):
@@ -174,21 +177,22 @@ FIELD_WORDS = {"name": "name", "description": "description", "team_id": "team", 
                "current_value": "value", "confidence": "confidence", "target_value_min": "target",
                "target_value_max": "highest target", "starts_on": "start", "ends_on": "end", "email": "email",
                "role": "role", "is_active": "active", "is_company": "company", "is_personal": "personal",
-               "read_only": "read-only", "revoked_at": "revoked", "body": "text"}
+               "read_only": "read-only", "revoked_at": "revoked", "body": "text", "unit": "unit",
+               "unit_position": "unit's place"}
 # Changes said without their values: long text, and an email, which people other than admins need not see.
 UNVALUED = {"description", "email", "body"}
 NEVER_SAID = {"modified_at", "created_at", "revision"}
 
 
-def value_parts(field, value, names):
-    """One side of a change, as parts."""
+def value_parts(field, value, names, unit=(None, None)):
+    """One side of a change, as parts; unit: the key result's (unit, position) for its figures."""
     if field in REFERENCE_FIELDS:
         if not value:
             return ["none"]
         kind = REFERENCE_FIELDS[field]
         return [Ref(kind, value, names.name(kind, value) or "(unknown)")]
     if field in ("current_value", "target_value_min", "target_value_max"):
-        return [figure(value)]
+        return [figure(value, *unit)]
     if field == "confidence":
         return [percent(value)]
     if isinstance(value, bool):
@@ -200,8 +204,9 @@ def value_parts(field, value, names):
     return [str(value)]
 
 
-def change_parts(changes, names, skip=()):
-    """ "name “a” → “b”; owner Ada → Bob; description" as parts, or [] when nothing people would see changed."""
+def change_parts(changes, names, skip=(), unit=(None, None)):
+    """ "name “a” → “b”; owner Ada → Bob; description" as parts, or [] when nothing people would see changed;
+    unit: the key result's (unit, position) for its figures."""
     parts = []
     for field, (before, after) in changes.items():
         if field in NEVER_SAID or field in skip:
@@ -210,7 +215,7 @@ def change_parts(changes, names, skip=()):
             parts.append("; ")
         parts.append(FIELD_WORDS.get(field, field.replace("_", " ")))
         if field not in UNVALUED:
-            parts += [" ", *value_parts(field, before, names), " → ", *value_parts(field, after, names)]
+            parts += [" ", *value_parts(field, before, names, unit), " → ", *value_parts(field, after, names, unit)]
     return parts
 
 
@@ -322,7 +327,9 @@ def updated(event, kind, words, it, names):
         before, after = changes["name"]
         return [f"renamed {words} {quoted(before)} → ", Ref(kind, it.id, quoted(after)) if isinstance(it, Ref)
                 else quoted(after)]
-    said = change_parts(changes, names)
+    data = event["data"]
+    said = change_parts(changes, names, unit=(data.get("unit"), data.get("unit_position")) if kind == "key_result"
+                        else (None, None))
     if not said:
         return [f"saved {words} ", it, " unchanged"]
     return [f"changed {words} ", it, ": ", *said]

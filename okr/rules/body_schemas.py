@@ -5,7 +5,7 @@ from decimal import Decimal
 
 from marshmallow import EXCLUDE, Schema, ValidationError, missing, post_load, pre_load, validate, validates_schema
 
-from .fields import DateText, DecimalString, PersonName, StrictBool, Text
+from .fields import DateText, DecimalString, PersonName, StrictBool, Text, UnitPosition, UnitText
 
 KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
 NAME_MAX = 500
@@ -88,6 +88,27 @@ class KeyResultSchema(KeyResultFields):
     owner_id = Text(max_length=100, allow_none=True, load_default=None)
 
 
+class UnitFields(BodySchema):
+    """A key result's unit and where it goes, which the spec's key result has not (PATCH, the pages): absent is
+    unchanged; a null or empty unit is none, and takes its position with it; a unit without a position goes
+    after the number."""
+
+    unit = UnitText(allow_none=True, metadata={"description": (
+        "What the key result counts, shown with its figures: \"$\", \"%\", \"ms\", \"users\". At most 12 "
+        "characters once trimmed, no control characters; null or \"\" is none.")})
+    unit_position = UnitPosition(allow_none=True, metadata={"description": (
+        "Where the unit goes: \"before\" the number ($60,000) or \"after\" it (12 ms). Null or \"\" with a "
+        "unit is \"after\"; without a unit it is null.")})
+
+    @post_load
+    def position_with_unit(self, data, **kwargs):
+        if "unit" in data:
+            data["unit_position"] = (data.get("unit_position") or "after") if data["unit"] else None
+        else:
+            data.pop("unit_position", None)  # nothing to place
+        return data
+
+
 class KeyResultUpdateSchema(KeyResultFields):
     """Replaces a key result (the spec's POST): omitted decimals are "0.00", omitted targets null; its owner
     stays."""
@@ -95,8 +116,9 @@ class KeyResultUpdateSchema(KeyResultFields):
     confidence = DecimalString(minimum=0, maximum=1, load_default="0.00")
 
 
-class KeyResultEditSchema(KeyResultUpdateSchema):
-    """Replaces a key result with its owner too (PATCH, the pages): an omitted owner is none."""
+class KeyResultEditSchema(KeyResultUpdateSchema, UnitFields):
+    """Replaces a key result with its owner too (PATCH, the pages): an omitted owner is none; its unit, when
+    given (UnitFields)."""
 
     owner_id = Text(max_length=100, allow_none=True, load_default=None)
 
@@ -184,6 +206,7 @@ key_result_schema = KeyResultSchema()
 key_result_update_schema = KeyResultUpdateSchema()
 key_result_edit_schema = KeyResultEditSchema()
 checkin_schema = CheckinSchema()
+unit_schema = UnitFields()
 comment_schema = CommentSchema()
 group_schema = GroupSchema()
 group_update_schema = GroupUpdateSchema()

@@ -5,7 +5,7 @@ from decimal import Decimal, InvalidOperation
 
 from marshmallow import ValidationError, fields
 
-from . import names
+from . import names, quantities
 
 MAX_FRACTION_DIGITS = 6
 MAX_INTEGER_DIGITS = 15  # absolute values of 10**15 or more are rejected
@@ -54,6 +54,28 @@ class PersonName(Text):
         if problem:
             raise ValidationError(problem)
         return text
+
+
+class UnitText(Text):
+    """A key result's unit ("$", "%", "ms", "users"): trimmed, at most quantities.UNIT_MAX characters, no control
+    characters; empty is none (None)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        problem = quantities.unit_problem(text)  # a control character anywhere, even where strip() would trim it
+        if problem:
+            raise ValidationError(problem)
+        return text.strip() or None
+
+
+class UnitPosition(Text):
+    """Where a unit goes: "before" the number ($) or "after" it (%, ms); "" is none (None)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if text not in ("", *quantities.POSITIONS):
+            raise ValidationError('Must be "before" or "after" (or null).')
+        return text or None
 
 
 ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")

@@ -39,16 +39,16 @@ FIELDS = {
     "objectives": ("id", "name", "description", "is_company", "is_personal", "cycle_id", "team_id", "assignee_id",
                    "parent_objective_id", "created_at", "modified_at", "revision"),
     "key_results": ("id", "objective_id", "name", "type", "confidence", "current_value", "target_value_min",
-                    "target_value_max", "created_at", "modified_at", "revision", "owner_id"),
+                    "target_value_max", "created_at", "modified_at", "revision", "owner_id", "unit", "unit_position"),
     "checkins": ("id", "key_result_id", "value", "confidence", "comment", "author_id", "created_at"),
     "comments": ("id", "objective_id", "key_result_id", "author_id", "body", "created_at", "modified_at", "revision"),
     "api_keys": ("credential", "secret", "name", "read_only", "created_at", "revoked_at", "user_id"),
 }
 # Fields a row may come without: a new row then gets the column's default (schema.sql: a user's role
 # editor, weekly emails on and no identity-provider link, an API key's user_id null, a service key, a cycle's
-# dates and a key result's owner null), and a stored row keeps its own.
+# dates and a key result's owner and unit null), and a stored row keeps its own.
 OPTIONAL = {"users": ("role", "weekly_email", "oidc_issuer", "oidc_subject"), "api_keys": ("user_id",),
-            "cycles": ("starts_on", "ends_on"), "key_results": ("owner_id",)}
+            "cycles": ("starts_on", "ends_on"), "key_results": ("owner_id", "unit", "unit_position")}
 # A user's private settings, which no API field shows (okr.store.users): a change of them alone leaves the
 # revision, hence the ETag, as it is.
 PRIVATE = {"users": ("weekly_email", "oidc_issuer", "oidc_subject")}

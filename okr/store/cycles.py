@@ -89,10 +89,11 @@ def copy(db, source_id, values, author_id=None):
         start = "0.00" if row["type"] == "milestone" else row["current_value"]
         copied = with_team(db, db.execute(
             """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,
-                   target_value_min, target_value_max, created_at, modified_at, owner_id)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+                   target_value_min, target_value_max, created_at, modified_at, owner_id, unit, unit_position)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
             (new_id(), copies[row["objective_id"]], cycle["id"], row["name"], row["type"], DEFAULT_CONFIDENCE,
-             start, row["target_value_min"], row["target_value_max"], now, now, row["owner_id"]),
+             start, row["target_value_min"], row["target_value_max"], now, now, row["owner_id"], row["unit"],
+             row["unit_position"]),
         ).fetchone())
         key_result_created(db, copied)
         record(db, copied, start, DEFAULT_CONFIDENCE, now, author_id=author_id)

@@ -99,7 +99,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 def holds_tables(db):
@@ -229,13 +229,23 @@ def put_names_on_one_line(db):
             db.execute("UPDATE users SET name = ? WHERE seq = ?", (names.one_line(name) or "?", seq))
 
 
+def add_units(db):
+    """Version 11, before schema.sql: key results get a unit and its position, none yet (as schema.sql has them)."""
+    columns = table_columns(db, "key_results")
+    if "unit" not in columns:
+        db.execute("ALTER TABLE key_results ADD COLUMN unit TEXT CHECK (unit IS NULL OR length(unit) BETWEEN 1 AND 12)")
+    if "unit_position" not in columns:
+        db.execute("ALTER TABLE key_results ADD COLUMN unit_position TEXT CHECK (unit_position IN ('before', 'after') "
+                   "AND unit IS NOT NULL OR unit_position IS NULL)")
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
 # Versions 3 and 5 added the web_secrets and web_sessions tables, which schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
-              9: add_oidc_subjects, 10: key_emails_anew}
+              9: add_oidc_subjects, 10: key_emails_anew, 11: add_units}
 FILLS = {2: record_first_checkins, 10: put_names_on_one_line}
 
 

@@ -70,7 +70,7 @@ def reminded(db, user_ids):
 # (the value it was made with) left out, oldest first.
 WEEK_CHECKINS = """
 SELECT c.value, c.confidence, c.comment, c.created_at, k.id AS key_result_id, k.name AS key_result_name,
-       o.name AS objective_name, u.name AS author_name
+       o.name AS objective_name, u.name AS author_name, k.unit, k.unit_position
 FROM objectives o
 JOIN key_results k ON k.objective_id = o.id
 JOIN checkins c ON c.key_result_seq = k.seq
@@ -86,7 +86,8 @@ LIMIT :limit
 def team_checkins(db, team_id, cycle_ids, since, now, limit):
     """Up to limit of the team's check-ins made after since and up to now (UTC timestamps as stored) on its
     objectives' key results in these cycles, a key result's first left out, oldest first: value, confidence,
-    comment, created_at, key_result_id, key_result_name, objective_name, author_name (a cursor)."""
+    comment, created_at, key_result_id, key_result_name, objective_name, author_name, and the key result's unit
+    and unit_position (a cursor)."""
     return db.execute(WEEK_CHECKINS, {"team": team_id, "cycles": json.dumps(list(cycle_ids)), "since": since,
                                       "now": now, "limit": limit})
 

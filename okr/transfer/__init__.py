@@ -56,7 +56,7 @@ null:
                  assignee_id, parent_objective_id, created_at, modified_at, revision
     key_results  id, objective_id, name, type, confidence, current_value,
                  target_value_min, target_value_max, created_at, modified_at, revision,
-                 owner_id
+                 owner_id, unit, unit_position
     checkins     id, key_result_id, value, confidence, comment, author_id, created_at
     comments     id, objective_id, key_result_id, author_id, body, created_at, modified_at, revision
     api_keys     credential, secret, name, read_only, created_at, revoked_at, user_id
@@ -65,7 +65,8 @@ Values are as the API shows them: ids are lowercase UUIDs, timestamps RFC 3339
 UTC to the second ("2026-11-22T10:15:30Z"), decimals the stored strings
 ("0.50", "-5.00"), is_* and read_only true or false, revision the row's update
 counter (part of its ETag), a cycle's starts_on and ends_on ISO dates
-("2026-10-01") or null, a key result's owner_id a user's id or null. A key result's cycle is its objective's, so it is
+("2026-10-01") or null, a key result's owner_id a user's id or null, its unit text
+of up to 12 characters or null and unit_position "before", "after" or null. A key result's cycle is its objective's, so it is
 not written; a check-in names its key result by id. A user's role is admin,
 editor or viewer; weekly_email whether the weekly reminders and digest go to
 them (the account page's switch); oidc_issuer and oidc_subject who they are at
@@ -184,8 +185,8 @@ theirs, with the columns of CSV_COLUMNS below. It is UTF-8 with a byte-order
 mark (without one, Excel reads it in the local code page) and CRLF line ends.
 start_value, progress, status, stale and last_checkin_at are the cycle
 report's own (okr.reports.alignment, okr.progress); a baseline's progress is empty.
-Names are free text, which a spreadsheet would run as a formula when it begins
-with = + - @, a tab or a carriage return: such a name gets a leading single
+Names and units are free text, which a spreadsheet would run as a formula when it begins
+with = + - @, a tab or a carriage return: such a text gets a leading single
 quote (OWASP's advice on CSV injection). Every other column holds an id, a
 fixed word, a time or a decimal the service wrote, so none is quoted:
 "-5.00" stays the number minus five.

@@ -59,11 +59,12 @@ def section_rows(db, name, parse=json.loads):
 # A cycle's key results for spreadsheets: one row each, objective by objective.
 CSV_COLUMNS = ("objective_id", "objective", "team_id", "team", "assignee_id", "assignee", "key_result_id",
                "key_result", "type", "start_value", "current_value", "target_value_min", "target_value_max",
-               "progress", "confidence", "status", "stale", "last_checkin_at", "owner_id", "owner")
+               "progress", "confidence", "status", "stale", "last_checkin_at", "owner_id", "owner",
+               "unit", "unit_position")
 # Free text, which a spreadsheet might take for a formula. The other columns are
 # ids, fixed words, timestamps and the service's own decimal strings, which stay
 # numbers ("-5.00" is minus five, not a formula).
-TEXT_COLUMNS = frozenset({"objective", "team", "assignee", "key_result", "owner"})
+TEXT_COLUMNS = frozenset({"objective", "team", "assignee", "key_result", "owner", "unit"})
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list for CSV injection
 
 def cycle_key_results(db, cycle_id, now):
@@ -101,6 +102,7 @@ def export_csv(db, cycle_id, out, now):
             "progress": node["progress"], "confidence": node["confidence"], "status": node["status"],
             "stale": "true" if node["stale"] else "false", "last_checkin_at": node["last_checkin_at"],
             "owner_id": node["owner_id"], "owner": row["owner_name"],
+            "unit": node["unit"], "unit_position": node["unit_position"],
         }
         writer.writerow([spreadsheet_text(values[column]) if column in TEXT_COLUMNS
                          else "" if values[column] is None else values[column] for column in CSV_COLUMNS])

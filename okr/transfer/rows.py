@@ -13,15 +13,16 @@ from ..rules.fields import StrictBool, Text
 from ..rules.ids import UUID_RE
 from ..rules.messages import flatten
 from ..rules.body_schemas import (NAME_MAX, BodySchema, CommentSchema, UserSchema, checkin_schema, cycle_update_schema,
-                             group_update_schema, key_result_schema, objective_schema)
+                             KeyResultSchema, UnitFields, group_update_schema, objective_schema)
 from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL, event_text
 from ..store.events import MAX_ID_LENGTH as MAX_EVENT_ID
 from ..store.users import ROLES
 
 FORMAT = "okr-export"
 # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner;
-# 3 the comments section, and users' weekly_email, oidc_issuer and oidc_subject.
-VERSION = 3
+# 3 the comments section, and users' weekly_email, oidc_issuer and oidc_subject; 4 key results' unit and
+# unit_position.
+VERSION = 4
 
 SECTIONS = tuple(FIELDS)  # in file order: events, the data, api_keys
 WRITTEN = SECTIONS[:-1]  # always written; api_keys only when asked for
@@ -35,7 +36,7 @@ TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at"})
 # Fields that may be null (a team member's user_id may not: its schema refuses null).
 NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
                       "target_value_max", "comment", "author_id", "revoked_at", "user_id", "starts_on", "ends_on",
-                      "owner_id", "oidc_issuer", "oidc_subject"})
+                      "owner_id", "oidc_issuer", "oidc_subject", "unit", "unit_position"})
 # And fields that may be null in one section only: a comment is on an objective or on a key result.
 NULLABLE_IN = {"comments": frozenset({"objective_id", "key_result_id"})}
 SINGULAR = {"events": "event", "users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",
@@ -127,6 +128,11 @@ class CommentRowSchema(CommentSchema):
                                                     (", not both." if None not in on else ".")]})
 
 
+class KeyResultRowSchema(KeyResultSchema, UnitFields):
+    """A key result as the file holds it: as the API creates one, with its unit as PATCH sets it (absent from
+    files before version 4: see OPTIONAL)."""
+
+
 class TeamMemberSchema(BodySchema):
     """A team member as the file holds it: both ids are checked as ids are, and may not be null."""
 
@@ -141,7 +147,7 @@ SCHEMAS = {
     "team_members": TeamMemberSchema(),
     "cycles": cycle_update_schema,
     "objectives": objective_schema,
-    "key_results": key_result_schema,
+    "key_results": KeyResultRowSchema(),
     "checkins": checkin_schema,
     "comments": CommentRowSchema(),
     "api_keys": api_key_schema,

@@ -23,11 +23,12 @@ def typed(names):
     return {name: request.form.get(name, "") for name in names}
 
 
-def load(schema, body, numbers=(), labels=None):
+def load(schema, body, numbers=(), labels=None, unit=None):
     """schema.load(body), its refusals worded for people beside each field: Invalid({field: sentence}).
 
-    numbers names the fields that hold numbers; labels maps a rule's field to the form's field that shows
-    it, when they differ (the form's "kind" shows the rules' is_company and is_personal).
+    numbers names the fields that hold numbers, unit the key result's {"unit", "unit_position"} they may be
+    written with; labels maps a rule's field to the form's field that shows it, when they differ (the form's
+    "kind" shows the rules' is_company and is_personal).
     """
     try:
         return schema.load(body)
@@ -35,7 +36,8 @@ def load(schema, body, numbers=(), labels=None):
         errors = {}
         for field, text in flatten(error.messages).items():
             shown = (labels or {}).get(field, field)
-            errors.setdefault(shown, forms.for_people(field, text, numbers=numbers))
+            errors.setdefault(shown, forms.for_people(field, text, numbers=numbers, unit=(unit or {}).get("unit"),
+                                                      position=(unit or {}).get("unit_position")))
         raise Invalid(errors) from None
 
 

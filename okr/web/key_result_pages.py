@@ -1,10 +1,12 @@
 """The key result edit pages: /keyresults/new, /keyresults/<id>/edit and /keyresults/<id>/delete.
 
 Each form's fields are the API's (name, type, target_value_min, target_value_max, current_value, confidence,
-owner_id), checked by okr.rules.body_schemas through okr.web.editing.load and written by okr.store.key_results;
-only editors and admins open them (sessions.editors_only). As in the API, a changed current value or
-confidence is recorded as a check-in.
+owner_id, unit, unit_position), checked by okr.rules.body_schemas through okr.web.editing.load and written by
+okr.store.key_results; only editors and admins open them (sessions.editors_only). Values and targets are read
+as people write them ("$60,000", "60k": okr.web.forms.quantity, with the unit the form gives). As in the API, a
+changed current value or confidence is recorded as a check-in.
 """
+from decimal import Decimal
 from functools import partial
 
 from flask import redirect, render_template, request, url_for
@@ -12,12 +14,15 @@ from flask import redirect, render_template, request, url_for
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
-from ..rules.body_schemas import key_result_edit_schema, key_result_schema
+from ..rules.body_schemas import key_result_edit_schema, key_result_schema, unit_schema
 from ..store import key_results, objectives, users
 from . import editing, forms, wording
 from .views import bp
 
-FIELDS = ("name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id")
+FIELDS = ("name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id", "unit",
+          "unit_position")
+UNIT_FIELDS = ("unit", "unit_position")
+POSITIONS = [("after", "After the number: 12 ms, 1,250 users, 40%"), ("before", "Before the number: $60,000")]
 NUMBERS = ("target_value_min", "target_value_max", "current_value")
 # The five types, each with what it means in plain words.
 TYPES = {
@@ -29,7 +34,8 @@ TYPES = {
 }
 LABELS = {"name": "the name", "type": "the type", "target_value_min": "the target",
           "target_value_max": "the highest target", "current_value": "the current value",
-          "confidence": "the confidence", "owner_id": "the owner"}
+          "confidence": "the confidence", "owner_id": "the owner", "unit": "the unit",
+          "unit_position": "the unit's place"}
 # The rules' refusals of targets, as a person at the form reads them.
 RULE_WORDS = {
     "No user with this id exists.": "Choose a person from the list.",
@@ -37,31 +43,31 @@ RULE_WORDS = {
 DOOMED_WORDS = {"checkins": "check-in"}
 
 
-def forbidden_targets(form):
-    """The target fields the form's type has no use for but which hold text, with why: {field: sentence}."""
+def forbidden_targets(form, typed):
+    """The target fields the form's type has no use for but which hold text, with why: {field: sentence}.
+    typed holds the numbers as read (decimal text) of the fields that are numbers."""
     kind, low, high = form["type"], form["target_value_min"].strip(), form["target_value_max"].strip()
     errors = {}
     if kind == "baseline" and low:
         errors["target_value_min"] = "A baseline key result has no target: leave this empty."
-    if kind == "milestone" and low:
-        try:
-            if forms.decimal(low) != 1:
-                errors["target_value_min"] = "A milestone's target is always 1: leave this empty."
-        except forms.FieldError as error:
-            errors["target_value_min"] = str(error)
+    if kind == "milestone" and "target_value_min" in typed and typed["target_value_min"]:
+        if Decimal(typed["target_value_min"]) != 1:
+            errors["target_value_min"] = "A milestone's target is always 1: leave this empty."
     if kind in ("positive", "negative", "milestone", "baseline") and high:
         errors["target_value_max"] = "Only a range key result has a highest target: leave this empty."
     if kind in ("positive", "negative", "range") and not low:
         errors["target_value_min"] = f"A {kind} key result needs a target: fill this in."
     if kind == "range" and not high:
         errors["target_value_max"] = "A range key result needs a highest target: fill this in."
-    if kind == "range" and low and high:
-        try:
-            if forms.decimal(low) > forms.decimal(high):
-                errors["target_value_min"] = "Make this no greater than the highest target."
-        except forms.FieldError:
-            pass  # the rules say which is not a number
+    if kind == "range" and typed.get("target_value_min") and typed.get("target_value_max"):
+        if Decimal(typed["target_value_min"]) > Decimal(typed["target_value_max"]):
+            errors["target_value_min"] = "Make this no greater than the highest target."
     return errors
+
+
+def typed_unit(form):
+    """The form's unit and its place as the rules take them ({"unit", "unit_position"}), or Invalid."""
+    return editing.load(unit_schema, {name: form[name] for name in UNIT_FIELDS})
 
 
 def checked(schema, form, editing_one):
@@ -70,14 +76,28 @@ def checked(schema, form, editing_one):
     A new key result's empty current value and confidence take the API's defaults (0 and 50 %); an edited
     one's must be filled in (the API's full update would make them 0).
     """
-    errors = forbidden_targets(form) if form["type"] in TYPES else {}
+    errors, unit = {}, {}
+    try:
+        unit = typed_unit(form)
+    except Invalid as error:
+        errors.update(error.fields)
+    typed = {}
+    for field in NUMBERS:
+        try:
+            typed[field] = forms.quantity(form[field], unit.get("unit"), unit.get("unit_position"))
+        except forms.FieldError as error:
+            errors[field] = str(error)
+    if form["type"] in TYPES:
+        errors.update(forbidden_targets(form, typed))
     body = {"name": form["name"], "type": form["type"], "owner_id": editing.optional(form["owner_id"]),
-            "target_value_min": editing.optional(form["target_value_min"]),
-            "target_value_max": editing.optional(form["target_value_max"])}
+            "target_value_min": typed.get("target_value_min") or None,
+            "target_value_max": typed.get("target_value_max") or None}
     if form["type"] == "milestone" and "target_value_min" not in errors:
         body["target_value_min"] = None  # 1 or empty: the rules make it 1
-    if form["current_value"].strip():
-        body["current_value"] = form["current_value"].strip()
+    if typed.get("current_value"):
+        body["current_value"] = typed["current_value"]
+    elif form["current_value"].strip():
+        pass  # refused above
     elif editing_one:
         errors["current_value"] = "Fill this in."
     try:
@@ -89,15 +109,16 @@ def checked(schema, form, editing_one):
     except forms.FieldError as error:
         errors["confidence"] = str(error)
     try:
-        values = editing.load(schema, body, numbers=NUMBERS)
+        values = editing.load(schema, body, numbers=NUMBERS, unit=unit)
     except Invalid as error:
         for field, text in error.fields.items():
             errors.setdefault(field, RULE_WORDS.get(text, text))
+        values = None
     if form["type"] not in TYPES:
         errors["type"] = "Choose one of the five types."
     if errors:
         raise Invalid(errors)
-    return values
+    return {**values, **unit}
 
 
 def shown(row):
@@ -107,7 +128,8 @@ def shown(row):
             "target_value_max": wording.number(row["target_value_max"]),
             "current_value": wording.number(row["current_value"]),
             "confidence": wording.percent(row["confidence"]).replace("%", " %"),
-            "owner_id": row["owner_id"] or ""}
+            "owner_id": row["owner_id"] or "", "unit": row["unit"] or "",
+            "unit_position": row["unit_position"] or "after"}
 
 
 def render_form(objective, row=None, form=None, errors=None, conflict=None, revision=None, original=None):
@@ -118,7 +140,7 @@ def render_form(objective, row=None, form=None, errors=None, conflict=None, revi
     people = users.choices(db, keep)
     return render_template(
         "keyresult-form.html", objective=objective, kr=row, form=form, errors=errors or {}, conflict=conflict,
-        revision=revision, original=original, types=list(TYPES.items()),
+        revision=revision, original=original, types=list(TYPES.items()), positions=POSITIONS,
         people=[(u["id"], u["name"] + ("" if u["is_active"] else " (inactive)")) for u in people])
 
 
@@ -129,7 +151,8 @@ def new_key_result():
     db = get_db()
     objective = objectives.get(db, request.args.get("objective_id", ""))
     if request.method == "GET":
-        return render_form(objective, form={"type": "positive", "current_value": "0", "confidence": "50 %"})
+        return render_form(objective, form={"type": "positive", "current_value": "0", "confidence": "50 %",
+                                            "unit": "", "unit_position": "after"})
     form = editing.typed(FIELDS)
     try:
         values = checked(key_result_schema, form, editing_one=False)

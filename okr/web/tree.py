@@ -66,7 +66,7 @@ def objective_html(o, team_names, user_names, sparks, now, links, out, headings=
 
 def key_result_html(k, spark_values, now, links="/keyresults/", user_names=None):
     said = wording.target_words(k["type"], k["start_value"], k["current_value"], k["target_value_min"],
-                              k["target_value_max"])
+                              k["target_value_max"], k.get("unit"), k.get("unit_position"))
     bar = f" {progress_bar(k['progress'])}" if k["progress"] is not None else ""
     stale = " <span class=stale>stale</span>" if k["stale"] else ""
     points = wording.sparkline(spark_values)

@@ -8,6 +8,7 @@ request.script_root, never a bare "/".
 import gzip
 import hashlib
 import re
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from urllib.parse import unquote, urlsplit
@@ -20,7 +21,7 @@ from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..reports import alignment, spooled, streaming
-from ..rules import body_schemas
+from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives, teams, users
 from ..store import reports as report_rows
@@ -38,7 +39,7 @@ HISTORY_ROWS = 100
 STATIC = Path(__file__).parent / "static"
 # Changes with the static files, so that their long cache life never serves an old one.
 STYLE_VERSION = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(STATIC.glob("*.*")))).hexdigest()[:12]
-CHECKIN_FIELDS = ("value", "confidence", "comment")
+CHECKIN_FIELDS = ("value", "done", "confidence", "comment", "confirmed")
 # A wallboard reloads itself this often, in seconds (a meta refresh: no script).
 BOARD_REFRESH_SECONDS = 300
 STATES = ("current", "upcoming", "finished")  # the cycles page's groups, in order
@@ -60,6 +61,12 @@ def page_globals():
         "service_root": proxies.service_root,
         "limits": LIMITS,
     }
+
+
+@bp.app_template_filter("quantity")
+def quantity_filter(decimal_text, unit=None, position=None):
+    """{{ value|quantity(kr.unit, kr.unit_position) }}: a stored decimal as people read it ("$42,000", "12 ms")."""
+    return quantities.shown(decimal_text, unit, position)
 
 
 def has_endpoint(name):
@@ -91,13 +98,13 @@ def show_cycles():
     return cycles_page("web.show_cycles")
 
 
-def render_week(checked=None, form=None, errors=None):
+def render_week(checked=None, form=None, errors=None, confirm=None):
     """The signed-in person's week; checked, form and errors: a refused inline check-in's key result id, its
-    typed values and the refusals, shown beside its fields."""
+    typed values and the refusals, shown beside its fields; confirm: the value to confirm (far_jump)."""
     moment = now()
     data = your_week.week(get_db(), access.person_id(), moment)
     return render_template("week.html", **data, checked=checked, form=form or {}, errors=errors or {},
-                           moment=moment)
+                           confirm=confirm, moment=moment)
 
 
 def cycles_page(endpoint):
@@ -186,11 +193,22 @@ def show_key_result(key_result_id):
 
 @bp.post("/keyresults/<key_result_id>")
 def check_in_key_result(key_result_id):
-    """Records a check-in from the form, through the store's own check-in."""
+    """Records a check-in from the form, through the store's own check-in; one that moves the value very far
+    (quantities.far_jump) comes back to be confirmed first, unless the form confirms that very value."""
     form = {name: request.form.get(name, "") for name in CHECKIN_FIELDS}
+    db = get_db()
+    node = alignment.key_result_report(db, key_result_id, now())
+    if node is None:
+        raise NotFound("key result")
     try:
-        body = forms.checkin_values(form)
-        checkins.check_in(get_db(), key_result_id, body["value"], body.get("confidence"), body["comment"],
+        body = forms.checkin_values(form, node)
+        new = Decimal(body["value"])
+        if (quantities.far_jump(node["type"], node["start_value"], node["current_value"], node["target_value_min"],
+                                node["target_value_max"], new) and not confirmed(form["confirmed"], new)):
+            if back_to_week():
+                return render_week(checked=key_result_id, form=form, confirm=body["value"])
+            return render_key_result(key_result_id, form=form, confirm=body["value"])
+        checkins.check_in(db, key_result_id, body["value"], body.get("confidence"), body["comment"],
                           access.person_id())
     except Invalid as error:  # the form's refusals, worded for people, and the store's
         if back_to_week():
@@ -200,6 +218,15 @@ def check_in_key_result(key_result_id):
     if back is not None:
         return redirect(request.script_root + back, 303)
     return redirect(url_for("web.show_key_result", key_result_id=key_result_id), 303)
+
+
+def confirmed(text, value):
+    """Whether the form's hidden confirmed field holds this very value: "Save anyway" confirms what was shown,
+    not whatever is typed after."""
+    try:
+        return Decimal(text) == value
+    except (InvalidOperation, ValueError):
+        return False
 
 
 def next_path():
@@ -230,7 +257,7 @@ def back_to_week():
     return back is not None and urlsplit(back).path == "/" and access.person_id() is not None
 
 
-def render_key_result(key_result_id, form=None, errors=None):
+def render_key_result(key_result_id, form=None, errors=None, confirm=None):
     db = get_db()
     moment = now()
     node = alignment.key_result_report(db, key_result_id, moment)
@@ -242,12 +269,14 @@ def render_key_result(key_result_id, form=None, errors=None):
     shown = history[:HISTORY_ROWS]
     targets = [t for t in (node["target_value_min"], node["target_value_max"]) if t is not None]
     # A key result always has a first check-in, unless rows were deleted behind the API's back.
-    chart = wording.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets) if shown else None
+    chart = wording.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets,
+                          unit=node["unit"], position=node["unit_position"]) if shown else None
     if form is None:
-        form = {"value": "", "confidence": wording.percent(node["confidence"]), "comment": ""}
+        form = {"value": "", "confidence": wording.percent(node["confidence"]), "comment": "",
+                "done": "1" if Decimal(node["current_value"]) >= 1 else ""}  # a milestone's box says where it is
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
-        chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner,
+        chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner, confirm=confirm,
     )
 
 

@@ -7,6 +7,7 @@ from decimal import Decimal
 from functools import lru_cache
 
 from .. import progress
+from ..rules.quantities import shown
 
 STATUS_WORDS = {"on_track": "on track", "at_risk": "at risk", "off_track": "off track",
                 "no_update": "no update yet"}
@@ -38,17 +39,20 @@ def percent(fraction_text):
     return f"{number(str(Decimal(fraction_text) * 100))}%"
 
 
-def target_words(kind, start, current, low, high):
-    """Start, current and target in words: "120 of 500", "stay between 1 and 4: now 3", "done"."""
+def target_words(kind, start, current, low, high, unit=None, position=None):
+    """Start, current and target in words, with the unit: "$42,000 of $60,000", "stay between 1 and 4 ms: now
+    3 ms", "done"."""
+    def said(value):
+        return shown(value, unit, position)
     if kind == "positive":
-        return f"{number(current)} of {number(low)} (from {number(start)})"
+        return f"{said(current)} of {said(low)} (from {said(start)})"
     if kind == "negative":
-        return f"from {number(start)} down to {number(low)}: now {number(current)}"
+        return f"from {said(start)} down to {said(low)}: now {said(current)}"
     if kind == "range":
-        return f"stay between {number(low)} and {number(high)}: now {number(current)}"
+        return f"stay between {said(low)} and {said(high)}: now {said(current)}"
     if kind == "milestone":
         return "done" if Decimal(current) >= 1 else "not yet"
-    return f"now {number(current)} (no target)"
+    return f"now {said(current)} (no target)"
 
 
 def day(iso_date, with_year=True):
@@ -125,8 +129,9 @@ def spark_points(count, width):
     return " ".join(f"{i * step:.0f},{{}}" for i in range(count))
 
 
-def chart(checkins, targets, width=600, height=200, pad=24):
-    """Geometry of the value-over-time chart: the line's points, each target's y, the value range.
+def chart(checkins, targets, width=600, height=200, pad=24, unit=None, position=None):
+    """Geometry of the value-over-time chart: the line's points, each target's y, the value range (its labels
+    with the unit).
 
     checkins are (created_at, value) pairs in time order; targets are decimal strings.
     """
@@ -141,9 +146,9 @@ def chart(checkins, targets, width=600, height=200, pad=24):
     return {
         "points": points,
         "dots": list(zip(xs, y_of)),
-        "targets": [(number(t), y) for t, y in zip(targets, y_of[len(checkins):])],
-        "low": number(str(min(values))),
-        "high": number(str(max(values))),
+        "targets": [(shown(t, unit, position), y) for t, y in zip(targets, y_of[len(checkins):])],
+        "low": shown(str(min(values)), unit, position),
+        "high": shown(str(max(values)), unit, position),
         "width": width,
         "height": height,
         "pad": pad,

@@ -17,16 +17,19 @@ def patch(client, path, body, content_type=MERGE_PATCH):
     return client.patch(path, data=json.dumps(body), content_type=content_type)
 
 
+DETAILS = ("owner_id", "unit", "unit_position")  # what a PATCH answers of a key result beyond the spec's GET
+
+
 def patched(client, path, body):
     """The 200 answer to a patch, checked against what GET gives afterwards (and its ETag against GET's): a key
-    result's answer has its owner too, which the spec's GET does not show."""
+    result's answer has its owner and unit too, which the spec's GET does not show."""
     response = patch(client, path, body)
     assert response.status_code == 200, response.get_json()
     assert response.mimetype == "application/json"
     answer = response.get_json()
     if path.startswith("/v1/keyresults/"):
-        assert "owner_id" in answer
-        answer = {name: value for name, value in answer.items() if name != "owner_id"}
+        assert {"owner_id", "unit", "unit_position"} <= set(answer)
+        answer = {name: value for name, value in answer.items() if name not in DETAILS}
     assert answer == fetch(client, path)
     assert response.headers["ETag"] == client.get(path).headers["ETag"]
     return answer
@@ -396,8 +399,10 @@ def test_patch_end_to_end_over_waitress(live_server):
     updated = http.request("PATCH", kr_path, {"type": "range", "target_value_max": 20, "current_value": "3"}).ok()
     assert (updated["type"], updated["target_value_min"], updated["target_value_max"], updated["current_value"],
             updated["confidence"]) == ("range", "10.00", "20.00", "3.00", "0.80")
-    assert {**http.get(kr_path).ok(), "owner_id": None} == updated  # a PATCH answers the owner too
+    # a PATCH answers the owner and unit too
+    assert {**http.get(kr_path).ok(), "owner_id": None, "unit": None, "unit_position": None} == updated
     refused = http.request("PATCH", kr_path, {"type": None})
     assert refused.status == 400 and refused.json()["details"].keys() == {"type"}
     assert http.request("PATCH", kr_path, raw=b"[]").status == 400
-    assert {**http.get(kr_path).ok(), "owner_id": None} == updated  # a PATCH answers the owner too
+    # a PATCH answers the owner and unit too
+    assert {**http.get(kr_path).ok(), "owner_id": None, "unit": None, "unit_position": None} == updated

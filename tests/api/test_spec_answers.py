@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 import okr.store.common
+import okr.store.cycles
 import okr.store.key_results
 import okr.store.objectives
 import okr.store.users

@@ -65,7 +65,7 @@ def people(app):
 
 def test_comments_settings_and_provider_links_go_out_and_come_back(app, annotated, tmp_path):
     data = exported(app, tmp_path)
-    assert data["version"] == 3
+    assert data["version"] == 4
     assert list(data)[-1] == "comments"
     assert [list(record) for record in data["comments"]] == [COMMENT_FIELDS] * 3
     edited = data["comments"][0]
@@ -291,3 +291,45 @@ def test_no_secret_is_exported_even_with_the_keys(app, annotated, tmp_path):
     assert [secret for secret in secrets if secret in text] == []
     assert not re.search(r'"(password_hash|token_hash|secret)"', data_part(tmp_path / "keys.json").split(
         '"api_keys"')[0])
+
+
+# --- key results' units (format 4) ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def seeded(app, clock):
+    return seed(app, clock)
+
+
+def test_key_results_units_go_out_and_come_back(app, seeded, tmp_path):
+    positive = seeded["key_results"]["positive"]
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
+        db.execute("UPDATE key_results SET unit = '$', unit_position = 'before' WHERE id = ?", (positive,))
+    data = exported(app, tmp_path)
+    assert data["version"] == 4
+    [record] = [k for k in data["key_results"] if k["id"] == positive]
+    assert list(record)[-3:] == ["owner_id", "unit", "unit_position"]
+    assert (record["unit"], record["unit_position"]) == ("$", "before")
+    assert all(k["unit"] is None and k["unit_position"] is None for k in data["key_results"] if k["id"] != positive)
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "all.json"))
+    assert stored(target, "SELECT id, unit, unit_position FROM key_results WHERE unit IS NOT NULL") == [
+        (positive, "$", "before")]
+    # A file of format 3 has no units: its key results come in without one, and a merge keeps a stored one.
+    old = {**data, "version": 3, "key_results": [{k: v for k, v in record.items() if k not in ("unit", "unit_position")}
+                                                 for record in data["key_results"]]}
+    ok(invoke(target, "import", "--merge", write_json(tmp_path / "v3.json", old)))
+    assert stored(target, "SELECT unit, unit_position FROM key_results WHERE id = ?", positive) == [("$", "before")]
+
+
+@pytest.mark.parametrize("unit, position, problem", [
+    ("thirteen char", "after", "unit: Longer than maximum length 12."),
+    ("$", "left", 'unit_position: Must be "before" or "after" (or null).'),
+    ("m\ts", "after", "unit: Must not contain control characters"),
+])
+def test_a_bad_unit_in_a_file_is_refused(app, seeded, tmp_path, unit, position, problem):
+    data = exported(app, tmp_path)
+    data["key_results"][0].update(unit=unit, unit_position=position)
+    target = new_app(tmp_path / "target.db")
+    line = refused_unchanged(target, "import", write_json(tmp_path / "bad.json", data))
+    assert "key_results[0]: " in line and problem in line

@@ -75,7 +75,7 @@ def test_each_member_with_weekly_emails_on_gets_the_digest(app, world, smtp_serv
     assert message["Subject"] == "Weekly digest: Platform"
     body = message.get_content().replace("\r\n", "\n")
     assert "Grow revenue (Q2): 0.25 (0.00, +0.25)" in body
-    assert "2026-06-12 Ada on Reach 500 customers (Grow revenue): 300.00, confidence 0.80\n  Big week.\n  Two deals." in body
+    assert "2026-06-12 Ada on Reach 500 customers (Grow revenue): 300, confidence 0.80\n  Big week.\n  Two deals." in body
     assert "someone on Launch" in body
     assert "Went off track:\n- Launch (Grow revenue): confidence 0.20" in body
     assert f"{BASE_URL}/objectives/{world[1]['id']}" in body

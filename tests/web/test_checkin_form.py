@@ -207,8 +207,8 @@ def test_confidence_is_taken_as_the_page_shows_it_or_as_a_fraction(client, key_r
 
 
 @pytest.mark.parametrize("field, fields, words", [
-    ("value", {"value": "lots", "confidence": "0.7"}, "Enter a number such as 42 or 3.5."),
-    ("value", {"value": "", "confidence": "0.7"}, "Enter a number such as 42 or 3.5."),
+    ("value", {"value": "lots", "confidence": "0.7"}, "Write a number such as 60000, 60,000, 60k or 1.5M."),
+    ("value", {"value": "", "confidence": "0.7"}, "Write a number such as 60000, 60,000, 60k or 1.5M."),
     ("value", {"value": "1.1234567", "confidence": "0.7"}, "Use at most 6 digits after the decimal point."),
     ("confidence", {"value": "150", "confidence": "high"}, "Enter a number such as 0.8 or 80 %."),
     ("confidence", {"value": "150", "confidence": "80"}, "Enter a number such as 0.8 or 80 %."),

@@ -10,7 +10,8 @@ from helpers import fetch, make_user
 pytestmark = pytest.mark.usefixtures("fast_hashing")
 
 HTML = {"Accept": "text/html"}
-API_FIELDS = {"name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id"}
+API_FIELDS = {"name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id",
+              "unit", "unit_position"}
 
 
 def csrf(client, objective_id):
@@ -95,7 +96,7 @@ def test_a_new_key_result_left_at_its_defaults_starts_at_0_with_50_percent(clien
     ("range", {"target_value_min": "5"}, {"target_value_max": "A range key result needs a highest target: fill this in."}),
     ("range", {"target_value_min": "9", "target_value_max": "5"},
      {"target_value_min": "Make this no greater than the highest target."}),
-    ("positive", {"target_value_min": "lots"}, {"target_value_min": "Enter a number such as 42 or 3.5."}),
+    ("positive", {"target_value_min": "lots"}, {"target_value_min": "Write a number such as 60000, 60,000, 60k or 1.5M."}),
     ("positive", {"target_value_min": "5", "confidence": "180 %"},
      {"confidence": "Enter a number such as 0.8 or 80 %."}),
 ])
