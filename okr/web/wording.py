@@ -9,7 +9,7 @@ from functools import lru_cache
 from .. import progress
 
 STATUS_WORDS = {"on_track": "on track", "at_risk": "at risk", "off_track": "off track",
-                "no_update": "no update yet"}
+                "no_update": "no update yet", "done": "done"}
 STATE_WORDS = {"current": "Current", "upcoming": "Upcoming", "finished": "Finished"}
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
