@@ -19,6 +19,12 @@ from math import gcd
 
 ON_TRACK = Decimal("0.70")
 AT_RISK = Decimal("0.40")
+# Pace: how far progress may fall short of the cycle's elapsed fraction and still be on track, or at risk.
+PACE_ON_TRACK = Fraction(10, 100)
+PACE_AT_RISK = Fraction(25, 100)
+# Every status, worst first: every sort and every "worst of" follows this order.
+STATUSES = ("off_track", "at_risk", "no_update", "on_track", "done")
+RANK = {name: rank for rank, name in enumerate(STATUSES)}
 STALE_AFTER = timedelta(days=14)
 # A key result needs an update (its owner's week lists it first) after this long without a check-in.
 NEEDS_UPDATE_AFTER = timedelta(days=7)
@@ -145,13 +151,61 @@ def status(confidence):
     return "at_risk" if confidence >= AT_RISK else "off_track"
 
 
-def key_result_status(confidence, updated):
-    """status(confidence) once the key result has had a check-in since it was created; no_update before.
+def key_result_status(confidence, updated, kind=None, exact=None, expected=None, ended=False):
+    """A key result's status: done, no_update, or the worse of its pace status and its confidence status.
 
-    A new key result's confidence is a default, not anyone's judgement: calling it at risk would put a
-    whole new quarter at risk on its first day.
+    done when its exact progress is 1 (a range only once its cycle has ended: until then staying in the band is
+    being on track); no_update while it has had no check-in since it was created (a new key result's confidence is
+    a default, not anyone's judgement: calling it at risk would put a whole new quarter at risk on its first day);
+    otherwise the worse of pace_status (none for a baseline or an undated cycle) and status(confidence).
     """
-    return status(confidence) if updated else NO_UPDATE
+    if exact == 1 and (kind != "range" or ended):
+        return "done"
+    if not updated:
+        return NO_UPDATE
+    return worst((status(confidence), pace_status(kind, exact, expected)))
+
+
+def pace_status(kind, exact, expected):
+    """How a key result keeps pace with its cycle: on_track, at_risk or off_track; None without an expected
+    progress (a cycle without both dates) or a progress (a baseline).
+
+    expected is the cycle's elapsed fraction (elapsed); the shortfall is expected - exact (exact is clamped 0..1):
+    at most PACE_ON_TRACK on track, at most PACE_AT_RISK at risk, else off track. A range is on track inside its
+    band and off track outside it, whatever the date.
+    """
+    if expected is None or exact is None:
+        return None
+    if kind == "range":
+        return "on_track" if exact == 1 else "off_track"
+    shortfall = expected - exact
+    if shortfall <= PACE_ON_TRACK:
+        return "on_track"
+    return "at_risk" if shortfall <= PACE_AT_RISK else "off_track"
+
+
+def worst(statuses):
+    """The worst of these statuses by STATUSES (None skipped); None when there are none."""
+    found = None
+    for name in statuses:
+        if name is not None and (found is None or RANK[name] < RANK[found]):
+            found = name
+    return found
+
+
+def objective_status(key_result_statuses, children_statuses):
+    """An objective's status: the worst of its key results' (done only when all are); without key results, the
+    worst of its aligned children's; None when there is neither."""
+    key_result_statuses = list(key_result_statuses)
+    return worst(key_result_statuses if key_result_statuses else children_statuses)
+
+
+def status_counts(statuses):
+    """How many of these statuses there are of each name in STATUSES, zeros included, in that order."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for name in statuses:
+        counts[name] += 1
+    return counts
 
 
 def cycle_state(starts_on, ends_on, today):

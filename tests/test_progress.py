@@ -154,3 +154,121 @@ def test_a_one_day_cycle_is_not_begun_before_its_day_and_gone_from_it(today, exp
 @pytest.mark.parametrize("starts_on, ends_on", [(None, "2026-12-30"), ("2026-10-01", None), (None, None)])
 def test_a_cycle_without_both_dates_has_no_elapsed_fraction(starts_on, ends_on):
     assert progress.elapsed(starts_on, ends_on, date(2026, 11, 1)) is None
+
+
+# --- status from pace and confidence ------------------------------------------------------------------------
+
+# A 90-day cycle; halfway through it on 2026-11-15.
+STARTS, ENDS, HALFWAY = "2026-10-01", "2026-12-30", date(2026, 11, 15)
+
+
+def pace_on(today, kind="positive", current="0.00", start="0.00", low="1.00", high=None):
+    """(pace status, status) of a confident key result that had an update, in the 90-day cycle on today."""
+    exact = key_result_progress(kind, start, current, low, high)
+    expected = progress.elapsed(STARTS, ENDS, today)
+    ended = progress.cycle_state(STARTS, ENDS, today) == "finished"
+    return (progress.pace_status(kind, exact, expected),
+            progress.key_result_status("0.90", True, kind, exact, expected, ended))
+
+
+@pytest.mark.parametrize("current, expected", [
+    ("0.40", "on_track"),   # the shortfall exactly 0.10
+    ("0.39", "at_risk"),    # just past it
+    ("0.25", "at_risk"),    # exactly 0.25
+    ("0.24", "off_track"),  # just past it
+    ("0.90", "on_track"),   # ahead of pace
+])
+def test_pace_status_at_each_threshold(current, expected):
+    assert pace_on(HALFWAY, current=current) == (expected, expected)
+
+
+def test_the_shortfall_is_exact_not_rounded():
+    # 0.4 of 100 short by a hair: the shortfall is just past 0.10
+    assert pace_on(HALFWAY, current="39.999999", low="100.00") == ("at_risk", "at_risk")
+
+
+def test_before_the_start_nothing_is_expected_so_every_pace_is_on_track():
+    assert pace_on(date(2026, 9, 1)) == ("on_track", "on_track")
+
+
+def test_after_the_end_everything_is_expected():
+    assert pace_on(date(2027, 1, 5), current="0.70") == ("off_track", "off_track")
+    assert pace_on(date(2027, 1, 5), current="0.80") == ("at_risk", "at_risk")
+    assert pace_on(date(2027, 1, 5), current="0.90") == ("on_track", "on_track")
+
+
+@pytest.mark.parametrize("confidence, expected", [("0.90", "on_track"), ("0.50", "at_risk"), ("0.10", "off_track")])
+def test_without_both_dates_the_status_is_the_confidences(confidence, expected):
+    exact = Fraction(0)  # far behind any pace, but no pace is known
+    assert progress.pace_status("positive", exact, None) is None
+    assert progress.key_result_status(confidence, True, "positive", exact, None, False) == expected
+
+
+def test_a_baseline_has_no_pace_and_takes_the_confidences_status():
+    assert progress.pace_status("baseline", None, Fraction(1)) is None
+    assert progress.key_result_status("0.50", True, "baseline", None, Fraction(1), True) == "at_risk"
+
+
+@pytest.mark.parametrize("confidence, pace_current, expected", [
+    ("0.90", "0.20", "off_track"),  # confident but far behind: the pace's
+    ("0.30", "0.90", "off_track"),  # ahead but unsure: the confidence's
+    ("0.50", "0.40", "at_risk"),
+    ("0.90", "0.45", "on_track"),
+])
+def test_the_status_is_the_worse_of_pace_and_confidence(confidence, pace_current, expected):
+    exact = key_result_progress("positive", "0.00", pace_current, "1.00", None)
+    assert progress.key_result_status(confidence, True, "positive", exact, Fraction(1, 2), False) == expected
+
+
+@pytest.mark.parametrize("kind, start, current, low", [
+    ("milestone", "0.00", "1.00", "1.00"),
+    ("positive", "0.00", "120.00", "100.00"),  # past a positive target
+    ("negative", "10.00", "4.00", "4.00"),     # down to a negative target
+])
+def test_done_at_full_progress_whatever_the_confidence_or_the_date(kind, start, current, low):
+    exact = key_result_progress(kind, start, current, low, None)
+    assert progress.key_result_status("0.10", True, kind, exact, Fraction(1, 2), False) == "done"
+    assert progress.key_result_status("0.10", True, kind, exact, None, False) == "done"
+    assert progress.key_result_status("0.10", True, kind, Fraction(99, 100), None, False) == "off_track"
+
+
+@pytest.mark.parametrize("today, current, expected", [
+    (HALFWAY, "2.00", ("on_track", "on_track")),     # inside the band before the end: on track, never done
+    (HALFWAY, "5.00", ("off_track", "off_track")),   # outside it
+    (date(2026, 12, 30), "2.00", ("on_track", "on_track")),  # its last day: not yet ended
+    (date(2027, 1, 1), "2.00", ("on_track", "done")),  # ended inside the band
+    (date(2027, 1, 1), "0.50", ("off_track", "off_track")),
+])
+def test_a_range_is_on_track_in_its_band_and_done_only_once_its_cycle_ended(today, current, expected):
+    assert pace_on(today, kind="range", current=current, low="1.00", high="4.00") == expected
+
+
+def test_no_update_until_a_checkin_since_creation_but_done_first():
+    far_behind = Fraction(0)
+    assert progress.key_result_status("0.90", False, "positive", far_behind, Fraction(1, 2), False) == "no_update"
+    assert progress.key_result_status("0.90", False, "milestone", Fraction(1), Fraction(1, 2), False) == "done"
+
+
+def test_statuses_are_ordered_worst_first_once():
+    assert progress.STATUSES == ("off_track", "at_risk", "no_update", "on_track", "done")
+    assert progress.worst(["done", "on_track", None, "no_update"]) == "no_update"
+    assert progress.worst([None]) is None
+
+
+@pytest.mark.parametrize("key_results, children, expected", [
+    (["on_track", "at_risk", "done"], ["off_track"], "at_risk"),  # its own key results, not its children
+    (["done", "done"], ["off_track"], "done"),                     # done only when all are
+    (["done", "on_track"], [], "on_track"),
+    ([], ["on_track", "off_track", None], "off_track"),            # none of its own: its children's worst
+    ([], ["done", "done"], "done"),
+    ([], [], None),
+    ([], [None], None),
+])
+def test_an_objectives_status(key_results, children, expected):
+    assert progress.objective_status(key_results, children) == expected
+
+
+def test_status_counts_name_every_status_zeros_included():
+    assert progress.status_counts(["done", "at_risk", "done"]) == {
+        "off_track": 0, "at_risk": 1, "no_update": 0, "on_track": 0, "done": 2}
+    assert list(progress.status_counts([])) == list(progress.STATUSES)

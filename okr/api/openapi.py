@@ -16,7 +16,7 @@ from flask import Blueprint, current_app
 from flask import request as incoming  # build_document has a `request` of its own
 from marshmallow import Schema, fields
 
-from .. import settings
+from .. import progress, settings
 from ..progress import STALE_AFTER
 from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
@@ -229,16 +229,32 @@ def progress_field():
         "description": "From 0.00 to 1.00; null where nothing has a progress (only baselines, or nothing)."})
 
 
+# Worst first, as okr.progress.STATUSES orders them.
+STATUS_ENUM = list(progress.STATUSES)
+PACE_ENUM = ["off_track", "at_risk", "on_track"]
+
+
 class KeyResultNode(KeyResultDetails):
     start_value = decimal_field(metadata={"description": "The value of its first check-in."})
     progress = progress_field()
     status = fields.String(required=True, metadata={
-        "enum": ["on_track", "at_risk", "off_track", "no_update"],
-        "description": "From the confidence (at least 0.70 on track, at least 0.40 at risk, else off track); "
-                       "no_update while it has had no check-in since it was created."})
+        "enum": STATUS_ENUM,
+        "description": "done when its progress is exactly 1 (a range: in its band once its cycle has ended); "
+                       "no_update while it has had no check-in since it was created; else the worse of pace_status "
+                       "and the confidence's status (at least 0.70 on track, at least 0.40 at risk, else off "
+                       "track)."})
     stale = fields.Boolean(required=True, metadata={
         "description": f"No check-in for more than {STALE_AFTER.days} days (never in a finished cycle)."})
     last_checkin_at = timestamp_field()
+    expected_progress = fields.String(required=True, allow_none=True, metadata={
+        "pattern": PROGRESS, "example": "0.50",
+        "description": "How much of its cycle has gone by (0.00 to 1.00): the progress expected by now; null when "
+                       "its cycle lacks a start or an end date."})
+    pace_status = fields.String(required=True, allow_none=True, metadata={
+        "enum": [*PACE_ENUM, None],
+        "description": "expected_progress minus progress: at most 0.10 on track, at most 0.25 at risk, else off "
+                       "track (a range: on track inside its band, off track outside); null without "
+                       "expected_progress or for a baseline."})
 
 
 class ObjectiveNode(Objective):
@@ -247,13 +263,34 @@ class ObjectiveNode(Objective):
         "enum": ["key_results", "children", None],
         "description": "key_results: the mean of its own key results' progress; children: it has no key results, "
                        "so the mean of its aligned children's in its cycle (recursively); null: no progress."})
+    status = fields.String(required=True, allow_none=True, metadata={
+        "enum": [*STATUS_ENUM, None],
+        "description": "The worst of its key results' statuses (done only when all are done); without key results, "
+                       "the worst of its aligned children's in its cycle; null when there is none."})
     key_results = fields.List(fields.Nested(KeyResultNode), required=True)
     # Recursive: descendants in creation order.
     children = fields.List(fields.Nested(lambda: ObjectiveNode), required=True)
 
 
+class StatusCounts(Schema):
+    off_track = fields.Integer(required=True, metadata={"minimum": 0})
+    at_risk = fields.Integer(required=True, metadata={"minimum": 0})
+    no_update = fields.Integer(required=True, metadata={"minimum": 0})
+    on_track = fields.Integer(required=True, metadata={"minimum": 0})
+    done = fields.Integer(required=True, metadata={"minimum": 0})
+
+
+class ReportCycle(CycleDetails):
+    elapsed = fields.String(required=True, allow_none=True, metadata={
+        "pattern": PROGRESS, "example": "0.50",
+        "description": "How much of the cycle has gone by today (UTC), from 0.00 to 1.00; null unless it has both "
+                       "dates."})
+    status_counts = fields.Nested(StatusCounts, required=True, metadata={
+        "description": "How many of the report's key results have each status."})
+
+
 class CycleReport(Schema):
-    cycle = fields.Nested(CycleDetails, required=True)
+    cycle = fields.Nested(ReportCycle, required=True)
     progress = progress_field()
     objectives_count = fields.Integer(required=True, metadata={"minimum": 0})
     key_results_count = fields.Integer(required=True, metadata={"minimum": 0})

@@ -103,15 +103,17 @@ def reminders(db, now):
     """[{"person": user row, "key_results": [report nodes, each with "objective_name" and "cycle"]}]: who is
     reminded of which key results at now, in the order people were added."""
     today = now.date()
-    cycles = {row["id"]: cycle_details_json(row, today) for row in alignment.current_cycles(db, today)}
+    current = alignment.current_cycles(db, today)
+    cycles = {row["id"]: cycle_details_json(row, today) for row in current}
     if not cycles:
         return []
     stale = alignment.stale_by_time(now)  # a current cycle is not finished
+    pace = alignment.pace_test(current, today)
     waiting = {}
     for row in weekly_mail.cycle_key_results(db, cycles):
         if not progress.checkin_overdue(row["last_checkin_at"], now):
             continue
-        node = {**alignment.key_result_node(row, stale)[0], "objective_name": row["objective_name"],
+        node = {**alignment.key_result_node(row, stale, pace)[0], "objective_name": row["objective_name"],
                 "cycle": cycles[row["cycle_id"]]}
         for person in {row["owner_id"], row["assignee_id"]} - {None}:
             waiting.setdefault(person, []).append(node)

@@ -38,9 +38,11 @@ def cycle_tree(cycle, moment, objectives, key_results):
     never stale."""
     shown = cycle_details_json(cycle, moment.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(moment)
-    roots, exact_by_objective = alignment_tree(objectives, key_results, stale)
+    pace = pace_test([cycle], moment.date())
+    roots, exact_by_objective, statuses = alignment_tree(objectives, key_results, stale, pace)
+    counts = progress.status_counts(statuses)
     return {
-        "cycle": shown,
+        "cycle": cycle_with_pace(shown, cycle, moment.date(), counts),
         "progress": progress.mean_figure(exact_by_objective),
         "objectives_count": len(objectives),
         "key_results_count": len(key_results),
@@ -72,14 +74,15 @@ def objective_report(db, objective_id, now):
     objectives, key_results = report_rows.objective_tree(db, objective_id)
     if not objectives:
         return None
-    roots, _ = alignment_tree(objectives, key_results, stale_test(db, now), root_id=objective_id)
+    roots, _, _ = alignment_tree(objectives, key_results, stale_test(db, now), pace_in_any_cycle(db, now),
+                              root_id=objective_id)
     return {"objective": roots[0]}
 
 
 def key_result_report(db, key_result_id, now):
     """One key result's report entry (as in a cycle report), or None if it is missing."""
     row = report_rows.key_result_with_history(db, key_result_id)
-    return None if row is None else key_result_node(row, stale_test(db, now))[0]
+    return None if row is None else key_result_node(row, stale_test(db, now), pace_in_any_cycle(db, now))[0]
 
 
 def never_stale(row):
@@ -98,21 +101,43 @@ def stale_test(db, now):
     return lambda row: row["cycle_id"] not in finished and by_time(row["last_checkin_at"])
 
 
-def alignment_tree(objectives, key_results, stale, root_id=None):
-    """The objectives' nodes as a forest, and each objective's exact progress.
+def cycle_with_pace(shown, cycle, today, counts):
+    """A report's cycle: its details (shown), how much of it has gone by on today (elapsed, two decimals; None
+    without both dates) and how many of the report's key results have each status (counts)."""
+    elapsed = progress.elapsed(cycle["starts_on"], cycle["ends_on"], today)
+    return {**shown, "elapsed": progress.figure(elapsed), "status_counts": counts}
+
+
+def pace_test(cycles, today):
+    """For a key-result row of one of these cycles (rows with id, starts_on, ends_on), on today (a date): its
+    expected progress (the cycle's elapsed fraction, None without both dates) and whether its cycle has ended."""
+    timing = {cycle["id"]: (progress.elapsed(cycle["starts_on"], cycle["ends_on"], today),
+                            progress.cycle_state(cycle["starts_on"], cycle["ends_on"], today) == "finished")
+              for cycle in cycles}
+    return lambda row: timing.get(row["cycle_id"], (None, False))
+
+
+def pace_in_any_cycle(db, now):
+    """pace_test for key results of any cycle, at now (an aware datetime)."""
+    return pace_test(stored_cycles.dates(db), now.date())
+
+
+def alignment_tree(objectives, key_results, stale, pace, root_id=None):
+    """The objectives' nodes as a forest, each objective's exact progress, and every key result's status.
 
     objectives and key_results come in creation order. An objective whose
     parent is not among them is a root; the others go in their parent's children.
-    stale tells whether a key-result row is stale. root_id, when given, is a root
+    stale tells whether a key-result row is stale; pace gives its expected progress (pace_test). root_id, when given, is a root
     whatever its parent (an objective report's top, even in a loop written behind the API's back).
     """
-    nodes, exact_of = {}, {}
+    nodes, exact_of, statuses = {}, {}, []
     for row in objectives:
-        nodes[row["id"]] = {**objective_json(row), "progress": None, "progress_from": None, "key_results": [],
-                            "children": []}
+        nodes[row["id"]] = {**objective_json(row), "progress": None, "progress_from": None, "status": None,
+                            "key_results": [], "children": []}
         exact_of[row["id"]] = []
     for row in key_results:
-        node, exact = key_result_node(row, stale)
+        node, exact = key_result_node(row, stale, pace)
+        statuses.append(node["status"])
         nodes[row["objective_id"]]["key_results"].append(node)
         exact_of[row["objective_id"]].append(exact)
     roots = []
@@ -122,12 +147,13 @@ def alignment_tree(objectives, key_results, stale, root_id=None):
         parent = None if row["id"] == root_id else nodes.get(row["parent_objective_id"])
         (parent["children"] if parent is not None else roots).append(node)
     roll_up(roots, exact_of)
-    return roots, list(exact_of.values())
+    return roots, list(exact_of.values()), statuses
 
 
 def roll_up(roots, exact_of):
     """Gives each objective without key results of its own its aligned children's progress (okr.progress.rolled_up),
-    children first; exact_of keeps each objective's own."""
+    and each objective its status (okr.progress.objective_status), children first; exact_of keeps each objective's
+    own progress."""
     order, stack = [], list(roots)
     while stack:
         node = stack.pop()
@@ -135,25 +161,31 @@ def roll_up(roots, exact_of):
         stack.extend(node["children"])
     rolled = {}
     for node in reversed(order):  # every child before its parent
-        value, source = progress.rolled_up(
-            exact_of[node["id"]], bool(node["key_results"]),
-            [rolled[child["id"]] for child in node["children"] if child["cycle_id"] == node["cycle_id"]])
+        kin = [child for child in node["children"] if child["cycle_id"] == node["cycle_id"]]
+        value, source = progress.rolled_up(exact_of[node["id"]], bool(node["key_results"]),
+                                           [rolled[child["id"]] for child in kin])
         rolled[node["id"]] = value
         node["progress"], node["progress_from"] = progress.figure(value), source
+        node["status"] = progress.objective_status((k["status"] for k in node["key_results"]),
+                                                   (child["status"] for child in kin))
 
 
-def key_result_node(row, stale):
+def key_result_node(row, stale, pace):
     """A key result's report entry, and its exact progress (None for a baseline).
 
-    stale tells whether the row (with its last_checkin_at and cycle_id) is stale."""
+    stale tells whether the row (with its last_checkin_at and cycle_id) is stale; pace gives its expected progress
+    and whether its cycle has ended (pace_test)."""
     exact = progress.key_result_progress(
         row["type"], row["start_value"], row["current_value"], row["target_value_min"], row["target_value_max"]
     )
+    expected, ended = pace(row)
     return {
         **key_result_details_json(row),
         "start_value": row["start_value"],
         "progress": progress.figure(exact),
-        "status": progress.key_result_status(row["confidence"], row["updated"]),
+        "status": progress.key_result_status(row["confidence"], row["updated"], row["type"], exact, expected, ended),
         "stale": stale(row),
         "last_checkin_at": row["last_checkin_at"],
+        "expected_progress": progress.figure(expected),
+        "pace_status": progress.pace_status(row["type"], exact, expected),
     }, exact

@@ -22,9 +22,11 @@ from math import gcd
 from .. import progress
 from ..records import cycle_details_json, objective_json
 from ..store import reports as report_rows
-from .alignment import key_result_node, never_stale, stale_by_time, stale_test
+from .alignment import (cycle_with_pace, key_result_node, never_stale, pace_in_any_cycle, pace_test, stale_by_time,
+                        stale_test)
 
 FLUSH_BYTES = 1 << 16
+NO_RANK = len(progress.STATUSES)  # an objective without key results of its own
 
 
 def write_cycle_report(db, cycle, now, out, encode, team_id=None, assignee_id=None):
@@ -33,8 +35,9 @@ def write_cycle_report(db, cycle, now, out, encode, team_id=None, assignee_id=No
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
     with Tree(encode) as tree:
-        tree.read(objectives, key_results, stale)
+        tree.read(objectives, key_results, stale, pace_test([cycle], now.date()))
         tree.roll_up()
+        shown = cycle_with_pace(shown, cycle, now.date(), progress.status_counts(tree.key_result_statuses))
         out.write((f'{{"cycle":{encode(shown)},"progress":{encode(progress.mean_figure(tree.own))},'
                    f'"objectives_count":{len(tree.own)},"key_results_count":{tree.key_results_count},'
                    '"objectives":').encode())
@@ -46,7 +49,8 @@ def write_objective_report(db, objective_id, now, out, encode):
     """Writes the JSON of okr.reports.alignment.objective_report(db, objective_id, now) to the binary file out; False
     (writing nothing) when the objective is missing."""
     with Tree(encode) as tree:
-        tree.read(*report_rows.streamed_objective_tree(db, objective_id), stale_test(db, now), root_id=objective_id)
+        tree.read(*report_rows.streamed_objective_tree(db, objective_id), stale_test(db, now),
+                  pace_in_any_cycle(db, now), root_id=objective_id)
         if not tree.own:
             return False
         tree.roll_up()
@@ -134,7 +138,10 @@ class Tree:
         # key result the next one's (-1: none).
         self.first, self.last, self.next = array("q"), array("q"), array("q")
         self.means = Means()
-        self.own = self.roots = self.children = self.rolled = self.sources = None
+        # The rank (okr.progress.RANK) of the worst status among each objective's key results (NO_RANK: none),
+        # and every key result's status, in reading order.
+        self.worst, self.key_result_statuses = array("b"), []
+        self.own = self.roots = self.children = self.rolled = self.sources = self.statuses = None
 
     @property
     def key_results_count(self):
@@ -147,7 +154,7 @@ class Tree:
         self.objective_file.close()
         self.key_result_file.close()
 
-    def read(self, objectives, key_results, stale, root_id=None):
+    def read(self, objectives, key_results, stale, pace, root_id=None):
         """Reads the objectives, then the key results, each in creation order."""
         cycles = {}
         objective_texts = Texts(self.objective_file, self.encode, self.objective_ends, strip=1)
@@ -158,12 +165,15 @@ class Tree:
             objective_texts.add(objective_json(row))  # without its closing brace: more fields follow
             self.first.append(-1)
             self.last.append(-1)
+            self.worst.append(NO_RANK)
             self.means.append()
         objective_texts.flush()
         key_result_texts = Texts(self.key_result_file, self.encode, self.key_result_ends)
         index, first, last, chain, means = self.index, self.first, self.last, self.next, self.means
+        worst, statuses, rank = self.worst, self.key_result_statuses, progress.RANK
         for row in key_results:
-            node, value = key_result_node(row, stale)
+            node, value = key_result_node(row, stale, pace)
+            statuses.append(node["status"])
             key_result_texts.add(node)
             position, objective = len(chain), index[row["objective_id"]]
             chain.append(-1)
@@ -173,13 +183,14 @@ class Tree:
                 chain[last[objective]] = position
             last[objective] = position
             means.add(objective, value)
+            worst[objective] = min(worst[objective], rank[node["status"]])
         key_result_texts.flush()
         self.own = [means.mean(position) for position in range(len(self.parents))]
         self.means = None
 
     def roll_up(self):
         """Finds the roots and each objective's children, in creation order, and each one's rolled-up progress
-        and its source (okr.reports.alignment.roll_up)."""
+        and its source, and each one's status (okr.reports.alignment.roll_up)."""
         count = len(self.own)
         self.roots, self.children = roots, children = [], [None] * count
         for position, parent in enumerate(self.parents):
@@ -198,18 +209,21 @@ class Tree:
             stack.extend(children[position] or ())
         self.rolled = rolled = [None] * count
         self.sources = sources = [None] * count
-        cycles, first = self.cycles, self.first
+        self.statuses = statuses = [None] * count
+        cycles, first, worst = self.cycles, self.first, self.worst
         for position in reversed(order):  # every child before its parent
+            kin = [kid for kid in children[position] or () if cycles[kid] == cycles[position]]
             rolled[position], sources[position] = progress.rolled_up(
-                self.own[position], first[position] >= 0,
-                [rolled[kid] for kid in children[position] or () if cycles[kid] == cycles[position]])
+                self.own[position], first[position] >= 0, [rolled[kid] for kid in kin])
+            own = () if worst[position] == NO_RANK else (progress.STATUSES[worst[position]],)
+            statuses[position] = progress.objective_status(own, (statuses[kid] for kid in kin))
 
     def write(self, out, roots, bare=False):
         """Writes the JSON array of the nodes at roots with everything below them (bare: the one node at roots,
         not in an array)."""
         objective_fd, key_result_fd = self.objective_file.fileno(), self.key_result_file.fileno()
         objective_ends, key_result_ends, first, chain = self.objective_ends, self.key_result_ends, self.first, self.next
-        children, rolled, sources = self.children, self.rolled, self.sources
+        children, rolled, sources, statuses = self.children, self.rolled, self.sources, self.statuses
         encoded = {}  # a figure or a source: its JSON, as bytes (a few hundred different ones)
 
         def encode(value):
@@ -229,7 +243,8 @@ class Tree:
                     chunks.append(b",")
                 opened[-1] = False
                 chunks += (text, b',"progress":', encode(progress.figure(rolled[position])), b',"progress_from":',
-                           encode(sources[position]), b',"key_results":[')
+                           encode(sources[position]), b',"status":', encode(statuses[position]),
+                           b',"key_results":[')
                 size += len(text) + 64
                 key_result, comma = first[position], False
                 while key_result >= 0:
@@ -265,17 +280,21 @@ def cycle_summary(db, cycle, now):
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
     index, means = {}, Means()
+    pace = pace_test([cycle], now.date())
     for row in objectives:
         index[row["id"]] = len(index)
         means.append()
     at_risk = stale_count = waiting = count = 0
+    statuses = []
     for row in key_results:
-        node, value = key_result_node(row, stale)
+        node, value = key_result_node(row, stale, pace)
+        statuses.append(node["status"])
         means.add(index[row["objective_id"]], value)
         at_risk += node["status"] in ("at_risk", "off_track")
         waiting += node["status"] == "no_update"
         stale_count += node["stale"]
         count += 1
     own = [means.mean(position) for position in range(len(index))]
+    shown = cycle_with_pace(shown, cycle, now.date(), progress.status_counts(statuses))
     return {"cycle": shown, "progress": progress.mean_figure(own), "objectives_count": len(own),
             "key_results_count": count, "at_risk": at_risk, "stale": stale_count, "no_update": waiting}

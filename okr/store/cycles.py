@@ -151,6 +151,11 @@ def finished_ids(db, today):
     return {row[0] for row in db.execute("SELECT id FROM cycles WHERE ends_on < ?", (today.isoformat(),))}
 
 
+def dates(db):
+    """Every cycle's id, starts_on and ends_on: what a report of key results of any cycle paces them by."""
+    return db.execute("SELECT id, starts_on, ends_on FROM cycles").fetchall()
+
+
 def exists(db, cycle_id):
     """Whether a cycle with this id exists."""
     return db.execute("SELECT 1 FROM cycles WHERE id = ?", (cycle_id,)).fetchone() is not None

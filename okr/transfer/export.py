@@ -3,6 +3,7 @@ import csv
 import io
 import json
 
+from .. import progress
 from ..reports import alignment
 from ..store import reports as report_rows
 from ..store import sections
@@ -60,7 +61,7 @@ def section_rows(db, name, parse=json.loads):
 CSV_COLUMNS = ("objective_id", "objective", "team_id", "team", "assignee_id", "assignee", "key_result_id",
                "key_result", "type", "start_value", "current_value", "target_value_min", "target_value_max",
                "progress", "confidence", "status", "stale", "last_checkin_at", "owner_id", "owner",
-               "unit", "unit_position")
+               "unit", "unit_position", "expected_progress", "pace_status", "objective_status")
 # Free text, which a spreadsheet might take for a formula. The other columns are
 # ids, fixed words, timestamps and the service's own decimal strings, which stay
 # numbers ("-5.00" is minus five, not a formula).
@@ -74,9 +75,27 @@ def cycle_key_results(db, cycle_id, now):
     progress, status, stale and last check-in by the same rules. now is an aware
     datetime, for staleness.
     """
-    stale = alignment.stale_test(db, now)
+    stale, pace = alignment.stale_test(db, now), alignment.pace_in_any_cycle(db, now)
     for row in report_rows.spreadsheet_rows(db, cycle_id):
-        yield row, alignment.key_result_node(row, stale)[0]
+        yield row, alignment.key_result_node(row, stale, pace)[0]
+
+
+def with_objective_status(entries):
+    """Yields (row, entry, its objective's status) for cycle_key_results' entries: one objective's at a time are
+    held, whose key results give its status (okr.progress.objective_status, as in the report)."""
+    held = []
+    for row, node in entries:
+        if held and held[0][0]["objective_id"] != row["objective_id"]:
+            yield from objective_entries(held)
+            held = []
+        held.append((row, node))
+    yield from objective_entries(held)
+
+
+def objective_entries(held):
+    status = progress.objective_status((node["status"] for _, node in held), ())
+    for row, node in held:
+        yield row, node, status
 
 
 def spreadsheet_text(text):
@@ -91,7 +110,7 @@ def export_csv(db, cycle_id, out, now):
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
     count = 0
-    for row, node in cycle_key_results(db, cycle_id, now):
+    for row, node, objective_status in with_objective_status(cycle_key_results(db, cycle_id, now)):
         values = {
             "objective_id": row["objective_id"], "objective": row["objective_name"],
             "team_id": row["objective_team_id"], "team": row["team_name"],
@@ -103,6 +122,8 @@ def export_csv(db, cycle_id, out, now):
             "stale": "true" if node["stale"] else "false", "last_checkin_at": node["last_checkin_at"],
             "owner_id": node["owner_id"], "owner": row["owner_name"],
             "unit": node["unit"], "unit_position": node["unit_position"],
+            "expected_progress": node["expected_progress"], "pace_status": node["pace_status"],
+            "objective_status": objective_status,
         }
         writer.writerow([spreadsheet_text(values[column]) if column in TEXT_COLUMNS
                          else "" if values[column] is None else values[column] for column in CSV_COLUMNS])

@@ -42,7 +42,11 @@ def objective_html(o, team_names, user_names, sparks, now, links, out, headings=
     name = escape(o["name"])
     if headings is not None:
         name = f'<a href="{headings}{escape(o["id"])}">{name}</a>'
-    out.append(f'<article class=objective id="o-{escape(o["id"])}"><h3>{name}</h3><p class=meta>{meta}</p>')
+    status = o.get("status")
+    if status is not None:
+        meta += f' · <span class=status>{wording.STATUS_WORDS[status]}</span>'
+    out.append(f'<article class=objective id="o-{escape(o["id"])}"><h3>{name}</h3>'
+               f'<p class="meta {status or ""}">{meta}</p>')
     if o["description"]:
         out.append(f"<p class=description>{escape(wording.first_lines(o['description']))}</p>")
     if o["progress"] is not None:

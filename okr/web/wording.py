@@ -10,7 +10,7 @@ from .. import progress
 from ..rules.quantities import shown
 
 STATUS_WORDS = {"on_track": "on track", "at_risk": "at risk", "off_track": "off track",
-                "no_update": "no update yet"}
+                "no_update": "no update yet", "done": "done"}
 STATE_WORDS = {"current": "Current", "upcoming": "Upcoming", "finished": "Finished"}
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 

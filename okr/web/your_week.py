@@ -40,11 +40,12 @@ def week(db, person_id, now):
     details = {row["id"]: cycle_details_json(row, today) for row in cycles}
     order = {row["id"]: position for position, row in enumerate(cycles)}
     stale = alignment.stale_by_time(now)  # a current cycle is not finished
+    pace = alignment.pace_test(cycles, today)
     key_results = []
     if cycles:
         rows = your_week.key_results_of(db, person_id, details)
         for row in rows:
-            node = alignment.key_result_node(row, stale)[0]
+            node = alignment.key_result_node(row, stale, pace)[0]
             node["objective_name"] = row["objective_name"]
             node["cycle"] = details[row["cycle_id"]]
             node["needs_update"] = needs_update(node, now)

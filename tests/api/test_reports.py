@@ -25,9 +25,13 @@ from helpers import (
 from okr.store.reports import recent_values
 
 UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
-KR_EXTRAS = ["owner_id", "unit", "unit_position", "start_value", "progress", "status", "stale", "last_checkin_at"]
-OBJECTIVE_EXTRAS = ["progress", "progress_from", "key_results", "children"]
+KR_EXTRAS = ["owner_id", "unit", "unit_position", "start_value", "progress", "status", "stale", "last_checkin_at",
+             "expected_progress", "pace_status"]
+OBJECTIVE_EXTRAS = ["progress", "progress_from", "status", "key_results", "children"]
 CYCLE_EXTRAS = {"starts_on": None, "ends_on": None, "state": "current"}
+NO_STATUSES = {"off_track": 0, "at_risk": 0, "no_update": 0, "on_track": 0, "done": 0}
+# What a report's cycle adds to the cycle's own fields: an undated cycle has no elapsed fraction.
+REPORT_CYCLE_EXTRAS = {**CYCLE_EXTRAS, "elapsed": None}
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -228,7 +232,7 @@ def test_cycle_mean_weighs_objectives_not_key_results(client, cycle):
 
 def test_empty_cycle_report(client, cycle):
     report = cycle_report(client, cycle["id"])
-    assert report == {"cycle": {**cycle, **CYCLE_EXTRAS}, "progress": None, "objectives_count": 0,
+    assert report == {"cycle": {**cycle, **REPORT_CYCLE_EXTRAS, "status_counts": NO_STATUSES}, "progress": None, "objectives_count": 0,
                       "key_results_count": 0, "objectives": []}
 
 
@@ -330,8 +334,10 @@ def test_report_fields_in_order(client, runner, cycle):
     assert response.status_code == 200
     report = response.get_json()
     assert list(report) == ["cycle", "progress", "objectives_count", "key_results_count", "objectives"]
-    assert report["cycle"] == {**fetch(client, f"/v1/cycles/{cycle['id']}"), **CYCLE_EXTRAS}
-    assert list(report["cycle"]) == ["id", "name", "created_at", "starts_on", "ends_on", "state"]
+    assert report["cycle"] == {**fetch(client, f"/v1/cycles/{cycle['id']}"), **REPORT_CYCLE_EXTRAS,
+                               "status_counts": {**NO_STATUSES, "no_update": 1}}
+    assert list(report["cycle"]) == ["id", "name", "created_at", "starts_on", "ends_on", "state", "elapsed",
+                                     "status_counts"]
     [node] = report["objectives"]
     stored = fetch(client, f"/v1/objectives/{objective['id']}")
     assert set(stored) == OBJECTIVE_FIELDS
@@ -548,7 +554,8 @@ def test_filter_with_an_unknown_id_keeps_nothing(client, world):
     report = cycle_report(client, world["cycle"], team_id=UNKNOWN)
     assert (report["objectives"], report["objectives_count"], report["key_results_count"],
             report["progress"]) == ([], 0, 0, None)
-    assert report["cycle"] == {**fetch(client, f"/v1/cycles/{world['cycle']}"), **CYCLE_EXTRAS}
+    assert report["cycle"] == {**fetch(client, f"/v1/cycles/{world['cycle']}"), **REPORT_CYCLE_EXTRAS,
+                               "status_counts": NO_STATUSES}
 
 
 def test_filtered_tree_keeps_alignment_among_what_it_keeps(client, world):

@@ -97,17 +97,19 @@ def test_the_reports_carry_the_unit(client, cycle, objective, key_result):
     assert objective_node["key_results"][0]["unit"] == "ms"
 
 
-def test_the_csv_report_ends_with_the_unit_columns(client, cycle, objective, key_result):
+def test_the_csv_report_has_the_unit_columns_after_the_earlier_ones(client, cycle, objective, key_result):
     make_key_result(client, objective["id"], "No unit")
     patched(client, key_result["id"], {"unit": "=SUM(A1)", "unit_position": "before"})
     response = client.get(f"/v1/cycles/{cycle['id']}/report.csv")
     assert response.status_code == 200
     rows = list(csv.reader(io.StringIO(response.get_data().decode("utf-8-sig"), newline="")))
-    assert rows[0][-2:] == ["unit", "unit_position"]
-    by_id = {row[rows[0].index("key_result_id")]: row for row in rows[1:]}
-    assert by_id[key_result["id"]][-2:] == ["'=SUM(A1)", "before"]  # free text, so never a formula
+    header = rows[0]
+    at = header.index("unit")
+    assert header[at - 2:at + 2] == ["owner_id", "owner", "unit", "unit_position"]  # the earlier columns keep their places
+    by_id = {row[header.index("key_result_id")]: row for row in rows[1:]}
+    assert by_id[key_result["id"]][at:at + 2] == ["'=SUM(A1)", "before"]  # free text, so never a formula
     [other] = [row for key, row in by_id.items() if key != key_result["id"]]
-    assert other[-2:] == ["", ""]
+    assert other[at:at + 2] == ["", ""]
 
 
 def test_the_openapi_document_describes_the_patch_and_report_fields(client):

@@ -734,7 +734,7 @@ def test_merge_refuses_an_email_another_user_has(app, seeded, tmp_path):
 CSV_HEADER = ["objective_id", "objective", "team_id", "team", "assignee_id", "assignee", "key_result_id",
               "key_result", "type", "start_value", "current_value", "target_value_min", "target_value_max",
               "progress", "confidence", "status", "stale", "last_checkin_at", "owner_id", "owner", "unit",
-              "unit_position"]
+              "unit_position", "expected_progress", "pace_status", "objective_status"]  # the last five appended later
 
 
 def read_csv(path):
@@ -766,9 +766,10 @@ def test_csv_of_a_cycle_has_one_row_per_key_result_with_the_reports_figures(app,
         assert row["objective_id"] == objective["id"]
         for column in ("type", "start_value", "current_value", "confidence", "status", "last_checkin_at"):
             assert row[column] == node[column], column
-        for column in ("progress", "target_value_min", "target_value_max"):
+        for column in ("progress", "target_value_min", "target_value_max", "expected_progress", "pace_status"):
             assert row[column] == (node[column] or ""), column
         assert row["stale"] == str(node["stale"]).lower()
+        assert row["objective_status"] == objective["status"]
     by_type = {row["type"]: row for row in rows}
     assert by_type["negative"]["target_value_min"] == "-5.00"  # a number, not escaped
     assert by_type["negative"]["current_value"] == "-7.50"

@@ -225,6 +225,10 @@ def seed(api, database, users):
     ids["growth_kr"] = key_result(ids["growth_objective"], "Double weekly sign-ups", type="positive",
                                   current_value="900", target_value_min="2000", confidence="0.75")
     check_in(ids["growth_kr"], "1100", comment="Launch week")
+    # Last quarter's, done: a status of its own colour, which the accessibility check sees on that cycle's page.
+    ids["shipped"] = key_result(objective("Ship the beta", cycle_id=ids["old_cycle"]), "Open the beta",
+                                type="milestone", confidence="0.8")
+    check_in(ids["shipped"], "1")
     return ids
 
 
@@ -599,6 +603,8 @@ def test_accessibility(browser, service):
             ("cycle page filtered", f"/cycles/{ids['cycle']}?team_id={ids['growth']}"),
             ("key-result page", f"/keyresults/{ids['positive']}"),
             ("range key-result page", f"/keyresults/{ids['range']}"),
+            ("cycle page with done objectives", f"/cycles/{ids['old_cycle']}"),
+            ("done key-result page", f"/keyresults/{ids['shipped']}"),
             ("404 page", "/keyresults/00000000-0000-4000-8000-000000000000"),
         ]:
             page.goto(service.url(path))
