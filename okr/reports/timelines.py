@@ -12,6 +12,10 @@ from decimal import Decimal
 from .. import progress
 from ..store import timelines as stored
 
+# A cycle with more objectives than this has one burn-up point a week (and today's), not one a day: each point
+# is the mean over all of them, which a 1,000-objective cycle's page would otherwise take most of its time on.
+DAILY_UP_TO = 250
+
 
 def day_of(timestamp):
     """The UTC day of a stored timestamp (2026-11-22T10:15:30Z)."""
@@ -94,48 +98,72 @@ def span(starts_on, ends_on, points_days):
 
 
 class Replay:
-    """Key results' progress replayed day by day from their check-ins (tuples of okr.store.timelines.COLUMNS, each
-    key result's in the order made)."""
+    """Key results' progress replayed day by day from their check-ins: key_results and checkins as
+    okr.store.timelines reads them, each key result's check-ins in the order made."""
 
-    def __init__(self, checkins):
-        self.changes = defaultdict(list)  # day: [(key result, value)], in the order made
-        self.meta = {}  # key result: (objective, type, start, low, high)
-        for key_result, objective, kind, low, high, value, created_at in checkins:
-            if key_result not in self.meta:
-                self.meta[key_result] = (objective, kind, value, low, high)  # the first: its start value
-            self.changes[day_of(created_at)].append((key_result, value))
+    def __init__(self, key_results, checkins):
+        last, starts = {}, {}  # (key result, day as text): the day's last value; key result: its first value
+        for key_result, value, created_at in checkins:
+            if key_result not in starts:
+                starts[key_result] = value
+            last[key_result, created_at[:10]] = value
+        self.changes = defaultdict(list)  # day: [(key result, value)]
+        for (key_result, day), value in last.items():
+            self.changes[day].append((key_result, value))
+        self.changes = {date.fromisoformat(day): changed for day, changed in self.changes.items()}
+        # key result: (objective, type, start, low, high), of those with a check-in
+        self.meta = {row[0]: (row[1], row[2], starts[row[0]], row[3], row[4]) for row in key_results
+                     if row[0] in starts}
+        self.pending = {}  # key result: its value since the last point
+        self.values = {}  # key result: its value at the last point
         self.by_objective = defaultdict(dict)  # objective: {key result: progress}, of those that exist by now
+        self.known = {}  # the progress of each (type, start, value, low, high) met: many repeat (0, 1, a range's)
 
     def days_with_changes(self):
         return sorted(self.changes)
 
     def apply(self, day):
-        """Brings each key result to how it stood at the end of day; the objectives whose key results changed."""
-        touched = set()
+        """Takes in the values of day's check-ins (each key result's last that day)."""
         for key_result, value in self.changes.get(day, ()):
+            self.pending[key_result] = value
+
+    def settle(self):
+        """Brings each key result's progress to its latest value: the objectives whose key results' changed."""
+        touched = set()
+        for key_result, value in self.pending.items():
+            if self.values.get(key_result) == value:
+                continue  # the same value, the same progress
+            self.values[key_result] = value
             objective, kind, start, low, high = self.meta[key_result]
-            exact = progress.key_result_progress(kind, start, value, low, high)
+            figures = (kind, start, value, low, high)
+            exact = self.known.get(figures)
+            if exact is None and figures not in self.known:
+                exact = self.known[figures] = progress.key_result_progress(*figures)
             self.by_objective[objective][key_result] = exact
             touched.add(objective)
+        self.pending = {}
         return touched
 
     def own(self, objective):
         """An objective's own progress as it stands: the mean of its key results' (okr.progress.mean)."""
         return progress.mean(self.by_objective[objective].values())
 
-    def series(self, first, last, measure):
-        """[(day, measure(touched objectives) as it stood)] for every day from first to last; measure is called
-        once before first (with the changes up to then) and then only on a day with changes."""
-        pending = [day for day in self.days_with_changes() if day < first]
-        touched = set()
-        for day in pending:
-            touched |= self.apply(day)
-        current = measure(touched)
-        shown = []
-        for day in days(first, last):
-            if day in self.changes:
-                current = measure(self.apply(day))
-            shown.append((day, current))
+    def series(self, first, last, measure, step=1):
+        """[(day, measure(touched objectives) as it stood)] from first to last, a point every step days and on
+        last; measure is called once before first (with the changes up to then) and then only at a point after a
+        change."""
+        for day in self.days_with_changes():
+            if day < first:
+                self.apply(day)
+        current = measure(self.settle())
+        shown, spanned = [], days(first, last)
+        for index, day in enumerate(spanned):
+            self.apply(day)
+            if index % step == 0 or index == len(spanned) - 1:
+                touched = self.settle()
+                if touched:
+                    current = measure(touched)
+                shown.append((day, current))
         return shown
 
 
@@ -143,19 +171,26 @@ def cycle_progress(db, cycle, today, team_id=None, assignee_id=None):
     """A cycle's burn-up (see with_expected), a progress figure or None a day from its start (or first
     check-in) to today or its end: the mean over its objectives of each one's own progress, as its report
     figures it today (okr.reports.alignment.cycle_tree: okr.progress.mean_figure). None: nothing to draw."""
-    replay = Replay(stored.cycle_checkins(db, cycle["id"], team_id, assignee_id))
+    replay = Replay(*stored.cycle_checkins(db, cycle["id"], team_id, assignee_id))
     found = span(cycle["starts_on"], cycle["ends_on"], replay.days_with_changes())
     if found is None:
         return None
     first, last = found
-    own = {}
+    own, figured = {}, []
 
     def measure(touched):
+        changed = False
         for objective in touched:
-            own[objective] = replay.own(objective)
-        return progress.mean_figure(own.values())
+            value = replay.own(objective)
+            changed = changed or objective not in own or own[objective] != value
+            own[objective] = value
+        if changed or not figured:
+            figured[:] = [progress.mean_figure(own.values())]
+        return figured[0]
 
-    return with_expected(replay.series(first, min(last, today), measure), first, last, cycle["starts_on"],
+    objectives = len({objective for objective, *_ in replay.meta.values()})
+    step = 1 if objectives <= DAILY_UP_TO else 7
+    return with_expected(replay.series(first, min(last, today), measure, step), first, last, cycle["starts_on"],
                          cycle["ends_on"])
 
 
@@ -163,7 +198,7 @@ def objective_progress(db, node, today, starts_on=None, ends_on=None):
     """An objective's progress over time (see with_expected), a figure or None a day, rolled up from its
     aligned objectives of its cycle when it has none of its own key results (okr.progress.rolled_up), as its page
     shows it today; None when there is nothing to draw. node is its report node (okr.reports.alignment)."""
-    replay = Replay(stored.objective_checkins(db, node["id"]))
+    replay = Replay(*stored.objective_checkins(db, node["id"]))
     found = span(starts_on, ends_on, replay.days_with_changes())
     if found is None:
         return None

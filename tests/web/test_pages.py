@@ -450,13 +450,15 @@ def test_key_result_history_is_newest_first_with_headers(client, history):
     assert "Ada Lovelace" not in rows[1].text
 
 
-@pytest.mark.parametrize("key, lines", [("positive", 1), ("range", 2), ("done", 1), ("baseline", 0)])
-def test_key_result_chart_draws_its_targets(client, tree, key, lines):
+@pytest.mark.parametrize("key, lines, bands", [("positive", 1, 0), ("range", 0, 1), ("done", 1, 0),
+                                               ("baseline", 0, 0)])
+def test_key_result_chart_draws_its_targets(client, tree, key, lines, bands):
     doc = page(client, f"/keyresults/{tree['kr'][key]['id']}")
     chart = doc.one("svg", cls="chart")
     assert chart.attrs.get("role") == "img"
     assert (chart.attrs.get("aria-label") or "").strip(), "the chart has no accessible name"
     assert len(chart.find_all("line", cls="target")) == lines
+    assert len(chart.find_all("rect", cls="band")) == bands
 
 
 def test_key_result_form_is_prefilled_with_the_present_confidence(client, history):
