@@ -5,7 +5,8 @@ exist yet and counts for nothing, as in a report of that moment (okr.reports.ali
 point a day at most, from one read of the check-ins (okr.store.timelines), replayed in time order: a day without
 a check-in repeats the day before without recomputing it.
 """
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from datetime import date, timedelta
 from decimal import Decimal
 
@@ -15,6 +16,8 @@ from ..store import timelines as stored
 # A cycle with more objectives than this has one burn-up point a week (and today's), not one a day: each point
 # is the mean over all of them, which a 1,000-objective cycle's page would otherwise take most of its time on.
 DAILY_UP_TO = 250
+KEEP = 32  # burn-ups kept per process, the least recently shown dropped first
+KEPT, KEPT_LOCK = OrderedDict(), threading.Lock()
 
 
 def day_of(timestamp):
@@ -168,6 +171,23 @@ class Replay:
 
 
 def cycle_progress(db, cycle, today, team_id=None, assignee_id=None):
+    """cycle_progress_now, kept in this process until anything it depends on changes (okr.store.timelines.
+    cycle_fingerprint) or the day does: a wallboard reloads a big cycle's page every few minutes."""
+    key = (cycle["id"], cycle["starts_on"], cycle["ends_on"], today, team_id, assignee_id,
+           stored.cycle_fingerprint(db, cycle["id"]))
+    with KEPT_LOCK:
+        if key in KEPT:
+            KEPT.move_to_end(key)
+            return KEPT[key]
+    found = cycle_progress_now(db, cycle, today, team_id, assignee_id)
+    with KEPT_LOCK:
+        KEPT[key] = found
+        while len(KEPT) > KEEP:
+            KEPT.popitem(last=False)
+    return found
+
+
+def cycle_progress_now(db, cycle, today, team_id=None, assignee_id=None):
     """A cycle's burn-up (see with_expected), a progress figure or None a day from its start (or first
     check-in) to today or its end: the mean over its objectives of each one's own progress, as its report
     figures it today (okr.reports.alignment.cycle_tree: okr.progress.mean_figure). None: nothing to draw."""

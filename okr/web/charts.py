@@ -20,11 +20,12 @@ PLOT_W, PLOT_H = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
 def date_ticks(first, last):
     """The dates to mark on an axis from first to last: every day for a week or less, every 7 days from first for
-    up to 9 weeks, the first of each month up to about 13 months, else the first of each quarter's month."""
+    up to 6 weeks (never more than 8 marks: a phone shows them all), the first of each month up to about 13
+    months, else the first of each quarter's month."""
     length = (last - first).days
     if length <= 7:
         return [first + timedelta(days=n) for n in range(length + 1)]
-    if length <= 63:
+    if length <= 42:
         return [first + timedelta(days=n) for n in range(0, length + 1, 7)]
     months = 1 if length <= 400 else 3
     ticks, year, month = [], first.year, first.month
@@ -233,4 +234,5 @@ def status_bar(counts, words):
     if not legend:
         return Markup("")
     return Markup('<div class="status-counts"><svg class="status-bar" viewBox="0 0 100 10" '
-                  'preserveAspectRatio="none" aria-hidden="true">' + "".join(rects) + '</svg><ul class="legend">' + "".join(legend) + "</ul></div>")
+                  'preserveAspectRatio="none" aria-hidden="true">' + "".join(rects) + '</svg><ul class="legend">'
+                  + "".join(legend) + "</ul></div>")

@@ -302,3 +302,17 @@ def test_a_cycle_without_check_ins_or_dates_has_no_chart(client):
     cycle = make_cycle(client, "Empty")
     doc = page(client, f"/cycles/{cycle['id']}")
     assert not doc.find_all("svg", cls="chart") and not doc.find_all("div", cls="status-counts")
+
+
+def test_a_kept_burn_up_follows_a_new_check_in_and_an_edited_target(client, quarter):
+    """The burn-up is kept between views (okr.reports.timelines.KEPT) only while nothing it depends on changes."""
+    path = f"/cycles/{quarter['cycle']['id']}"
+    assert table_points(page(client, path))[-1] == ("6 Oct 2026", ["75%", "56%"])
+    assert table_points(page(client, path))[-1] == ("6 Oct 2026", ["75%", "56%"])  # kept
+    sales = quarter["sales"]["id"]
+    assert client.post(f"/v1/keyresults/{sales}/checkins", json={"value": "100"}).status_code == 200
+    # A: (1 + 0.5) / 2, B: 1 → 0.875, shown as 88% (half to even of 87.5 is 88)
+    assert table_points(page(client, path))[-1] == ("6 Oct 2026", ["88%", "56%"])
+    assert client.patch(f"/v1/keyresults/{sales}", json={"target_value_min": "200"}).status_code == 200
+    # sales now 100 of 200 from 0: A (0.5 + 0.5) / 2 → back to 75 %
+    assert table_points(page(client, path))[-1] == ("6 Oct 2026", ["75%", "56%"])

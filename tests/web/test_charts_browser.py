@@ -12,7 +12,7 @@ import pytest
 from okr import create_app
 from okr.cli.example_company import create_demo
 
-from helpers import HttpClient, free_port, start_service, stop_process
+from helpers import free_port, start_service, stop_process
 
 pytestmark = [pytest.mark.slow,  # a server and a browser
               pytest.mark.xdist_group("browser")]
@@ -36,10 +36,10 @@ def demo(browser, tmp_path_factory):
     create_demo(create_app, str(database), 7)
     process, http = start_service(free_port(), "--database", str(database), "--no-access-log")
     try:
-        cycles = http.get("/cycles", headers=BROWSER_ACCEPT).body.decode()
+        cycles = http.get("/cycles", headers=BROWSER_ACCEPT).payload.decode()
         # The first listed is the current cycle (Current comes first).
         cycle = re.findall(r'href="/cycles/([0-9a-f-]{36})"', cycles)[0]
-        tree = http.get(f"/cycles/{cycle}", headers=BROWSER_ACCEPT).body.decode()
+        tree = http.get(f"/cycles/{cycle}", headers=BROWSER_ACCEPT).payload.decode()
         objective = re.findall(r'href="/objectives/([0-9a-f-]{36})"', tree)[0]
         key_result = re.findall(r'href="/keyresults/([0-9a-f-]{36})"', tree)[0]
         yield http, folder, {"key-result": f"/keyresults/{key_result}", "objective": f"/objectives/{objective}",
@@ -66,7 +66,7 @@ def test_the_charts_read_well_in_light_and_dark_at_both_widths(browser, demo, sc
             assert chart.bounding_box()["width"] <= width, name
             assert chart.get_attribute("role") == "img" and chart.get_attribute("aria-label"), name
             assert page.locator("svg.chart text.date").count() >= 2, f"{name}: no dates on the axis"
-            assert page.locator("svg.chart text.today-label").inner_text() == "today", name
+            assert page.locator("svg.chart text.today-label").text_content() == "today", name
             table = page.locator("details.chart-table table")
             assert table.locator("tbody tr").count() >= 2 and table.locator("time[datetime]").count() >= 2, name
             assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{name} is wider than the window"
