@@ -14,10 +14,10 @@ from markupsafe import Markup
 from ..accounts import sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
-from ..reports import alignment
+from ..reports import alignment, timelines
 from ..rules.body_schemas import objective_schema, objective_update_schema
 from ..store import cycles, objectives, teams, users
-from . import editing
+from . import charts, editing
 from .tree import key_result_html
 from .views import bp, now
 
@@ -147,8 +147,12 @@ def show_objective(objective_id):
     parent = objectives.named(db, node["parent_objective_id"])
     links = request.script_root + "/keyresults/"
     key_results = Markup("".join(key_result_html(k, (), moment, links, people) for k in node["key_results"]))
+    line = timelines.objective_progress(db, node, moment.date(), cycle["starts_on"], cycle["ends_on"])
+    chart = None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
+                                                            line["expected"], moment.date())
     return render_template("objective.html", o=node, kind=KIND_WORDS[kind_of(node)], cycle=cycle, team=team,
-                           parent=parent, assignee=people.get(node["assignee_id"]), key_results=key_results)
+                           parent=parent, assignee=people.get(node["assignee_id"]), key_results=key_results,
+                           chart=chart)
 
 
 @bp.route("/objectives/new", methods=["GET", "POST"])

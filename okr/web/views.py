@@ -20,13 +20,13 @@ from ..accounts import access, passwords, sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
-from ..reports import alignment, spooled, streaming
+from ..reports import alignment, spooled, streaming, timelines
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, objectives, teams, users
 from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
-from . import forms, your_week, wording
+from . import charts, forms, your_week, wording
 from . import service_index
 from .errors import PageError
 from .tree import tree_html
@@ -148,8 +148,22 @@ def render_cycle(db, cycle, chosen):
         link_objectives=has_endpoint("web.show_objective"),
     )
     board = request.args.get("board", "") not in ("", "0")
+    line = timelines.cycle_progress(db, cycle, moment.date(), **chosen)
+    chart = None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
+                                                            line["expected"], moment.date())
     return render_template("cycle.html", report=report, chosen=chosen, teams=team_rows, users=user_rows, tree=tree,
-                           board=board, refresh=BOARD_REFRESH_SECONDS)
+                           board=board, refresh=BOARD_REFRESH_SECONDS, chart=chart,
+                           statuses=status_counts(report["objectives"]))
+
+
+def status_counts(roots):
+    """The bar of a cycle report's key results by status, counted from the report's own statuses (never
+    recomputed): the usual ones in their order, then any other."""
+    counts = {status: 0 for status in wording.STATUS_WORDS}
+    for objective in alignment.flattened(roots):
+        for key_result in objective["key_results"]:
+            counts[key_result["status"]] = counts.get(key_result["status"], 0) + 1
+    return charts.status_bar(list(counts.items()), wording.STATUS_WORDS)
 
 
 @bp.get("/cycles/<cycle_id>.csv")
@@ -267,10 +281,12 @@ def render_key_result(key_result_id, form=None, errors=None, confirm=None):
     owner = users.name_of(db, node["owner_id"])
     history = checkins.latest(db, key_result_id, HISTORY_ROWS + 1)
     shown = history[:HISTORY_ROWS]
-    targets = [t for t in (node["target_value_min"], node["target_value_max"]) if t is not None]
+    cycle = cycles.get(db, objective["cycle_id"])
     # A key result always has a first check-in, unless rows were deleted behind the API's back.
-    chart = wording.chart([(row["created_at"], row["value"]) for row in reversed(shown)], targets,
-                          unit=node["unit"], position=node["unit_position"]) if shown else None
+    line = timelines.key_result_timeline(db, node, cycle["starts_on"], cycle["ends_on"])
+    chart = None if line is None else charts.value_chart(
+        line["points"], line["first"], line["last"], node["type"], node["target_value_min"],
+        node["target_value_max"], line["expected"], moment.date(), node["unit"], node["unit_position"])
     if form is None:
         form = {"value": "", "confidence": wording.percent(node["confidence"]), "comment": "",
                 "done": "1" if Decimal(node["current_value"]) >= 1 else ""}  # a milestone's box says where it is

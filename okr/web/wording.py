@@ -98,14 +98,6 @@ def time_ago(timestamp, now):
     return "just now"
 
 
-def scale(values, size):
-    """Positions 0..size for values (Decimals), the lowest at 0; all equal: the middle."""
-    low, high = min(values), max(values)
-    if low == high:
-        return [size / 2 for _ in values]
-    return [float((value - low) / (high - low)) * size for value in values]
-
-
 def sparkline(values, width=60, height=16):
     """The points of a sparkline (an SVG polyline) of decimal strings; "" for fewer than two.
 
@@ -127,29 +119,3 @@ def spark_points(count, width):
     """ "0,{} 5,{} …": count points spread over width, their ys to fill in (a cycle page draws 4,000)."""
     step = width / (count - 1)
     return " ".join(f"{i * step:.0f},{{}}" for i in range(count))
-
-
-def chart(checkins, targets, width=600, height=200, pad=24, unit=None, position=None):
-    """Geometry of the value-over-time chart: the line's points, each target's y, the value range (its labels
-    with the unit).
-
-    checkins are (created_at, value) pairs in time order; targets are decimal strings.
-    """
-    values = [Decimal(value) for _, value in checkins] + [Decimal(t) for t in targets]
-    times = [progress.parse_timestamp(at).timestamp() for at, _ in checkins]
-    ys = scale(values, height - 2 * pad)
-    first, last = min(times), max(times)
-    span = last - first or 1
-    xs = [pad + (t - first) / span * (width - 2 * pad) if last > first else width / 2 for t in times]
-    y_of = [height - pad - y for y in ys]
-    points = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, y_of))
-    return {
-        "points": points,
-        "dots": list(zip(xs, y_of)),
-        "targets": [(shown(t, unit, position), y) for t, y in zip(targets, y_of[len(checkins):])],
-        "low": shown(str(min(values)), unit, position),
-        "high": shown(str(max(values)), unit, position),
-        "width": width,
-        "height": height,
-        "pad": pad,
-    }

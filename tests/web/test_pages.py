@@ -162,8 +162,10 @@ def test_dashboard_shows_each_cycles_progress_counts_at_risk_and_stale(client, t
     expected = report(client, tree["cycle"]["id"])
     statuses = [k["status"] for k in report_key_results(expected["objectives"])]
     assert expected["objectives_count"] == 3 and expected["key_results_count"] == 7
-    # Two at risk or off track; two with no check-in since they were made, which are not counted at risk.
-    assert sorted(s for s in statuses if s != "on_track") == ["at_risk", "no_update", "no_update", "off_track"]
+    # Two at risk or off track; two with no check-in since they were made, which are not counted at risk; one
+    # that has reached its target (done).
+    assert sorted(s for s in statuses if s != "on_track") == ["at_risk", "done", "no_update", "no_update",
+                                                              "off_track"], statuses
     assert len([k for k in report_key_results(expected["objectives"]) if k["stale"]]) == 1
     assert_progress(rich.one("progress"), expected["progress"])
     text = rich.text
@@ -450,13 +452,15 @@ def test_key_result_history_is_newest_first_with_headers(client, history):
     assert "Ada Lovelace" not in rows[1].text
 
 
-@pytest.mark.parametrize("key, lines", [("positive", 1), ("range", 2), ("done", 1), ("baseline", 0)])
-def test_key_result_chart_draws_its_targets(client, tree, key, lines):
+@pytest.mark.parametrize("key, lines, bands", [("positive", 1, 0), ("range", 0, 1), ("done", 1, 0),
+                                               ("baseline", 0, 0)])
+def test_key_result_chart_draws_its_targets(client, tree, key, lines, bands):
     doc = page(client, f"/keyresults/{tree['kr'][key]['id']}")
     chart = doc.one("svg", cls="chart")
     assert chart.attrs.get("role") == "img"
     assert (chart.attrs.get("aria-label") or "").strip(), "the chart has no accessible name"
     assert len(chart.find_all("line", cls="target")) == lines
+    assert len(chart.find_all("rect", cls="band")) == bands
 
 
 def test_key_result_form_is_prefilled_with_the_present_confidence(client, history):
