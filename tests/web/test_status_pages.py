@@ -40,7 +40,8 @@ def test_the_cycle_page_shows_each_objectives_status_and_done_key_results(client
         meta = article.one("p", cls="meta")
         status_of[article.one("h3").text] = (meta.classes, meta.one("span", cls="status").text)
     assert status_of == {"Ship": ({"meta", "done"}, "done"), "Late": ({"meta", "off_track"}, "off track")}
-    items = {item.one("a").text: item for item in tree.find_all("li") if item.classes & {"done", "off_track"}}
+    rows = [item for listing in tree.find_all("ul", cls="key-results") for item in listing.find_all("li")]
+    items = {item.one("a").text: item for item in rows if item.classes & {"done", "off_track"}}
     assert items["Launch"].classes == {"done"} and items["Launch"].one("span", cls="status").text == "done"
     assert items["Reach"].one("span", cls="status").text == "off track"
     key_result = page(client, f"/keyresults/{behind['id']}").one("p", cls="kr")
