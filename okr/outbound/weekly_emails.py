@@ -18,12 +18,12 @@ import logging
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .. import progress
 from ..records import cycle_details_json
 from ..reports import alignment
+from ..rules import percentages
 from ..store import weekly_mail
 from ..store.schema import connect
 from . import smtp
@@ -183,15 +183,12 @@ def link(base_url, path):
 
 
 def change_figure(now, before):
-    """ "+0.15" / "-0.10" / "no change" between two progress figures; None when either is missing."""
-    if now is None or before is None:
-        return None
-    difference = Decimal(now) - Decimal(before)
-    return "no change" if difference == 0 else f"{difference:+.2f}"
+    """ "+15 points" / "-10 points" / "no change" between two progress figures; None when either is missing."""
+    return percentages.points(now, before)
 
 
 def percent(figure):
-    return "no progress to show" if figure is None else f"{figure}"
+    return "no progress to show" if figure is None else percentages.percent(figure)
 
 
 def reminder_email(entry, base_url):
@@ -206,7 +203,7 @@ def reminder_email(entry, base_url):
         lines += [f"- {node['name']}",
                   f"  Objective: {node['objective_name']} (cycle {node['cycle']['name']})",
                   f"  Value {node['current_value']}, progress {percent(node['progress'])}, confidence "
-                  f"{node['confidence']}; last check-in {node['last_checkin_at'][:10]}",
+                  f"{percentages.percent(node['confidence'])}; last check-in {node['last_checkin_at'][:10]}",
                   f"  Check in: {link(base_url, '/keyresults/' + node['id'])}", ""]
     lines += [f"Your week, with all of them: {link(base_url, '/')}", "", footer(base_url)]
     return subject, "\n".join(lines) + "\n"
@@ -232,7 +229,8 @@ def digest_lines(digest):
     for checkin in digest["checkins"]:
         author = checkin["author_name"] or "someone"
         lines.append(f"- {checkin['created_at'][:10]} {author} on {checkin['key_result_name']} "
-                     f"({checkin['objective_name']}): {checkin['value']}, confidence {checkin['confidence']}")
+                     f"({checkin['objective_name']}): {checkin['value']}, "
+                     f"confidence {percentages.percent(checkin['confidence'])}")
         if checkin["comment"]:
             lines += ["  " + line for line in checkin["comment"].splitlines()]
     if digest["more_checkins"]:
@@ -240,7 +238,8 @@ def digest_lines(digest):
     lines += ["", "Went off track:" if digest["off_track"] else "Nothing went off track."]
     for key_result in digest["off_track"]:
         lines.append(f"- {key_result['name']} ({key_result['objective_name']}): confidence "
-                     f"{key_result['confidence']}, {link(base_url, '/keyresults/' + key_result['id'])}")
+                     f"{percentages.percent(key_result['confidence'])}, "
+                     f"{link(base_url, '/keyresults/' + key_result['id'])}")
     return lines
 
 
@@ -270,7 +269,8 @@ def digest_slack_message(digest):
     checkin_lines = [
         f"• {slack_escape(c['author_name'] or 'someone')} on {slack_escape(c['key_result_name'])}: {c['value']}"
         + (f" — {slack_escape(c['comment'])}" if c["comment"] else "") for c in digest["checkins"]]
-    off_lines = [f"• {slack_escape(k['name'])} ({slack_escape(k['objective_name'])}): confidence {k['confidence']}"
+    off_lines = [f"• {slack_escape(k['name'])} ({slack_escape(k['objective_name'])}): "
+                 f"confidence {percentages.percent(k['confidence'])}"
                  for k in digest["off_track"]]
     blocks = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
     for heading, items, empty in (("Objectives", objective_lines, "No objectives in a current cycle."),
