@@ -50,11 +50,23 @@ def page_globals():
         "csrf_token": sessions.csrf_token,
         "style_version": STYLE_VERSION,
         "signed_in": sessions.current_actor,
-        "may_write": lambda: access.may_write(access.current_actor(), "POST"),
-        "may_manage_people": lambda: access.may_manage_people(access.current_actor()),
+        "signed_out": signed_out,
+        "may_write": lambda: not signed_out() and access.may_write(page_actor(), "POST"),
+        "may_manage_people": lambda: not signed_out() and access.may_manage_people(page_actor()),
         "has_endpoint": has_endpoint,
         "service_root": proxies.service_root,
     }
+
+
+def signed_out():
+    """Whether a sign-in is needed and nobody is signed in: the login page, or an error page, seen signed out."""
+    return sessions.current_actor() is None and sessions.login_required()
+
+
+def page_actor():
+    """Who a page is drawn for: the request's actor, or on a page anyone may open (signing in, an error page),
+    the session's; None while the service is open."""
+    return access.current_actor() or sessions.current_actor()
 
 
 def has_endpoint(name):
