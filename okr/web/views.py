@@ -21,7 +21,7 @@ from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..reports import alignment, spooled, streaming
 from ..rules.ids import MAX_ROW_ID, UUID_RE
-from ..store import checkins, cycles, objectives, teams, users
+from ..store import checkins, cycles, key_results, objectives, teams, users
 from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import forms, your_week, wording
@@ -245,6 +245,8 @@ def render_key_result(key_result_id, form=None, errors=None):
         raise NotFound("key result")
     objective = objectives.get(db, node["objective_id"])
     owner = users.name_of(db, node["owner_id"])
+    # Made a viewer since they were given it: the key result keeps them but wants a new owner.
+    owner_is_viewer = owner is not None and users.role_of(db, node["owner_id"]) not in key_results.OWNER_ROLES
     history = checkins.latest(db, key_result_id, HISTORY_ROWS + 1)
     shown = history[:HISTORY_ROWS]
     targets = [t for t in (node["target_value_min"], node["target_value_max"]) if t is not None]
@@ -255,6 +257,7 @@ def render_key_result(key_result_id, form=None, errors=None):
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
         chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner,
+        owner_is_viewer=owner_is_viewer,
     )
 
 
