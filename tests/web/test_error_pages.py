@@ -112,3 +112,12 @@ def test_a_page_needs_a_session_once_keys_exist_and_a_404_stays_a_404(client, ru
     response = client.get("/", headers=BROWSER)
     assert response.status_code == 303 and "/login" in response.headers["Location"]
     assert_page(client.get("/nope", headers=BROWSER), 404, back="/login")
+
+
+def test_the_bare_error_page_follows_the_systems_colour_scheme_too(app):
+    # Drawn without the layout (and its stylesheet) when the database failed: the browser's own colours, dark
+    # or light as the system is set.
+    from flask import render_template
+    with app.test_request_context("/"):
+        html = render_template("bare-message.html", title="Try again", message="The database did not answer.")
+    assert parse(html).find_all("meta", name="color-scheme", content="light dark")
