@@ -221,7 +221,7 @@ BEFORE = {AT_MOST: ("at most", "up to", "over", "longer than", "more than", "pas
 AFTER = {AT_MOST: ("at most", "or fewer", "or less", "to a page", "per page"),
          AT_LEAST: ("or more",), BY_DEFAULT: ("when it is absent", "by default")}
 SIDES = list(BEFORE)
-NOT_A_LIMIT = r"(?!\s?(?:×|%|x\b))"  # a ratio or a share
+NOT_A_LIMIT = r"(?!\d)(?!\s?(?:×|%|x\b))"  # a ratio or a share, never the start of a longer number
 NOUN = r"(?: (?P<noun{index}>[a-z-]+))?"
 CUED = re.compile("|".join(
     [rf"\b(?:{'|'.join(map(re.escape, words))}) (?P<before{index}>{FIGURE}){NOT_A_LIMIT}{NOUN.format(index=index)}"

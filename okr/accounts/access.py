@@ -192,6 +192,24 @@ def require_write(actor, method):
         raise Forbidden(refusal)
 
 
+# The rights a page may need beyond reading, each as a refusal names it: what was refused.
+RIGHTS = {"editing": "change anything", "people": "manage people (invite them, change their roles, deactivate "
+                                                  "them)",
+          "webhooks": "manage webhooks"}
+
+
+def refusal(actor, right):
+    """Why a page refuses this actor a right of RIGHTS, in a sentence for people naming what was refused: the one
+    place that words the pages' refusals."""
+    what = RIGHTS[right]
+    if actor is not None and actor.read_only:
+        return f"You are signed in with a read-only API key, which may look but not {what}."
+    if right == "editing":
+        return f"You are a viewer, who may look but not {what}. An admin can make you an editor."
+    you = {"viewer": "a viewer", "editor": "an editor"}.get(getattr(actor, "role", None), "a service key")
+    return f"Only an admin may {what}; you are {you}."
+
+
 def may_change_own_account(actor):
     """Whether this actor (None: auth is off) may act on its own account (its password, its sessions, its weekly
     emails): a person of any role may, so that a viewer too can change a leaked password; a read-only key's

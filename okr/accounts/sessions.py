@@ -252,13 +252,14 @@ def require_session():
     g.actor = actor
     if request.endpoint in OWN_ACCOUNT_ENDPOINTS and access.may_change_own_account(actor):
         return None
+    right = ADMIN_ENDPOINTS.get(request.endpoint)
+    if right is not None and not access.may_manage_people(actor):
+        raise NotAllowed(access.refusal(actor, right))  # before the write check: it names what was refused
     if not access.may_write(actor, request.method):
-        raise NotAllowed(WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
+        raise NotAllowed(access.refusal(actor, "editing"))
     if request.endpoint in EDITOR_ENDPOINTS and not access.may_write(actor, "POST"):
         # An edit form's GET too: a viewer is shown no form it could not send.
-        raise NotAllowed(WRITE_REFUSED_READ_ONLY if actor.read_only else WRITE_REFUSED_VIEWER)
-    if request.endpoint in PEOPLE_MANAGER_ENDPOINTS and not access.may_manage_people(actor):
-        raise NotAllowed("Only an admin manages people.")
+        raise NotAllowed(access.refusal(actor, "editing"))
     return None
 
 
@@ -267,8 +268,9 @@ def require_session():
 OWN_ACCOUNT_ENDPOINTS = set()
 
 
-# The endpoints of the views only those who manage people may open (okr.accounts.access.may_manage_people).
-PEOPLE_MANAGER_ENDPOINTS = set()
+# The endpoints of the views only admins may open (okr.accounts.access.may_manage_people), each with the right
+# a refusal names (okr.accounts.access.RIGHTS).
+ADMIN_ENDPOINTS = {}
 
 
 # The endpoints of the edit pages (forms that create, change or delete), which only those who may write open.
@@ -288,13 +290,15 @@ def own_account(view):
 
 
 def people_managers_only(view):
-    """Marks a dashboard view as one only admins may open (the guard above refuses everyone else)."""
-    PEOPLE_MANAGER_ENDPOINTS.add(f"web.{view.__name__}")
+    """Marks a dashboard view of the People page, which only admins may open (the guard above refuses the rest)."""
+    ADMIN_ENDPOINTS[f"web.{view.__name__}"] = "people"
     return view
 
 
-WRITE_REFUSED_READ_ONLY = "You are signed in with a read-only API key, which may look but not change anything."
-WRITE_REFUSED_VIEWER = "You are a viewer, who may look but not change anything. An admin can make you an editor."
+def webhook_managers_only(view):
+    """Marks a dashboard view of the Webhooks pages, which only admins may open."""
+    ADMIN_ENDPOINTS[f"web.{view.__name__}"] = "webhooks"
+    return view
 
 
 def require_csrf():

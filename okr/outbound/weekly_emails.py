@@ -18,13 +18,13 @@ import logging
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .. import progress
 from ..records import cycle_details_json
 from ..rules.quantities import shown
 from ..reports import alignment
+from ..rules import percentages
 from ..store import weekly_mail
 from ..store.schema import connect
 from . import smtp
@@ -186,15 +186,12 @@ def link(base_url, path):
 
 
 def change_figure(now, before):
-    """ "+0.15" / "-0.10" / "no change" between two progress figures; None when either is missing."""
-    if now is None or before is None:
-        return None
-    difference = Decimal(now) - Decimal(before)
-    return "no change" if difference == 0 else f"{difference:+.2f}"
+    """ "+15 points" / "-10 points" / "no change" between two progress figures; None when either is missing."""
+    return percentages.points(now, before)
 
 
 def percent(figure):
-    return "no progress to show" if figure is None else f"{figure}"
+    return "no progress to show" if figure is None else percentages.percent(figure)
 
 
 def reminder_email(entry, base_url):
@@ -209,7 +206,7 @@ def reminder_email(entry, base_url):
         lines += [f"- {node['name']}",
                   f"  Objective: {node['objective_name']} (cycle {node['cycle']['name']})",
                   f"  Value {shown(node['current_value'], node['unit'], node['unit_position'])}, progress "
-                  f"{percent(node['progress'])}, confidence {node['confidence']}; last check-in "
+                  f"{percent(node['progress'])}, confidence {percentages.percent(node['confidence'])}; last check-in "
                   f"{node['last_checkin_at'][:10]}",
                   f"  Check in: {link(base_url, '/keyresults/' + node['id'])}", ""]
     lines += [f"Your week, with all of them: {link(base_url, '/')}", "", footer(base_url)]
@@ -238,7 +235,7 @@ def digest_lines(digest):
         lines.append(f"- {checkin['created_at'][:10]} {author} on {checkin['key_result_name']} "
                      f"({checkin['objective_name']}): "
                      f"{shown(checkin['value'], checkin['unit'], checkin['unit_position'])}, "
-                     f"confidence {checkin['confidence']}")
+                     f"confidence {percentages.percent(checkin['confidence'])}")
         if checkin["comment"]:
             lines += ["  " + line for line in checkin["comment"].splitlines()]
     if digest["more_checkins"]:
@@ -246,7 +243,8 @@ def digest_lines(digest):
     lines += ["", "Went off track:" if digest["off_track"] else "Nothing went off track."]
     for key_result in digest["off_track"]:
         lines.append(f"- {key_result['name']} ({key_result['objective_name']}): confidence "
-                     f"{key_result['confidence']}, {link(base_url, '/keyresults/' + key_result['id'])}")
+                     f"{percentages.percent(key_result['confidence'])}, "
+                     f"{link(base_url, '/keyresults/' + key_result['id'])}")
     return lines
 
 
@@ -277,7 +275,8 @@ def digest_slack_message(digest):
         f"• {slack_escape(c['author_name'] or 'someone')} on {slack_escape(c['key_result_name'])}: "
         f"{slack_escape(shown(c['value'], c['unit'], c['unit_position']))}"
         + (f" — {slack_escape(c['comment'])}" if c["comment"] else "") for c in digest["checkins"]]
-    off_lines = [f"• {slack_escape(k['name'])} ({slack_escape(k['objective_name'])}): confidence {k['confidence']}"
+    off_lines = [f"• {slack_escape(k['name'])} ({slack_escape(k['objective_name'])}): "
+                 f"confidence {percentages.percent(k['confidence'])}"
                  for k in digest["off_track"]]
     blocks = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
     for heading, items, empty in (("Objectives", objective_lines, "No objectives in a current cycle."),

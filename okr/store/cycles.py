@@ -146,6 +146,12 @@ def around(db, today):
     ).fetchall()
 
 
+def upcoming(db, today):
+    """The cycle rows that start after today (a date), the soonest first."""
+    return db.execute("SELECT * FROM cycles WHERE starts_on > ? ORDER BY starts_on, seq",
+                      (today.isoformat(),)).fetchall()
+
+
 def finished_ids(db, today):
     """The ids of the cycles that ended before today (a date)."""
     return {row[0] for row in db.execute("SELECT id FROM cycles WHERE ends_on < ?", (today.isoformat(),))}

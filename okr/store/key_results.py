@@ -13,11 +13,23 @@ from .common import count, deleted_or_missing, fetch, keyset_page
 get = partial(fetch, "key_results", "key result")
 
 
-def check_owner(db, values):
-    """Invalid unless the owner values name, if any, is a user."""
+# The roles that may own a key result: who owns one updates it, and a viewer may not write.
+OWNER_ROLES = frozenset({"editor", "admin"})
+NOT_AN_OWNER_ROLE = "A viewer cannot own a key result: choose an editor or an admin."
+
+
+def check_owner(db, values, stored=None):
+    """Invalid unless the owner values name, if any, is a user who may own a key result (an editor or an admin).
+    The owner the stored key result has is kept whatever their role now: made a viewer later, they show as
+    needing a new owner rather than blocking every other change."""
     owner = values.get("owner_id")
-    if owner is not None and db.execute("SELECT 1 FROM users WHERE id = ?", (owner,)).fetchone() is None:
+    if owner is None or (stored is not None and owner == stored["owner_id"]):
+        return
+    user = db.execute("SELECT role FROM users WHERE id = ?", (owner,)).fetchone()
+    if user is None:
         raise Invalid({"owner_id": "No user with this id exists."})
+    if user["role"] not in OWNER_ROLES:
+        raise Invalid({"owner_id": NOT_AN_OWNER_ROLE})
 
 
 def create(db, objective, values, author_id=None):
@@ -50,7 +62,7 @@ def replace(db, stored, values, author_id=None):
     """The stored key result (its row) with a KeyResultUpdateSchema's values (its owner and unit stay) or a
     KeyResultEditSchema's (with owner_id, and maybe unit and unit_position); a new value or confidence is a
     check-in, by author_id."""
-    check_owner(db, values)
+    check_owner(db, values, stored)
     now = clock.utc_now()
     row = with_team(db, db.execute(
         """UPDATE key_results SET name = ?, type = ?, confidence = ?, current_value = ?,

@@ -188,6 +188,21 @@ def choices(db, kept):
                       kept).fetchall()
 
 
+def owner_choices(db, kept):
+    """The id, name, role and is_active of every active editor and admin (those who may own a key result) and of
+    the users of kept (two ids, either maybe ""), by name: the choices of a key result's owner select, which keeps
+    its present owner even when deactivated or made a viewer since."""
+    return db.execute("""SELECT id, name, role, is_active FROM users
+                         WHERE (is_active AND role IN ('editor', 'admin')) OR id IN (?, ?) ORDER BY name, seq""",
+                      kept).fetchall()
+
+
+def role_of(db, user_id):
+    """The role of the user with this id, or None when there is none."""
+    row = db.execute("SELECT role FROM users WHERE id = ?", (user_id,)).fetchone()
+    return row["role"] if row else None
+
+
 def name_of(db, user_id):
     """The name of the user with this id, or None when there is none."""
     row = db.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()

@@ -137,11 +137,18 @@ def render_form(objective, row=None, form=None, errors=None, conflict=None, revi
     db = get_db()
     form = form or {}
     keep = (form.get("owner_id", ""), row["owner_id"] if row is not None else "")
-    people = users.choices(db, keep)
+    people = users.owner_choices(db, keep)
     return render_template(
         "keyresult-form.html", objective=objective, kr=row, form=form, errors=errors or {}, conflict=conflict,
         revision=revision, original=original, types=list(TYPES.items()), positions=POSITIONS,
-        people=[(u["id"], u["name"] + ("" if u["is_active"] else " (inactive)")) for u in people])
+        people=[(u["id"], u["name"] + owner_note(u)) for u in people])
+
+
+def owner_note(user):
+    """What the owner select says after a person who may not own a key result (kept as its present owner)."""
+    if not user["is_active"]:
+        return " (inactive)"
+    return "" if user["role"] in key_results.OWNER_ROLES else " (a viewer: choose a new owner)"
 
 
 @bp.route("/keyresults/new", methods=["GET", "POST"])
@@ -173,7 +180,7 @@ def edit_key_result(key_result_id):
     def check(form):
         try:
             values = checked(key_result_edit_schema, form, editing_one=True)
-            key_results.check_owner(db, values)
+            key_results.check_owner(db, values, stored)
         except Invalid as error:
             raise Invalid({field: RULE_WORDS.get(text, text) for field, text in error.fields.items()}) from None
         return values

@@ -23,7 +23,7 @@ from ..progress import parse_timestamp
 from ..reports import alignment, spooled, streaming, timelines
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
-from ..store import checkins, cycles, objectives, teams, users
+from ..store import checkins, cycles, key_results, objectives, teams, users
 from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import charts, forms, your_week, wording
@@ -55,8 +55,9 @@ def page_globals():
         "csrf_token": sessions.csrf_token,
         "style_version": STYLE_VERSION,
         "signed_in": sessions.current_actor,
-        "may_write": lambda: access.may_write(access.current_actor(), "POST"),
-        "may_manage_people": lambda: access.may_manage_people(access.current_actor()),
+        "signed_out": signed_out,
+        "may_write": lambda: not signed_out() and access.may_write(page_actor(), "POST"),
+        "may_manage_people": lambda: not signed_out() and access.may_manage_people(page_actor()),
         "has_endpoint": has_endpoint,
         "service_root": proxies.service_root,
         "limits": LIMITS,
@@ -67,6 +68,17 @@ def page_globals():
 def quantity_filter(decimal_text, unit=None, position=None):
     """{{ value|quantity(kr.unit, kr.unit_position) }}: a stored decimal as people read it ("$42,000", "12 ms")."""
     return quantities.shown(decimal_text, unit, position)
+
+
+def signed_out():
+    """Whether a sign-in is needed and nobody is signed in: the login page, or an error page, seen signed out."""
+    return sessions.current_actor() is None and sessions.login_required()
+
+
+def page_actor():
+    """Who a page is drawn for: the request's actor, or on a page anyone may open (signing in, an error page),
+    the session's; None while the service is open."""
+    return access.current_actor() or sessions.current_actor()
 
 
 def has_endpoint(name):
@@ -279,6 +291,8 @@ def render_key_result(key_result_id, form=None, errors=None, confirm=None):
         raise NotFound("key result")
     objective = objectives.get(db, node["objective_id"])
     owner = users.name_of(db, node["owner_id"])
+    # Made a viewer since they were given it: the key result keeps them but wants a new owner.
+    owner_is_viewer = owner is not None and users.role_of(db, node["owner_id"]) not in key_results.OWNER_ROLES
     history = checkins.latest(db, key_result_id, HISTORY_ROWS + 1)
     shown = history[:HISTORY_ROWS]
     cycle = cycles.get(db, objective["cycle_id"])
@@ -293,6 +307,7 @@ def render_key_result(key_result_id, form=None, errors=None, confirm=None):
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
         chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner, confirm=confirm,
+        owner_is_viewer=owner_is_viewer,
     )
 
 

@@ -25,14 +25,14 @@ def render_webhooks(form=None, errors=None, added=None, status=200):
 
 
 @bp.get("/webhooks")
-@sessions.people_managers_only
+@sessions.webhook_managers_only
 def show_webhooks():
     """Lists the webhooks, with a form to add one."""
     return render_webhooks()
 
 
 @bp.post("/webhooks")
-@sessions.people_managers_only
+@sessions.webhook_managers_only
 def add_webhook():
     """Adds a webhook and shows its secret, this once."""
     form = {"url": request.form.get("url", "").strip(), "events": request.form.get("events", "").strip(),
@@ -62,14 +62,14 @@ def hook_page(hook_id, result=None, status=200):
 
 
 @bp.get("/webhooks/<hook_id>")
-@sessions.people_managers_only
+@sessions.webhook_managers_only
 def show_webhook(hook_id):
     """Shows a webhook and its last attempts."""
     return hook_page(hook_id)
 
 
 @bp.post("/webhooks/<hook_id>/enable")
-@sessions.people_managers_only
+@sessions.webhook_managers_only
 def enable_webhook(hook_id):
     """Enables a disabled webhook: delivery resumes from its first undelivered event."""
     webhooks.enable(get_db(), hook_id)
@@ -77,7 +77,7 @@ def enable_webhook(hook_id):
 
 
 @bp.post("/webhooks/<hook_id>/test")
-@sessions.people_managers_only
+@sessions.webhook_managers_only
 def test_webhook(hook_id):
     """Sends the webhook a ping now, and shows the answer."""
     hook = webhooks.get(get_connection(), hook_id)  # read outside the write transaction: the ping may take its whole timeout
@@ -88,7 +88,7 @@ def test_webhook(hook_id):
 
 
 @bp.route("/webhooks/<hook_id>/delete", methods=["GET", "POST"])
-@sessions.people_managers_only
+@sessions.webhook_managers_only
 def remove_webhook(hook_id):
     """Asks, then removes a webhook with the events still waiting for it."""
     db = get_db()

@@ -7,6 +7,7 @@ from decimal import Decimal
 from functools import lru_cache
 
 from .. import progress
+from ..rules import percentages
 from ..rules.quantities import shown
 
 STATUS_WORDS = {"on_track": "on track", "at_risk": "at risk", "off_track": "off track",
@@ -28,15 +29,8 @@ def number(decimal_text):
     return "0" if text in ("-0", "", "-") else text
 
 
-@lru_cache(maxsize=1024)
-def percent(fraction_text):
-    """ "0.80" as "80%"; None as "" (a baseline has no progress).
-
-    Cached: a cycle page asks for a few hundred distinct figures thousands of times.
-    """
-    if fraction_text is None:
-        return ""
-    return f"{number(str(Decimal(fraction_text) * 100))}%"
+# "0.80" as "80%": the one rule the weekly emails and the chat digest share.
+percent = percentages.percent
 
 
 def target_words(kind, start, current, low, high, unit=None, position=None):

@@ -1,4 +1,5 @@
-"""Your week: what a signed-in person looks after in the current cycles, those needing an update first.
+"""Your week: what a signed-in person looks after in the current cycles, those needing an update first; with
+none there, their key results in the cycles to come.
 
 The key results the person owns (key_results.owner_id) or whose objective is assigned to them, and
 their teams' objectives, in the cycles whose dates hold today (okr.progress.cycle_state). Every
@@ -9,6 +10,7 @@ of them), the person's teams, then one filtered cycle report per team and curren
 from .. import progress
 from ..records import cycle_details_json
 from ..reports import alignment
+from ..store import cycles as stored_cycles
 from ..store import team_members, your_week
 
 # At most this many of a team's objectives are listed per cycle; the cycle page, filtered by the team, has
@@ -62,7 +64,27 @@ def week(db, person_id, now):
                     teams.append({"team": team, "cycle": report["cycle"],
                                   "objectives": objectives[:TEAM_OBJECTIVES_SHOWN],
                                   "more": len(objectives) > TEAM_OBJECTIVES_SHOWN})
-    return {"cycles": list(details.values()), "key_results": [entry[3] for entry in key_results], "teams": teams}
+    upcoming = [] if key_results else upcoming_key_results(db, person_id, today, stale)
+    return {"cycles": list(details.values()), "key_results": [entry[3] for entry in key_results], "teams": teams,
+            "upcoming": upcoming}
+
+
+def upcoming_key_results(db, person_id, today, stale):
+    """The person's key results in the cycles that start later (the report's nodes, each with "objective_name"
+    and "cycle", its start date included), the soonest cycle first: what Your week shows to someone who has
+    none in a current cycle yet."""
+    cycles = stored_cycles.upcoming(db, today)
+    if not cycles:
+        return []
+    details = {row["id"]: cycle_details_json(row, today) for row in cycles}
+    order = {row["id"]: position for position, row in enumerate(cycles)}
+    found = []
+    pace = alignment.pace_test(cycles, today)
+    for row in your_week.key_results_of(db, person_id, details):
+        node = alignment.key_result_node(row, stale, pace)[0]
+        node["objective_name"], node["cycle"] = row["objective_name"], details[row["cycle_id"]]
+        found.append((order[row["cycle_id"]], row["seq"], node))
+    return [entry[2] for entry in sorted(found, key=lambda entry: entry[:2])]
 
 
 flattened = alignment.flattened

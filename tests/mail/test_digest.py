@@ -74,10 +74,10 @@ def test_each_member_with_weekly_emails_on_gets_the_digest(app, world, smtp_serv
     [message] = smtp_server.to("bob@example.com")
     assert message["Subject"] == "Weekly digest: Platform"
     body = message.get_content().replace("\r\n", "\n")
-    assert "Grow revenue (Q2): 0.25 (0.00, +0.25)" in body
-    assert "2026-06-12 Ada on Reach 500 customers (Grow revenue): 300, confidence 0.80\n  Big week.\n  Two deals." in body
+    assert "Grow revenue (Q2): 25% (0%, +25 points)" in body
+    assert "2026-06-12 Ada on Reach 500 customers (Grow revenue): 300, confidence 80%\n  Big week.\n  Two deals." in body
     assert "someone on Launch" in body
-    assert "Went off track:\n- Launch (Grow revenue): confidence 0.20" in body
+    assert "Went off track:\n- Launch (Grow revenue): confidence 20%" in body
     assert f"{BASE_URL}/objectives/{world[1]['id']}" in body
     assert not smtp_server.to("quiet@example.com") and not smtp_server.to("loner@example.com")
 
@@ -91,7 +91,7 @@ def test_the_slack_message_is_an_incoming_webhook_body(app, world):
     assert header == {"type": "header", "text": {"type": "plain_text", "text": "Platform: the week to 2026-06-15"}}
     assert [block["type"] for block in sections] == ["section"] * 3
     assert all(block["text"]["type"] == "mrkdwn" and len(block["text"]["text"]) <= 3000 for block in sections)
-    assert f"<{BASE_URL}/objectives/{objective['id']}|Grow revenue>: 0.25 (+0.25)" in sections[0]["text"]["text"]
+    assert f"<{BASE_URL}/objectives/{objective['id']}|Grow revenue>: 25% (+25 points)" in sections[0]["text"]["text"]
     assert "Big week." in sections[1]["text"]["text"] and "Launch" in sections[2]["text"]["text"]
 
 

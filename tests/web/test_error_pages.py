@@ -13,15 +13,15 @@ import okr.web.views
 API_CLIENT = {"Accept": "application/json"}
 
 
-def assert_page(response, status):
-    """An HTML page with the layout's header, a heading, and a link back to the cycles."""
+def assert_page(response, status, back="/"):
+    """An HTML page with the layout's header, a heading, and a link back to the cycles (signed out: to sign in)."""
     body = response.get_data(as_text=True)
     assert response.status_code == status, (response.status_code, body[:500])
     assert response.mimetype == "text/html", (response.mimetype, body[:300])
     doc = parse(body)
     assert doc.find_all("header", cls="top"), "not in the dashboard's layout"
     assert doc.one("h1").text.strip()
-    assert any(a.attrs.get("href") == "/" for a in doc.find_all("a")), "no way back"
+    assert any(a.attrs.get("href") == back for a in doc.find_all("a")), "no way back"
     return doc
 
 
@@ -111,4 +111,13 @@ def test_a_page_needs_a_session_once_keys_exist_and_a_404_stays_a_404(client, ru
     create_key(runner)
     response = client.get("/", headers=BROWSER)
     assert response.status_code == 303 and "/login" in response.headers["Location"]
-    assert_page(client.get("/nope", headers=BROWSER), 404)
+    assert_page(client.get("/nope", headers=BROWSER), 404, back="/login")
+
+
+def test_the_bare_error_page_follows_the_systems_colour_scheme_too(app):
+    # Drawn without the layout (and its stylesheet) when the database failed: the browser's own colours, dark
+    # or light as the system is set.
+    from flask import render_template
+    with app.test_request_context("/"):
+        html = render_template("bare-message.html", title="Try again", message="The database did not answer.")
+    assert parse(html).find_all("meta", name="color-scheme", content="light dark")

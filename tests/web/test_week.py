@@ -271,3 +271,36 @@ def test_the_week_takes_as_many_queries_for_50_key_results_as_for_3(app, client,
     assert len(week_items(doc)) == 50
     many = statements_of(app, client, lambda: client.get("/", headers=BROWSER))
     assert len(many) == len(few), (len(few), len(many))
+
+
+def upcoming_items(doc):
+    return [(li.one("a").text, li.one("time").attrs["datetime"])
+            for li in doc.one("ul", cls="upcoming").find_all("li", prune=lambda el: el.tag == "li")]
+
+
+def test_with_none_in_a_current_cycle_the_week_lists_the_key_results_to_come_and_when(app, client, week):
+    cy = person(app, "Cy New", "cy@example.com")
+    own(app, week["kr"]["later"], cy)
+    give_password(app, users_row(app, "cy@example.com"))
+    sign_in(client, "cy@example.com")
+    doc = page(client)
+    assert upcoming_items(doc) == [("Next quarter's", "2026-04-01")]
+    text = doc.one("main").text
+    assert "None of them is in the current cycle; this one starts later." in " ".join(text.split())
+    assert "starts on 1 Apr 2026" in " ".join(text.split()) and "No cycle is running" not in text
+
+
+def test_with_no_cycle_running_the_week_lists_them_soonest_cycle_first(app, client, week):
+    dated(app, week["cycles"]["now"], "2026-03-15", "2026-03-31")  # starts in two weeks: nothing runs today
+    sign_in(client, "ada@example.com")
+    doc = page(client)
+    assert upcoming_items(doc) == [("Close old bugs", "2026-03-15"), ("Write the docs", "2026-03-15"),
+                                   ("Sign 5 customers", "2026-03-15"), ("Next quarter's", "2026-04-01")]
+    assert "No cycle is running today; these start later." in " ".join(doc.one("main").text.split())
+    assert "Last quarter's" not in doc.text
+
+
+def test_the_key_results_to_come_are_not_shown_beside_current_ones(client, week):
+    sign_in(client, "ada@example.com")
+    doc = page(client)
+    assert not doc.find_all("ul", cls="upcoming") and "Next quarter's" not in doc.text
