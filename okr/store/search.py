@@ -55,8 +55,9 @@ def contains(text, folded_query):
 
 def matcher(db, query):
     """(condition, parameter) that match a column holding query: LIKE, which folds ASCII only, when the query is
-    all ASCII; else the case-folding function, registered on db."""
-    if query.isascii():
+    all ASCII; else the case-folding function, registered on db. (LIKE's pattern would end at a NUL: such a
+    query is matched by the function too.)"""
+    if query.isascii() and "\x00" not in query:
         escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         return "{column} LIKE ? ESCAPE '\\'", f"%{escaped}%"
     db.create_function(CONTAINS, 2, contains, deterministic=True)
