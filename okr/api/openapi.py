@@ -450,8 +450,11 @@ QUERY_PARAMETERS = {
     "q": {"required": True, "description": "The text to find (case-insensitive, in any script; % and _ are "
                                            "plain characters): 1 to 200 characters once whitespace at both ends "
                                            "is trimmed.",
-          # Python's \s is str.strip's whitespace: the trimmed query's first and last characters are not.
-          "schema": {"type": "string", "pattern": f"^\\s*\\S(?:[\\s\\S]{{0,{search.LONGEST_QUERY - 2}}}\\S)?\\s*$"}},
+          # The trimmed query's first and last characters are not str.strip's whitespace (WHITESPACE), in
+          # Python's dialect and ECMA-262's alike; between them, any character.
+          "schema": {"type": "string", "pattern": f"^[{WHITESPACE}]*[^{WHITESPACE}]"
+                                                  f"(?:(?:[{WHITESPACE}]|[^{WHITESPACE}]){{0,{search.LONGEST_QUERY - 2}}}"
+                                                  f"[^{WHITESPACE}])?[{WHITESPACE}]*$"}},
     "cycle_id": {"required": True, "description": "The cycle whose records are listed.",
                  "schema": UUID_ARGUMENT},
     "page_token": {"description": "next_page_token of the previous page (base64url, padding optional).",
