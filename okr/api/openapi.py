@@ -22,7 +22,7 @@ from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
                             StrictBool, Text, UnitPosition, UnitText, WHITESPACE)
 from ..rules.ids import UUID_PATTERN
-from ..store import users
+from ..store import search, users
 from ..store.events import MAX_ID_LENGTH, PAGE_BYTES
 from .auth import SCHEME
 from .bodies import MAX_BODY_BYTES
@@ -204,8 +204,8 @@ class Comment(Schema):
     modified_at = timestamp_field()
 
 
-def page_of(name, item):
-    return type(f"{item.__name__}Page", (Schema,), {
+def page_of(name, item, title=None):
+    return type(title or f"{item.__name__}Page", (Schema,), {
         "next_page_token": fields.String(required=True, allow_none=True, metadata={
             "pattern": NEXT_PAGE_TOKEN, "example": "MTI=",
             "description": "Pass it as page_token for the next page; null on the last page."}),
@@ -221,6 +221,18 @@ UserPage = page_of("users", User)
 CheckinPage = page_of("checkins", Checkin)
 EventPage = page_of("events", Event)
 CommentPage = page_of("comments", Comment)
+
+
+class SearchResult(Schema):
+    type = fields.String(required=True, metadata={"enum": list(search.KINDS)})
+    id = uuid_field()
+    name = fields.String(required=True, metadata={"description": "The objective's, key result's or team's name; a "
+                                                                 "user's is the person's name."})
+    cycle_id = uuid_field(allow_none=True)  # an objective's or a key result's; else null
+    objective_id = uuid_field(allow_none=True)  # a key result's; else null
+
+
+SearchPage = page_of("results", SearchResult, "SearchPage")
 
 
 def progress_field():
@@ -482,6 +494,8 @@ OPERATIONS = [
     ("getMe", "/v1/me", "get", "Who signs this request: its user, role and API key", None, Me, ()),
     ("listEvents", "/v1/events", "get", "List the activity feed: every change, oldest first", None, EventPage,
      ("type", "resource_id", "cycle_id", "after", *LIST)),
+    ("search", "/v1/search", "get", "Search objectives, key results, teams and people across cycles", None,
+     SearchPage, ("q", *LIST)),
     ("getOpenApiDocument", "/v1/openapi.json", "get", "This document", None, None, ()),
     ("getHealth", "/healthz", "get", "Health check for process supervisors", None, Health, ()),
     ("getIndex", "/", "get", "Index: the service's name and version, and links to this document and /healthz",
@@ -499,6 +513,14 @@ REQUEST_DESCRIPTIONS = {
 }
 
 QUERY_PARAMETERS = {
+    "q": {"required": True, "description": "The text to find (case-insensitive, in any script; % and _ are "
+                                           "plain characters): 1 to 200 characters once whitespace at both ends "
+                                           "is trimmed.",
+          # The trimmed query's first and last characters are not str.strip's whitespace (WHITESPACE), in
+          # Python's dialect and ECMA-262's alike; between them, any character.
+          "schema": {"type": "string", "pattern": f"^[{WHITESPACE}]*[^{WHITESPACE}]"
+                                                  f"(?:(?:[{WHITESPACE}]|[^{WHITESPACE}]){{0,{search.LONGEST_QUERY - 2}}}"
+                                                  f"[^{WHITESPACE}])?[{WHITESPACE}]*$"}},
     "cycle_id": {"required": True, "description": "The cycle whose records are listed.",
                  "schema": UUID_ARGUMENT},
     "page_token": {"description": "next_page_token of the previous page (base64url, padding optional).",
@@ -572,6 +594,10 @@ DESCRIPTIONS = {
         f"before page_size events: once the events in it weigh about {PAGE_BYTES >> 20} MB (their stored JSON; "
         "always at least one event), with next_page_token "
         "for the rest, which is null only when no more events match.",
+    ("/v1/search", "get"):
+        "Objectives and key results of every cycle, teams and people whose name holds q, and people whose email "
+        "does, whatever the case: objectives first, then key results, teams and people, each in the order they "
+        "were made. Viewers may read it.",
     ("/v1/me", "get"):
         "The user (as GET /v1/users/{user_id} gives it), role and API key the request is signed with. A service "
         "key (one made without a user) has user and role null. While auth is off (open mode: no API key was ever "
@@ -710,13 +736,14 @@ TAGS = {
     "Teams": "Teams, and their members.",
     "Users": "Users (read-only), and who signs a request.",
     "Events": "The activity feed: every change, with its author.",
+    "Search": "Objectives, key results, teams and people across cycles, by name.",
     "Reports": "Progress and status: a cycle's or an objective's alignment tree, and a cycle as CSV.",
     "Service": "The service itself: its index, its health and this document.",
 }
 # A path's tag, by its last word that is not a parameter.
 TAG_OF_WORD = {"objectives": "Objectives", "keyresults": "KeyResults", "checkins": "Checkins",
                "comments": "Comments", "cycles": "Cycles", "teams": "Teams", "members": "Teams", "users": "Users",
-               "me": "Users", "events": "Events", "report": "Reports", "report.csv": "Reports"}
+               "me": "Users", "events": "Events", "search": "Search", "report": "Reports", "report.csv": "Reports"}
 
 
 def tag_of(path):

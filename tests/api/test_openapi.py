@@ -53,7 +53,7 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 46
+    assert len(documented_routes(document)) == 47
 
 
 def test_check_ins_and_reports_are_documented(document):
@@ -667,7 +667,7 @@ API_MD = Path(__file__).resolve().parent.parent.parent / "docs" / "api.md"
 
 def test_every_operation_has_a_short_camel_case_id_and_one_tag(document):
     ids = [operation["operationId"] for _, _, operation in operations(document)]
-    assert len(ids) == len(set(ids)) == 46
+    assert len(ids) == len(set(ids)) == 47
     assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", name) and len(name) <= 25 for name in ids), ids
     tags = [tag["name"] for tag in document["tags"]]
     assert all(tag["description"] for tag in document["tags"])
@@ -746,3 +746,45 @@ def test_create_answers_document_their_etag(document):
     for path, method in creates:
         header = operation_of(document, path, method)["responses"]["200"]["headers"]["ETag"]
         assert header["required"] is True and header["schema"]["pattern"] == '^"[0-9a-f]+"$', path
+
+
+# --- search (issue 35) -----------------------------------------------------------------------------------------
+
+
+QUERIES = ["a", " a ", "x" * 200, " \t" + "x" * 200 + "\n ", "a b", "\u00a0été\u2003", "%", "_", "x" * 199 + " y",
+           "\x1ea\x1f", "\x1e\x1f", "", " ", "\t\n", "\u00a0\u2003", "x" * 201, " " + "x" * 201, "x" * 100 + " " * 101]
+
+
+def test_search_is_documented_with_the_query_rule_the_service_keeps(document, client):
+    operation = operation_of(document, "/v1/search", "get")
+    assert (operation["operationId"], operation["tags"]) == ("search", ["Search"])
+    assert ref_name(response_schema(document, "/v1/search", "get")) == "SearchPage"
+    parameters = {p["name"]: p for p in operation["parameters"]}
+    assert set(parameters) == {"q", "page_token", "page_size"}
+    assert parameters["q"]["required"] is True
+    assert {"400", "401"} <= set(operation["responses"])
+    pattern = re.compile(parameters["q"]["schema"]["pattern"])  # Python's dialect, as schemathesis reads it
+    documented = jsonschema_rs.Draft4Validator(parameters["q"]["schema"]).is_valid  # and ECMA-262's
+    for query in QUERIES:
+        answered = client.get("/v1/search", query_string={"q": query})
+        assert answered.status_code in (200, 400)
+        assert bool(pattern.search(query)) == documented(query) == (answered.status_code == 200), repr(query)
+        if answered.status_code == 400:
+            assert_error(answered, 400, "q")
+
+
+def test_search_answers_fit_the_search_page_schema(document, client, cycle):
+    objective = client.post("/v1/objectives", json={"name": "Find me", "cycle_id": cycle["id"], "is_company": False,
+                                                    "is_personal": False}).get_json()
+    client.post(f"/v1/objectives/{objective['id']}/keyresults", json={"name": "Find me too", "type": "baseline"})
+    make_team(client, "Findings")
+    make_user(client.application.test_cli_runner(), "Fina", "fina@example.com")
+    answer = client.get("/v1/search", query_string={"q": "fin", "page_size": 3}).get_json()
+    assert [result["type"] for result in answer["results"]] == ["objective", "key_result", "team"]
+    assert validator(document, "SearchPage").is_valid(answer), answer
+    last = client.get("/v1/search", query_string={"q": "fin", "page_token": answer["next_page_token"]}).get_json()
+    assert [result["type"] for result in last["results"]] == ["user"] and last["next_page_token"] is None
+    assert validator(document, "SearchPage").is_valid(last), last
+    schema = component(document, "SearchResult")
+    assert schema["properties"]["type"]["enum"] == ["objective", "key_result", "team", "user"]
+    assert set(schema["required"]) == {"type", "id", "name", "cycle_id", "objective_id"}

@@ -38,9 +38,11 @@ def operations(document, wanted):
 
 
 def concrete(path, world):
-    """path with its {parameters} filled from world, and a cycle_id query where a list needs one."""
+    """path with its {parameters} filled from world, and the query a list needs (a cycle_id, the search's q)."""
     filled = path.format(**world)
-    return filled + (f"?cycle_id={world['cycle_id']}" if path in ("/v1/objectives", "/v1/keyresults") else "")
+    queries = {"/v1/objectives": f"?cycle_id={world['cycle_id']}", "/v1/keyresults": f"?cycle_id={world['cycle_id']}",
+               "/v1/search": "?q=o"}
+    return filled + queries.get(path, "")
 
 
 def dump(app):
