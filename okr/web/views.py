@@ -129,6 +129,10 @@ def cycles_page(endpoint):
     older = listed[CYCLES_PER_PAGE]["seq"] + 1 if len(listed) > CYCLES_PER_PAGE else None
     moment = now()
     summaries = [streaming.cycle_summary(db, cycle, moment) for cycle in listed[:CYCLES_PER_PAGE]]
+    for summary in summaries:  # the cycle page's bar of key results by status, from the report's own counts
+        counts = summary["cycle"]["status_counts"]
+        summary["status_bar"] = charts.status_bar([(s, counts.get(s, 0)) for s in wording.STATUS_WORDS],
+                                                  wording.STATUS_WORDS)
     groups = [(state, [c for c in summaries if c["cycle"]["state"] == state]) for state in STATES]
     return render_template("dashboard.html", cycles=summaries, groups=[g for g in groups if g[1]], older=older,
                            endpoint=endpoint)

@@ -95,6 +95,29 @@ def test_at_risk_counts_leave_out_key_results_with_no_update_yet(client, clock, 
     assert "1 at risk or off track" in card.text and "1 with no update yet" in card.text
 
 
+def test_a_current_cycles_card_shows_the_time_gone_and_its_key_results_by_status(client, clock, three):
+    objective = make_objective(client, three["Q4"]["id"], "Grow")
+    make_key_result(client, objective["id"], "Untouched", confidence="0.9")
+    behind = make_key_result(client, objective["id"], "Behind", current_value="0", target_value_min="100")
+    shipped = make_key_result(client, objective["id"], "Shipped", type="milestone", current_value="0",
+                              target_value_min=None)
+    clock.now = "2026-11-15T10:00:00Z"
+    for key_result, value in ((behind, "5"), (shipped, "1")):
+        response = client.post(f"/v1/keyresults/{key_result['id']}/checkins", json={"value": value})
+        assert response.status_code == 200
+    report = client.get(f"/v1/cycles/{three['Q4']['id']}/report").get_json()
+    doc = page(client, "/cycles")
+    [card] = [a for a in group(doc, "Current").find_all("article", cls="cycle")
+              if a.find_all("a", href=f"/cycles/{three['Q4']['id']}")]
+    # 45 of the 91 days from 1 Oct to 31 Dec: the report's own elapsed, as the card words it.
+    assert f"{wording.percent(report['cycle']['elapsed'])} of the time gone" in card.one("p", cls="dates").text
+    legend = {li.attrs["class"]: li.one("span", cls="count").text for li in card.one("ul", cls="legend").find_all("li")}
+    assert legend == {status: str(count) for status, count in report["cycle"]["status_counts"].items() if count}
+    assert legend == {"off_track": "1", "no_update": "1", "done": "1"}
+    # Only a current cycle says how much of its time has gone.
+    assert "of the time gone" not in group(doc, "Upcoming").text + group(doc, "Finished").text
+
+
 def test_older_cycles_page_on_under_cycles(client, clock):
     ids = []
     for n in range(23):
