@@ -63,8 +63,8 @@ class Names:
     """The names of what events refer to: the present one of what still exists, else the last an event
     recorded; and which of them still exist (to link to)."""
 
-    def __init__(self, live, gone):
-        self.live, self.gone = live, gone
+    def __init__(self, live, gone, units=None):
+        self.live, self.gone, self.units = live, gone, units or {}
 
     def name(self, kind, resource_id):
         key = (kind, resource_id)
@@ -72,6 +72,10 @@ class Names:
 
     def exists(self, kind, resource_id):
         return (kind, resource_id) in self.live
+
+    def unit(self, key_result_id):
+        """A key result's (unit, position) for its figures; (None, None) once it is gone."""
+        return self.units.get(key_result_id, (None, None))
 
 
 def names(db, entries):
@@ -90,7 +94,9 @@ def names(db, entries):
     if missing:
         gone = {(row["resource_type"], row["resource_id"]): row["name"]
                 for row in stored_activity.recorded_names(db, missing)}
-    return Names(live, gone)
+    units = {row["id"]: (row["unit"], row["unit_position"])
+             for row in stored_activity.key_result_units(db, sorted(wanted.get("key_result", ())))}
+    return Names(live, gone, units)
 
 
 REFERENCE_FIELDS = {"team_id": "team", "assignee_id": "user", "owner_id": "user", "cycle_id": "cycle",
@@ -243,7 +249,7 @@ def what(event, names):
     data, words = event["data"], KIND_WORDS.get(kind, kind.replace("_", " "))
     if kind == "checkin":
         key_result = Ref("key_result", event["parent_id"], quoted(names.name("key_result", event["parent_id"])))
-        return [f"checked in {figure(data.get('value'))} (confidence {percent(data.get('confidence'))}) on key "
+        return [f"checked in {figure(data.get('value'), *names.unit(event['parent_id']))} (confidence {percent(data.get('confidence'))}) on key "
                 "result ", key_result]
     if kind == "team" and action in ("member_added", "member_removed"):
         person = data.get("user_name") or names.name("user", data.get("user_id")) or "someone"

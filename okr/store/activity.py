@@ -57,6 +57,12 @@ def present_names(db, kind, ids):
                       (json.dumps(ids),))
 
 
+def key_result_units(db, ids):
+    """The id, unit and unit_position of each key result with one of these ids that exists (a cursor)."""
+    return db.execute("SELECT id, unit, unit_position FROM key_results WHERE id IN (SELECT value FROM json_each(?))",
+                      (json.dumps(ids),))
+
+
 def recorded_names(db, ids):
     """The resource_type, resource_id and name of each of these ids that an event recorded a name of: the name
     its last such event recorded (a cursor)."""

@@ -269,4 +269,6 @@ def test_the_change_history_shows_a_key_results_figures_with_its_unit(client, do
     assert response.status_code == 200
     history = page(client, f"/keyresults/{dollars['id']}").text
     assert "target $60,000 → $120,000" in history
-    assert "checked in 42,000 (confidence 50%)" in history  # a check-in's event does not carry the unit
+    # A check-in's event does not carry the unit: its key result's present one is shown.
+    assert "checked in $42,000 (confidence 50%)" in history
+    assert "$42,000 (confidence 50%)" in page(client, "/activity").text
