@@ -1,6 +1,8 @@
 """The charts: the SVG drawing (okr/web/charts.py), the time series it draws (okr/reports/timelines.py) and the
 pages that show them (a key result's, an objective's, a cycle's), with Flask's test client."""
+import re
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -316,3 +318,11 @@ def test_a_kept_burn_up_follows_a_new_check_in_and_an_edited_target(client, quar
     assert client.patch(f"/v1/keyresults/{sales}", json={"target_value_min": "200"}).status_code == 200
     # sales now 100 of 200 from 0: A (0.5 + 0.5) / 2 → back to 75 %
     assert table_points(page(client, path))[-1] == ("6 Oct 2026", ["75%", "56%"])
+
+
+def test_the_stylesheet_colours_every_status_but_no_update_in_the_bar_and_its_legend():
+    """No update yet keeps the muted grey every part starts with; each other status has its own colour, done's
+    purple included (it was grey too, and read as no update)."""
+    style = (Path(charts.__file__).parent / "static" / "style.css").read_text()
+    coloured = set(re.findall(r"svg\.status-bar \.(\w+), \.legend \.\1 \.swatch \{ fill: var\(--\w+\)", style))
+    assert coloured == set(progress.STATUSES) - {"no_update"}

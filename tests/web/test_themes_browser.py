@@ -106,3 +106,27 @@ def test_the_phone_header_takes_at_most_15_percent_of_the_screen(browser, servic
         context.close()
     print(f"phone header heights at 375x667 (px): {heights}")
     assert all(height <= limit for height in heights.values()), (limit, heights)
+
+
+# The right edge of the widest element shown in main; one hidden for all but screen readers (clipped to a
+# pixel: a phone's table headings) is not shown.
+WIDEST_RIGHT_EDGE = """() => {
+    const clipped = element => element.closest('main') && getComputedStyle(element).clip !== 'auto'
+                               || element.parentElement && clipped(element.parentElement);
+    return Math.max(...Array.from(document.querySelectorAll('main *'))
+                         .filter(element => !clipped(element)).map(element => element.getBoundingClientRect().right));
+}"""
+
+
+def test_nothing_on_a_main_page_reaches_past_a_phones_screen(browser, service, admin):
+    """At 375 px no element of a page's main part ends beyond the screen's right edge, not even inside a box that
+    would scroll sideways (the people table was eight columns wide)."""
+    context, page = signed_in_page(browser, service, admin, **SMALL_PHONE)
+    try:
+        edges = {}
+        for name, path in pages(service).items():
+            assert page.goto(service.url(path)).status == 200, path
+            edges[name] = page.evaluate(WIDEST_RIGHT_EDGE)
+    finally:
+        context.close()
+    assert all(edge <= SMALL_PHONE["viewport"]["width"] for edge in edges.values()), str(edges)
