@@ -22,7 +22,7 @@ from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
                             StrictBool, Text, UnitPosition, UnitText, WHITESPACE)
 from ..rules.ids import UUID_PATTERN
-from ..store import search, users
+from ..store import key_results, search, users
 from ..store.events import MAX_ID_LENGTH, PAGE_BYTES
 from .auth import SCHEME
 from .bodies import MAX_BODY_BYTES
@@ -561,6 +561,11 @@ COMMENT_AUTHOR = ("The author is the user whose key signs (a service key's comme
 COMMENT_CHANGE = ("Only the comment's author or an admin (with auth on) may; a service key changes no comment. "
                   "Deleting its objective or key result deletes it too.")
 
+# Who may own a key result (okr.store.key_results.check_owner), as the operations that take owner_id say it.
+OWNER_RULE = (f"owner_id must name an editor or an admin: a viewer is refused with a 400 whose details name "
+              f"owner_id (\"{key_results.NOT_AN_OWNER_ROLE}\"), as is an id that names no user. An owner made a "
+              "viewer later is kept, as needing a new owner.")
+
 # Said of one operation beyond its summary.
 DESCRIPTIONS = {
     ("/v1/objectives/{objective_id}/comments", "post"): COMMENT_AUTHOR,
@@ -576,13 +581,13 @@ DESCRIPTIONS = {
         "Answers the cycle with its dates and state; its ETag is the one GET gives.",
     ("/v1/objectives/{objective_id}/keyresults", "post"):
         "owner_id (a user's id, or null) is kept but, as the spec's key result has none, not answered here: the "
-        "reports and PATCH show it.",
+        "reports and PATCH show it. " + OWNER_RULE,
     ("/v1/keyresults/{key_result_id}", "post"):
         "Replaces what the spec's key result holds; its owner_id stays as it is.",
     ("/v1/keyresults/{key_result_id}", "patch"):
         "owner_id, unit and unit_position may be changed too (null or \"\" clears a unit; a unit without a "
         "position goes after the number); the answer shows them, and its ETag is the one GET gives. A POST (the "
-        "spec's full update) leaves the owner and the unit as they are.",
+        "spec's full update) leaves the owner and the unit as they are. " + OWNER_RULE,
     ("/v1/cycles/{cycle_id}/report.csv", "get"):
         "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
         "the report's figures.",

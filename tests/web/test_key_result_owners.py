@@ -9,7 +9,7 @@ import pytest
 from helpers import assert_error
 from html_tree import parse
 from okr.db import transaction
-from okr.store import users
+from okr.store import key_results, users
 
 HTML = {"Accept": "text/html"}
 
@@ -96,3 +96,10 @@ def test_an_owner_made_a_viewer_is_kept_and_shown_as_needing_a_new_owner(app, cl
     assert client.patch(f"/v1/keyresults/{key_result['id']}", json={"owner_id": people["ann"]}).status_code == 200
     assert "needs a new owner" not in client.get(f"/keyresults/{key_result['id']}", headers=HTML).get_data(
         as_text=True)
+
+
+@pytest.mark.parametrize("path, method", [("/v1/objectives/{objective_id}/keyresults", "post"),
+                                          ("/v1/keyresults/{key_result_id}", "patch")])
+def test_the_api_document_states_who_may_own_a_key_result(client, path, method):
+    description = client.get("/v1/openapi.json").get_json()["paths"][path][method]["description"]
+    assert "editor or an admin" in description and key_results.NOT_AN_OWNER_ROLE in description
