@@ -24,7 +24,7 @@ from ..outbound.webhook_queue import deliver_webhooks
 from ..outbound.weekly_emails import weekly_mail_job
 from ..store import events
 from ..store.schema import connect
-from .workers import STARTING_CHILDREN
+from .workers import STARTING_CHILDREN, unblock_stop_signals
 
 logger = logging.getLogger("okr")
 
@@ -103,6 +103,7 @@ def serve_background(app, parent):
     stop, threads = threading.Event(), []
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which ends this
     signal.signal(signal.SIGTERM, stop_now)
+    unblock_stop_signals()  # forked from a supervising server, whose main thread blocks them
     try:
         descriptor = os.open(lock_path(app.config["DATABASE"]), os.O_RDWR | os.O_CREAT, 0o600)
         while os.getppid() == parent:

@@ -24,7 +24,7 @@ import time
 
 from ..store import schema, scratch
 from . import litestream, replica_probe
-from .workers import STARTING_CHILDREN
+from .workers import STARTING_CHILDREN, unblock_stop_signals
 
 logger = logging.getLogger("okr")
 
@@ -140,6 +140,7 @@ def prepare_child():
     cpus = other_cpus()
 
     def arrange():
+        unblock_stop_signals()  # a supervising server's threads block them: Litestream must take its SIGTERM
         prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if cpus:
             try:

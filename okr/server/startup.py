@@ -22,7 +22,8 @@ from .http_server import cannot_listen, make_server
 from .replication import check_replication, start_replication
 from .serving_lock import hold_shared
 from .single_file import removed_at_start
-from .workers import bind_sockets, listening_lines, supervise, worker_count, worker_cpus
+from .workers import (bind_sockets, block_stop_signals, listening_lines, supervise, worker_count,
+                      worker_cpus)
 
 logger = logging.getLogger("okr")
 
@@ -156,6 +157,8 @@ def serve(app):
     else:
         logger.info("email through %s://%s:%s; weekly reminders and digests on %s", mail_settings.scheme,
                     mail_settings.host, mail_settings.port, weekly_emails.schedule(app.config))
+    if workers > 1:  # before any thread starts, so that only the supervisor's sigtimedwait takes a SIGTERM
+        block_stop_signals()
     # Litestream beside the server, before anything forks: the forks' connections then never checkpoint.
     start_replication(app)
     # Webhooks, mail and pruning, in a process of their own (okr/server/background.py).

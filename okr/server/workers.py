@@ -259,7 +259,7 @@ def serve_worker(app, sockets, cpu, make_server, balance, number, address_counts
     for stop_signal in STOP_SIGNALS:
         signal.signal(stop_signal, stop)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, signal.SIGCHLD))
+    unblock_stop_signals()
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     db.after_fork(app, across_processes=True)
@@ -329,6 +329,19 @@ class Slot:
         self.started = 0.0
         self.delay = 0.0
         self.restart_at = 0.0
+
+
+def block_stop_signals():
+    """Blocks the signals the supervisor takes (stop signals, SIGCHLD) in the calling thread, the main one, before
+    the server starts any other: every thread inherits its mask, so none can take a SIGTERM meant for the
+    supervisor, whose default action would end the whole process at once, workers undrained and Litestream's last
+    sync skipped. A process started from here unblocks them (unblock_stop_signals)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, (*STOP_SIGNALS, signal.SIGCHLD))
+
+
+def unblock_stop_signals():
+    """In a process the server starts: the stop signals and SIGCHLD as a new program expects them, unblocked."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, signal.SIGCHLD))
 
 
 def supervise(app, sockets, cpus, make_server):

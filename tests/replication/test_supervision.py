@@ -18,7 +18,8 @@ from okr.server import workers
 from okr.server.replication import Replicator
 
 from helpers import run_okr
-from replicas import kill_group, litestream_of, restore, start_replicating, stored_cycle_names, wait_until
+from replicas import (children, kill_group, litestream_of, process_name, restore, start_replicating,
+                      stored_cycle_names, wait_until)
 
 
 def shipped(replica):
@@ -93,6 +94,36 @@ def test_litestream_ships_the_last_writes_and_ends_with_the_server(tmp_path, lit
     os.remove(tmp_path / "okr.db")
     restore(tmp_path, url)
     assert "just before the stop" in stored_cycle_names(tmp_path / "okr.db")
+
+
+def blocks_sigterm(status_path):
+    """Whether the thread or process whose /proc status this is blocks SIGTERM (its SigBlk mask's bit)."""
+    with open(status_path) as f:
+        [mask] = [line.split()[1] for line in f if line.startswith("SigBlk:")]
+    return bool(int(mask, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+@pytest.mark.slow
+def test_only_the_supervisor_takes_a_servers_sigterm_and_its_children_take_theirs(tmp_path, litestream):
+    """A SIGTERM to a server of several workers goes to a thread that does not block it. Litestream's thread of
+    the server once did not: a SIGTERM that came while the supervisor was not waiting for signals ended the
+    server at once (-15), its workers undrained and Litestream's last sync skipped. So every thread of the
+    server blocks it, and the processes it starts (the workers, the background one, Litestream) take theirs."""
+    process, _ = start_replicating(tmp_path, "--replicate", f"file://{tmp_path / 'replica'}", "--workers", "2")
+    try:
+        litestream_pid = litestream_of(process.pid)
+        # Not the main thread: the supervisor, whose sigtimedwait unblocks them while it waits (as /proc shows).
+        threads = [thread for thread in os.listdir(f"/proc/{process.pid}/task") if thread != str(process.pid)]
+        assert threads  # Litestream's, at least
+        open_to_it = [process_name(f"{process.pid}/task/{thread}") for thread in threads
+                      if not blocks_sigterm(f"/proc/{process.pid}/task/{thread}/status")]
+        assert open_to_it == [], open_to_it
+        started = children(process.pid)
+        assert litestream_pid in started and len(started) == 4, [process_name(pid) for pid in started]
+        assert not any(blocks_sigterm(f"/proc/{pid}/status") for pid in started)
+    finally:
+        log = stopped(process)
+    assert "stopping (SIGTERM)" in log
 
 
 @pytest.mark.slow
