@@ -364,3 +364,16 @@ CREATE TABLE IF NOT EXISTS weekly_mail (
     sent_at   TEXT NOT NULL,
     PRIMARY KEY (kind, recipient, week)
 );
+
+-- Board links (version 12): a secret URL that opens one cycle's wallboard and nothing else, for a TV that
+-- signs in as nobody. Kept as the token's SHA-256 only, shown once when an admin makes it; revoking deletes it.
+CREATE TABLE IF NOT EXISTS board_links (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         TEXT NOT NULL UNIQUE,
+    cycle_id   TEXT NOT NULL REFERENCES cycles (id) ON DELETE CASCADE,
+    token_hash TEXT NOT NULL UNIQUE,
+    label      TEXT NOT NULL CHECK (length(label) BETWEEN 1 AND 100),
+    created_by TEXT REFERENCES users (id) ON DELETE SET NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS board_links_by_cycle ON board_links (cycle_id);

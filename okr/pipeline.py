@@ -187,7 +187,8 @@ def add_security_headers(response):
     """nosniff on every answer; on pages (every answer outside /v1 and /healthz), the page policy too."""
     response.headers["X-Content-Type-Options"] = "nosniff"
     if not answers_as_api(request.path):
-        response.headers.update(PAGE_HEADERS)
+        for name, value in PAGE_HEADERS.items():  # a page may have chosen stricter (a board link: no Referer)
+            response.headers.setdefault(name, value)
         if g.get("form_targets"):  # the sign-in page's button, whose POST goes on to the identity provider
             response.headers["Content-Security-Policy"] = PAGE_HEADERS["Content-Security-Policy"].replace(
                 "form-action 'self'", "form-action 'self' " + " ".join(g.form_targets))

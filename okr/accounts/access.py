@@ -195,7 +195,7 @@ def require_write(actor, method):
 # The rights a page may need beyond reading, each as a refusal names it: what was refused.
 RIGHTS = {"editing": "change anything", "people": "manage people (invite them, change their roles, deactivate "
                                                   "them)",
-          "webhooks": "manage webhooks"}
+          "webhooks": "manage webhooks", "boards": "make or revoke board links"}
 
 
 def refusal(actor, right):

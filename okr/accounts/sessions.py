@@ -35,9 +35,11 @@ def session_lifetimes(config):
 
 
 # Pages anyone may open: signing in, signing out, choosing a password from an invitation or a reset link
-# (and asking for one), and the stylesheet and script.
+# (and asking for one), a board link's wallboard, and the stylesheet and script.
 OPEN_ENDPOINTS = frozenset({"web.show_login", "web.log_out", "web.show_invitation", "web.ask_password_reset",
                             "web.reset_password", "web.static",
+                            # a board link's wallboard, which its secret URL opens (okr.web.board_pages)
+                            "web.show_board_link",
                             # sign-in with an identity provider (okr.web.oidc_pages)
                             "web.start_oidc_sign_in", "web.finish_oidc_sign_in"})
 
@@ -298,6 +300,12 @@ def people_managers_only(view):
 def webhook_managers_only(view):
     """Marks a dashboard view of the Webhooks pages, which only admins may open."""
     ADMIN_ENDPOINTS[f"web.{view.__name__}"] = "webhooks"
+    return view
+
+
+def board_managers_only(view):
+    """Marks a dashboard view of the Board links page, which only admins may open."""
+    ADMIN_ENDPOINTS[f"web.{view.__name__}"] = "boards"
     return view
 
 

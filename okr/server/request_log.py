@@ -10,11 +10,12 @@ from collections import deque
 from ..proxies import environ_client
 
 
-LINK_TOKEN = re.compile(r"(/invitations/|/password-reset/)[^/?#]+")
+LINK_TOKEN = re.compile(r"(/invitations/|/password-reset/|/boards/)[^/?#]+")
 
 
 def without_secrets(target):
-    """A request target with an invitation's or a password reset's token left out: the log never holds one."""
+    """A request target with an invitation's, a password reset's or a board link's token left out: the log never
+    holds one."""
     return LINK_TOKEN.sub(r"\1[token]", target)
 
 
@@ -77,7 +78,7 @@ class AccessLog:
                 target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
                 if not target.isprintable():
                     target = repr(target)[1:-1]  # one line per request, whatever a client sends
-                if "/invitations/" in target or "/password-reset/" in target:
+                if "/invitations/" in target or "/password-reset/" in target or "/boards/" in target:
                     target = without_secrets(target)
                 milliseconds = (time.perf_counter() - started) * 1000
                 if self.writer is None:

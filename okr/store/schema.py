@@ -99,7 +99,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 def holds_tables(db):
@@ -242,7 +242,8 @@ def add_units(db):
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
-# Versions 3 and 5 added the web_secrets and web_sessions tables, which schema.sql creates: no step of their own.
+# Versions 3, 5 and 12 added the web_secrets, web_sessions and board_links tables, which schema.sql creates: no
+# step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
               9: add_oidc_subjects, 10: key_emails_anew, 11: add_units}

@@ -64,6 +64,8 @@ LEFT_OUT = {
     "web_secrets": ("the session signing key", "a secret each database makes for itself"),
     "sign_in_failures": ("failed sign-ins", "a throttle's last fifteen minutes, with people's addresses"),
     "webhooks": WEBHOOKS, "webhook_patterns": WEBHOOKS, "webhook_outbox": WEBHOOKS, "webhook_deliveries": WEBHOOKS,
+    "board_links": ("board links", "each is a secret URL to a wallboard; an admin makes new ones on the Board links "
+                                   "page"),
     "weekly_mail": ("the record of weekly emails sent", "the server's own bookkeeping of which week's reminders "
                                                         "and digests went out"),
 }
