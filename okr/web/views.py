@@ -5,6 +5,8 @@ The app may be mounted under a prefix in another WSGI app (DispatcherMiddleware 
 /okr, say): every link, form, redirect and static URL is built with url_for or
 request.script_root, never a bare "/".
 """
+import base64
+import binascii
 import gzip
 import hashlib
 import re
@@ -20,7 +22,7 @@ from ..accounts import access, passwords, sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
-from ..reports import alignment, spooled, streaming, timelines
+from ..reports import alignment, review, spooled, streaming, timelines
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, key_results, objectives, teams, users
@@ -29,7 +31,7 @@ from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import charts, forms, your_week, wording
 from . import service_index
 from .errors import PageError
-from .tree import tree_html
+from .tree import Rows, review_html
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
 
@@ -136,46 +138,92 @@ def cycles_page(endpoint):
 
 @bp.get("/cycles/<cycle_id>")
 def show_cycle(cycle_id):
-    """Shows a cycle's alignment tree, maybe for one team or assignee."""
+    """Shows a cycle's review: its facts, a legend, filters, and its objectives' and key results' rows a page of
+    top objectives at a time (okr.reports.review)."""
     db = get_db()
     cycle = cycles.get(db, cycle_id)
-    chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id")}
-    if spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], **chosen)):
-        with spooled.slot():  # the page is built in memory still: one slot bounds how many at once
-            return render_cycle(db, cycle, chosen)
-    return render_cycle(db, cycle, chosen)
-
-
-def render_cycle(db, cycle, chosen):
-    moment = now()
-    report = alignment.cycle_report(db, cycle, moment, **chosen)
-    team_rows, user_rows = teams.pick_list(db), users.pick_list(db)
-    tree = tree_html(
-        report["objectives"],
-        team_names={row["id"]: row["name"] for row in team_rows},
-        user_names={row["id"]: row["name"] for row in user_rows},
-        sparks=report_rows.recent_values(db, cycle["id"], SPARK_POINTS),
-        now=moment,
-        root=request.script_root,
-        link_objectives=has_endpoint("web.show_objective"),
-    )
     board = request.args.get("board", "") not in ("", "0")
-    line = timelines.cycle_progress(db, cycle, moment.date(), **chosen)
+    chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id", "owner_id")}
+    choice = review.Choice(chosen["owner_id"], status_args(), words_arg())
+    after = page_arg()
+    if board and has_endpoint("web.show_board"):  # the wallboard has a page of its own now
+        return redirect(url_for("web.show_board", cycle_id=cycle["id"]), 302)
+    if spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], chosen["team_id"], chosen["assignee_id"])):
+        with spooled.slot():  # a read of the whole cycle's rows: one slot bounds how many at once
+            return render_cycle(db, cycle, chosen, choice, after, board)
+    return render_cycle(db, cycle, chosen, choice, after, board)
+
+
+def render_cycle(db, cycle, chosen, choice, after, board=False):
+    moment = now()
+    kept = {"team_id": chosen["team_id"], "assignee_id": chosen["assignee_id"]}
+    found = review.figures(db, cycle, moment, **kept, choice=choice)
+    shown = review.page(db, cycle, moment, after, **kept, choice=choice, found=found)
+    team_rows, user_rows = teams.pick_list(db), users.pick_list(db)
+    nodes = shown["objectives"]
+    owners = {k["owner_id"] for node in alignment.flattened(nodes) for k in node["key_results"] if k["owner_id"]}
+    rows = Rows(team_names={row["id"]: row["name"] for row in team_rows},
+                user_names={row["id"]: row["name"] for row in user_rows},
+                user_roles=users.roles_of(db, owners),
+                sparks=report_rows.recent_checkins(db, review.key_result_ids(nodes), SPARK_POINTS),
+                now=moment, root=request.script_root, link_objectives=has_endpoint("web.show_objective"),
+                fold=not (choice or kept["team_id"] or kept["assignee_id"]))
+    line = timelines.cycle_progress(db, cycle, moment.date(), **kept)
     chart = None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
                                                             line["expected"], moment.date())
-    return render_template("cycle.html", report=report, chosen=chosen, teams=team_rows, users=user_rows, tree=tree,
-                           board=board, refresh=BOARD_REFRESH_SECONDS, chart=chart,
-                           statuses=status_counts(report["objectives"]))
+    counts = found["cycle"]["status_counts"]
+    query = {**{name: value for name, value in chosen.items() if value}, "status": sorted(choice.statuses),
+             "q": choice.words and request.args.get("q", "").strip()}
+    query = {name: value for name, value in query.items() if value}
+    return render_template(
+        "cycle.html", report=found, chosen=chosen, choice=choice, words=request.args.get("q", "").strip(),
+        teams=team_rows, users=user_rows, tree=review_html(nodes, rows), objectives=nodes, board=board,
+        refresh=BOARD_REFRESH_SECONDS, chart=chart, query=query, moment=moment,
+        time_gone=wording.time_gone(cycle["starts_on"], cycle["ends_on"], moment.date(), found["cycle"]["elapsed"]),
+        statuses=charts.status_bar(list(counts.items()), wording.STATUS_WORDS),
+        next_token=None if shown["after"] is None else page_token(shown["after"]),
+        previous_token=None if shown["before"] is None else page_token(shown["before"]),
+        per_page=review.PER_PAGE, spark_points=SPARK_POINTS)
 
 
-def status_counts(roots):
-    """The bar of a cycle report's key results by status, counted from the report's own statuses (never
-    recomputed): the usual ones in their order, then any other."""
-    counts = {status: 0 for status in wording.STATUS_WORDS}
-    for objective in alignment.flattened(roots):
-        for key_result in objective["key_results"]:
-            counts[key_result["status"]] = counts.get(key_result["status"], 0) + 1
-    return charts.status_bar(list(counts.items()), wording.STATUS_WORDS)
+def status_args():
+    """The statuses a page keeps (status=at_risk&status=off_track); a 400 page for any other word."""
+    found = request.args.getlist("status")
+    for status in found:
+        if status not in wording.STATUS_WORDS:
+            raise PageError(400, "Bad filter", "The status in this link is not one of "
+                            + ", ".join(s for s in wording.STATUS_WORDS) + ".")
+    return found
+
+
+WORDS_MAX = 200  # characters of a page's text filter
+
+
+def words_arg():
+    """The text filter (q), trimmed; a 400 page when it is too long to be a name."""
+    words = request.args.get("q", "").strip()
+    if len(words) > WORDS_MAX:
+        raise PageError(400, "Bad filter", f"The text to look for is longer than {WORDS_MAX} characters.")
+    return words
+
+
+def page_token(seq):
+    """A page's place as a link carries it: the seq it starts after, in URL-safe base64 (0: the first page)."""
+    return base64.urlsafe_b64encode(str(seq).encode("ascii")).decode("ascii").rstrip("=") if seq else ""
+
+
+def page_arg():
+    """The seq a page starts after, from its page token (none: 0, the first page); a 400 page for a bad one."""
+    token = request.args.get("page", "")
+    if not token:
+        return 0
+    try:
+        digits = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True).decode("ascii")
+    except (binascii.Error, ValueError):
+        digits = ""
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 19):
+        raise PageError(400, "Bad page link", "The link's page is not a place in this cycle.")
+    return min(int(digits), MAX_ROW_ID)
 
 
 @bp.get("/cycles/<cycle_id>.csv")
