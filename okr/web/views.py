@@ -150,11 +150,12 @@ def show_cycle(cycle_id):
         return redirect(url_for("web.show_board", cycle_id=cycle["id"]), 302)
     if spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], chosen["team_id"], chosen["assignee_id"])):
         with spooled.slot():  # a read of the whole cycle's rows: one slot bounds how many at once
-            return render_cycle(db, cycle, chosen, choice, after, board)
+            return render_cycle(db, cycle, chosen, choice, after, board, big=True)
     return render_cycle(db, cycle, chosen, choice, after, board)
 
 
-def render_cycle(db, cycle, chosen, choice, after, board=False):
+def render_cycle(db, cycle, chosen, choice, after, board=False, big=False):
+    """The review page; big: a cycle too big for its burn-up, which replays every check-in in memory."""
     moment = now()
     kept = {"team_id": chosen["team_id"], "assignee_id": chosen["assignee_id"]}
     found = review.figures(db, cycle, moment, **kept, choice=choice)
@@ -168,7 +169,7 @@ def render_cycle(db, cycle, chosen, choice, after, board=False):
                 sparks=report_rows.recent_checkins(db, review.key_result_ids(nodes), SPARK_POINTS),
                 now=moment, root=request.script_root, link_objectives=has_endpoint("web.show_objective"),
                 fold=not (choice or kept["team_id"] or kept["assignee_id"]))
-    line = timelines.cycle_progress(db, cycle, moment.date(), **kept)
+    line = None if big else timelines.cycle_progress(db, cycle, moment.date(), **kept)
     chart = None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
                                                             line["expected"], moment.date())
     counts = found["cycle"]["status_counts"]
@@ -183,7 +184,7 @@ def render_cycle(db, cycle, chosen, choice, after, board=False):
         statuses=charts.status_bar(list(counts.items()), wording.STATUS_WORDS),
         next_token=None if shown["after"] is None else page_token(shown["after"]),
         previous_token=None if shown["before"] is None else page_token(shown["before"]),
-        per_page=review.PER_PAGE, spark_points=SPARK_POINTS)
+        per_page=review.PER_PAGE, spark_points=SPARK_POINTS, big=big)
 
 
 def status_args():
