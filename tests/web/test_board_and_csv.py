@@ -125,3 +125,20 @@ def test_a_person_signed_in_after_a_read_only_key_keeps_its_own_12_hours(app, cl
     assert wallboard.get(f"/cycles/{filled['id']}?board=1", headers=BROWSER).status_code == 200
     later.advance(12 * 3600 + 60)
     assert client.get("/", headers=BROWSER).status_code == 303
+
+
+# --- the wallboard's own page (web.show_board), once it is there ------------------------------------------
+
+
+@pytest.fixture
+def board_page(app):
+    """A stand-in for the wallboard's page at /cycles/<id>/board, registered before any request."""
+    app.add_url_rule("/cycles/<cycle_id>/board", endpoint="web.show_board", view_func=lambda cycle_id: "board")
+
+
+def test_board_1_goes_to_the_wallboards_own_page_once_it_is_there(board_page, client, filled):
+    response = client.get(f"/cycles/{filled['id']}?board=1", headers=BROWSER)
+    assert response.status_code == 302 and response.headers["Location"] == f"/cycles/{filled['id']}/board"
+    doc = parse(client.get(f"/cycles/{filled['id']}", headers=BROWSER).get_data(as_text=True))
+    assert doc.find_all("a", href=f"/cycles/{filled['id']}/board")
+    assert not doc.find_all("a", href=f"/cycles/{filled['id']}?board=1")
