@@ -15,13 +15,16 @@ from pathlib import Path
 
 from urllib.parse import unquote, urlsplit
 
-from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
+from flask import (Blueprint, current_app, make_response, redirect, render_template, request, stream_template,
+                   url_for)
+from markupsafe import Markup
 
-from .. import clock, proxies
+from .. import clock, progress, proxies
 from ..accounts import access, passwords, sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
+from ..records import cycle_details_json
 from ..reports import alignment, review, spooled, streaming, timelines
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
@@ -148,43 +151,91 @@ def show_cycle(cycle_id):
     after = page_arg()
     if board and has_endpoint("web.show_board"):  # the wallboard has a page of its own now
         return redirect(url_for("web.show_board", cycle_id=cycle["id"]), 302)
-    if spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], chosen["team_id"], chosen["assignee_id"])):
-        with spooled.slot():  # a read of the whole cycle's rows: one slot bounds how many at once
-            return render_cycle(db, cycle, chosen, choice, after, board, big=True)
-    return render_cycle(db, cycle, chosen, choice, after, board)
+    if not spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], chosen["team_id"],
+                                                            chosen["assignee_id"])):
+        return render_template("cycle.html", **cycle_page(db, cycle, chosen, choice, after, board))
+    # A big cycle's page streams: its top goes out at once, the rest as the whole cycle's figures are read (in
+    # one of the report slots, which bound how many such reads run at once; given back once the page is sent).
+    held, app, given_back = spooled.slot(), current_app._get_current_object(), []
+
+    def give_back():  # once, when the page is sent or abandoned (outside the request: in its own app context)
+        if not given_back:
+            given_back.append(True)
+            with app.app_context():
+                held.__exit__(None, None, None)
+
+    held.__enter__()
+    try:
+        response = current_app.response_class(stream_template(
+            "cycle.html", **cycle_page(db, cycle, chosen, choice, after, board, big=True)), mimetype="text/html")
+    except BaseException:
+        give_back()
+        raise
+    response.call_on_close(give_back)
+    return response
 
 
-def render_cycle(db, cycle, chosen, choice, after, board=False, big=False):
-    """The review page; big: a cycle too big for its burn-up, which replays every check-in in memory."""
+class Lazy:
+    """A value worked out when a page first reads it (make()): a streamed page sends what comes before first."""
+
+    def __init__(self, make):
+        self.make, self.made = make, False
+
+    def value(self):
+        if not self.made:
+            self.found, self.made = self.make(), True
+        return self.found
+
+    def __getattr__(self, name):
+        if name in ("make", "made", "found"):
+            raise AttributeError(name)
+        return self.value()[name]
+
+    def __bool__(self):
+        return bool(self.value())
+
+    def __html__(self):
+        return Markup(self.value() or "")
+
+
+def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
+    """The review page's context, its costly parts Lazy; big: a cycle too big for its burn-up, which replays
+    every check-in in memory."""
     moment = now()
     kept = {"team_id": chosen["team_id"], "assignee_id": chosen["assignee_id"]}
-    found = review.figures(db, cycle, moment, **kept, choice=choice)
-    shown = review.page(db, cycle, moment, after, **kept, choice=choice, found=found)
+    found = Lazy(lambda: review.figures(db, cycle, moment, **kept, choice=choice))
     team_rows, user_rows = teams.pick_list(db), users.pick_list(db)
-    nodes = shown["objectives"]
-    owners = {k["owner_id"] for node in alignment.flattened(nodes) for k in node["key_results"] if k["owner_id"]}
-    rows = Rows(team_names={row["id"]: row["name"] for row in team_rows},
-                user_names={row["id"]: row["name"] for row in user_rows},
-                user_roles=users.roles_of(db, owners),
-                sparks=report_rows.recent_checkins(db, review.key_result_ids(nodes), SPARK_POINTS),
-                now=moment, root=request.script_root, link_objectives=has_endpoint("web.show_objective"),
-                fold=not (choice or kept["team_id"] or kept["assignee_id"]))
-    line = None if big else timelines.cycle_progress(db, cycle, moment.date(), **kept)
-    chart = None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
-                                                            line["expected"], moment.date())
-    counts = found["cycle"]["status_counts"]
+
+    def rows():
+        shown = review.page(db, cycle, moment, after, **kept, choice=choice, found=found.value() if choice else None)
+        nodes = shown["objectives"]
+        owners = {k["owner_id"] for node in alignment.flattened(nodes) for k in node["key_results"] if k["owner_id"]}
+        drawn = Rows(team_names={row["id"]: row["name"] for row in team_rows},
+                     user_names={row["id"]: row["name"] for row in user_rows},
+                     user_roles=users.roles_of(db, owners),
+                     sparks=report_rows.recent_checkins(db, review.key_result_ids(nodes), SPARK_POINTS),
+                     now=moment, root=request.script_root, link_objectives=has_endpoint("web.show_objective"),
+                     fold=not (choice or kept["team_id"] or kept["assignee_id"]))
+        return {"tree": review_html(nodes, drawn), "objectives": nodes,
+                "next_token": None if shown["after"] is None else page_token(shown["after"]),
+                "previous_token": None if shown["before"] is None else page_token(shown["before"])}
+
+    def chart():
+        line = timelines.cycle_progress(db, cycle, moment.date(), **kept)
+        return None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
+                                                               line["expected"], moment.date())
+
     query = {**{name: value for name, value in chosen.items() if value}, "status": sorted(choice.statuses),
              "q": choice.words and request.args.get("q", "").strip()}
-    query = {name: value for name, value in query.items() if value}
-    return render_template(
-        "cycle.html", report=found, chosen=chosen, choice=choice, words=request.args.get("q", "").strip(),
-        teams=team_rows, users=user_rows, tree=review_html(nodes, rows), objectives=nodes, board=board,
-        refresh=BOARD_REFRESH_SECONDS, chart=chart, query=query, moment=moment,
-        time_gone=wording.time_gone(cycle["starts_on"], cycle["ends_on"], moment.date(), found["cycle"]["elapsed"]),
-        statuses=charts.status_bar(list(counts.items()), wording.STATUS_WORDS),
-        next_token=None if shown["after"] is None else page_token(shown["after"]),
-        previous_token=None if shown["before"] is None else page_token(shown["before"]),
-        per_page=review.PER_PAGE, spark_points=SPARK_POINTS, big=big)
+    elapsed = progress.figure(progress.elapsed(cycle["starts_on"], cycle["ends_on"], moment.date()))
+    return dict(
+        cycle=cycle_details_json(cycle, moment.date()), report=found, chosen=chosen, choice=choice,
+        words=request.args.get("q", "").strip(), teams=team_rows, users=user_rows, view=Lazy(rows), board=board,
+        refresh=BOARD_REFRESH_SECONDS, chart=None if big else Lazy(chart), big=big, moment=moment,
+        query={name: value for name, value in query.items() if value},
+        time_gone=wording.time_gone(cycle["starts_on"], cycle["ends_on"], moment.date(), elapsed),
+        statuses=Lazy(lambda: charts.status_bar(list(found.cycle["status_counts"].items()), wording.STATUS_WORDS)),
+        per_page=review.PER_PAGE, spark_points=SPARK_POINTS)
 
 
 def status_args():
@@ -369,7 +420,7 @@ GZIP_FROM_BYTES = 16 * 1024
 def compress_pages(response):
     """Gzips a big HTML page for a client that accepts gzip."""
     if (response.mimetype == "text/html" and response.status_code == 200 and not response.direct_passthrough
-            and "Content-Encoding" not in response.headers):
+            and not response.is_streamed and "Content-Encoding" not in response.headers):
         response.vary.add("Accept-Encoding")
         if "gzip" in request.accept_encodings and (response.content_length or 0) >= GZIP_FROM_BYTES:
             response.set_data(gzip.compress(response.get_data(), compresslevel=GZIP_LEVEL, mtime=0))
