@@ -269,3 +269,19 @@ def test_a_filtered_big_cycle_pages_too(client, many):
     assert "q=key+result" in following.attrs["href"]
     second = parse(client.get(following.attrs["href"], headers=BROWSER).get_data(as_text=True))
     assert len(tops(second)) == 50 and not set(tops(second)) & set(tops(doc))
+
+
+def test_a_big_cycles_page_streams_the_same_rows_and_gives_its_report_slot_back(app, client, quarter):
+    path = f"/cycles/{quarter['cycle']['id']}"
+    small = page(client, path)
+    app.config.update(BIG_REPORT_OBJECTIVES=1, REPORT_SLOTS=1, REPORT_WAIT=0.2)
+    for _ in range(3):  # with one slot, each page must give it back for the next to be served
+        response = client.get(path, headers=BROWSER)
+        assert response.status_code == 200 and response.is_streamed
+        assert client.get(path, headers=BROWSER).status_code == 503  # its slot is held while it is sent
+        big = parse(response.get_data(as_text=True))
+        response.close()
+        assert {k: row.text for k, row in rows_of(big).items()} == {k: row.text for k, row in rows_of(small).items()}
+        assert big.one("p", cls="cycle-progress").text == small.one("p", cls="cycle-progress").text
+        assert not big.find_all("section", cls="burn-up") and big.one("p", cls="no-chart")
+    assert small.find_all("section", cls="burn-up")
