@@ -60,7 +60,7 @@ def objective_html(o, rows, out):
     said = f"<span class=status>{wording.STATUS_WORDS[status]}</span>" if status else ""
     bar = ""
     if o["progress"] is not None:
-        source = " <span class=from-children>from aligned</span>" if o.get("progress_from") == "children" else ""
+        source = " <span class=from-children>from aligned objectives</span>" if o.get("progress_from") == "children" else ""
         bar = f"{progress_bar(o['progress'])} {wording.percent(o['progress'])}{source}"
     count = len(o["key_results"])
     out.append(f'<article class="objective {status or ""}" id="o-{escape(o["id"])}"><div class=g>'
@@ -94,7 +94,7 @@ def review_row(k, rows):
     owner_id = k.get("owner_id")
     owner = ""
     if owner_id:
-        owner = escape(rows.user_names.get(owner_id, "?"))
+        owner = f'<span class=hidden-label>owner </span>{escape(rows.user_names.get(owner_id, "?"))}'
         # Made a viewer since they were given it: the key result keeps them but wants a new owner.
         if rows.user_roles.get(owner_id, OWNER) not in key_results.OWNER_ROLES:
             owner += " <strong class=wants-owner>needs a new owner</strong>"

@@ -134,7 +134,7 @@ def test_an_owner_made_a_viewer_is_marked_as_needing_a_new_owner(app, client, qu
 def test_the_legend_names_every_status_and_mark(client, quarter):
     legend = page(client, f"/cycles/{quarter['cycle']['id']}").one("details", cls="legend-box")
     for word in ("on track", "at risk", "off track", "no update yet", "done", "stale", "needs a new owner",
-                 "from aligned"):
+                 "from aligned objectives"):
         assert word in legend.text, word
     assert {"on_track", "at_risk", "off_track", "no_update", "done"} <= {c for li in legend.find_all("li")
                                                                           for c in li.classes}
