@@ -64,7 +64,7 @@ def objective_html(o, rows, out):
         bar = f"{progress_bar(o['progress'])} {wording.percent(o['progress'])}{source}"
     count = len(o["key_results"])
     out.append(f'<article class="objective {status or ""}" id="o-{escape(o["id"])}"><div class=g>'
-               f'<h3 class=n>{name} <span class=meta>{meta}</span></h3><span class=p>{bar}</span>'
+               f'<div class=n><h3>{name}</h3> <span class=meta>{meta}</span></div><span class=p>{bar}</span>'
                f'<span class=s>{said}</span><span class=x>{count} key result{"" if count == 1 else "s"}</span></div>')
     if o["description"]:
         out.append(f"<p class=description>{escape(wording.first_lines(o['description']))}</p>")

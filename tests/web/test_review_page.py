@@ -24,9 +24,9 @@ def checkin(client, key_result_id, value, confidence):
 
 
 def cells(element):
-    """The classes of an element's direct <span>/<h3> cells, in order."""
+    """The classes of an element's direct <span>/<div> cells, in order."""
     return [child.classes and sorted(child.classes)[0] for child in element.children
-            if getattr(child, "tag", None) in ("span", "h3")]
+            if getattr(child, "tag", None) in ("span", "div")]
 
 
 def rows_of(doc):
