@@ -65,7 +65,8 @@ def objective_html(o, rows, out):
     count = len(o["key_results"])
     out.append(f'<article class="objective {status or ""}" id="o-{escape(o["id"])}"><div class=g>'
                f'<div class=n><h3>{name}</h3> <span class=meta>{meta}</span></div><span class=p>{bar}</span>'
-               f'<span class=s>{said}</span><span class=x>{count} key result{"" if count == 1 else "s"}</span></div>')
+               f'<span class=s>{said}</span><span class=x>{count or ""}{" key result" if count else ""}'
+               f'{"s" if count > 1 else ""}</span></div>')
     if o["description"]:
         out.append(f"<p class=description>{escape(wording.first_lines(o['description']))}</p>")
     if o["key_results"]:
