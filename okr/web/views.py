@@ -199,8 +199,8 @@ class Lazy:
 
 
 def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
-    """The review page's context, its costly parts Lazy; big: a cycle too big for its burn-up, which replays
-    every check-in in memory."""
+    """The review page's context, its costly parts Lazy; big: a cycle whose burn-up is read as its check-ins
+    stream (a point a week), too big to replay them in memory."""
     moment = now()
     kept = {"team_id": chosen["team_id"], "assignee_id": chosen["assignee_id"]}
     found = Lazy(lambda: review.figures(db, cycle, moment, **kept, choice=choice))
@@ -221,7 +221,7 @@ def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
                 "previous_token": None if shown["before"] is None else page_token(shown["before"])}
 
     def chart():
-        line = timelines.cycle_progress(db, cycle, moment.date(), **kept)
+        line = timelines.cycle_progress(db, cycle, moment.date(), **kept, streamed=big)
         return None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
                                                                line["expected"], moment.date())
 
@@ -231,7 +231,7 @@ def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
     return dict(
         cycle=cycle_details_json(cycle, moment.date()), report=found, chosen=chosen, choice=choice,
         words=request.args.get("q", "").strip(), teams=team_rows, users=user_rows, view=Lazy(rows), board=board,
-        refresh=BOARD_REFRESH_SECONDS, chart=None if big else Lazy(chart), big=big, moment=moment,
+        refresh=BOARD_REFRESH_SECONDS, chart=Lazy(chart), big=big, moment=moment,
         query={name: value for name, value in query.items() if value},
         time_gone=wording.time_gone(cycle["starts_on"], cycle["ends_on"], moment.date(), elapsed),
         statuses=Lazy(lambda: charts.status_bar(list(found.cycle["status_counts"].items()), wording.STATUS_WORDS)),
