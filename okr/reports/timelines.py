@@ -244,10 +244,13 @@ def cycle_progress_streamed(db, cycle, today, team_id=None, assignee_id=None, st
     """cycle_progress_now's burn-up of a dated cycle, a point every step days (and today's), read objective by
     objective as the check-ins stream (okr.store.timelines.cycle_checkins_by_objective): the memory of one
     objective's check-ins and of a few sums a point, not of the cycle's check-ins (which a 100,000-objective cycle
-    has millions of). None for an undated cycle: its span would take a read of its own."""
-    if not (cycle["starts_on"] and cycle["ends_on"]):
+    has millions of). An undated cycle's runs from its first check-in's day to its last's (span); None: nothing
+    to draw."""
+    found = span(cycle["starts_on"], cycle["ends_on"], [day_of(stamp) for stamp in stored.cycle_checkin_span(
+        db, cycle["id"], team_id, assignee_id) if stamp] if not (cycle["starts_on"] and cycle["ends_on"]) else [])
+    if found is None:
         return None
-    first, last = date.fromisoformat(cycle["starts_on"]), date.fromisoformat(cycle["ends_on"])
+    first, last = found
     spanned = days(first, min(last, today))
     points = [day for index, day in enumerate(spanned) if index % step == 0 or index == len(spanned) - 1]
     figures = points_figures(db, cycle["id"], [day.isoformat() for day in points], team_id, assignee_id)
@@ -274,14 +277,16 @@ def points_figures(db, cycle_id, points, team_id=None, assignee_id=None, exact=(
     for _, objective_rows in groupby(rows, key=itemgetter(0)):
         owns = [[] for _ in points]
         for _, key_result_rows in groupby(objective_rows, key=itemgetter(1)):
-            checkins = list(key_result_rows)
-            _, _, kind, low, high, start, _ = checkins[0]
-            known = {}
+            last_of_day = {}  # day: its last check-in's value, as Replay keeps them
+            for _, _, kind, low, high, value, created_at in key_result_rows:
+                if not last_of_day:
+                    start = value
+                last_of_day[created_at[:10]] = value
+            changes, index, value, known = sorted(last_of_day.items()), 0, None, {}
             for number, point in enumerate(points):
-                day, value = "", None
-                for row in checkins:  # the last check-in of the latest day by then (Replay's order)
-                    if day <= row[6][:10] <= point:
-                        day, value = row[6][:10], row[5]
+                while index < len(changes) and changes[index][0] <= point:
+                    value = changes[index][1]
+                    index += 1
                 if value is not None:
                     if value not in known:
                         known[value] = progress.key_result_progress(kind, start, value, low, high)

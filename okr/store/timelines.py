@@ -73,3 +73,13 @@ def cycle_checkins_by_objective(db, cycle_id, team_id=None, assignee_id=None):
         "FROM objectives o CROSS JOIN key_results k ON k.objective_id = o.id "
         "CROSS JOIN checkins c ON c.key_result_seq = k.seq "
         f"WHERE {qualified(kept, 'o')} ORDER BY o.seq, k.seq, c.seq", params)
+
+
+def cycle_checkin_span(db, cycle_id, team_id=None, assignee_id=None):
+    """The first and the last created_at of the check-ins of a cycle's key results (of one team's and/or
+    assignee's objectives when given): (None, None) without any. A walk of the check-ins' index."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    return tuple(db.execute(
+        "SELECT min(c.created_at), max(c.created_at) FROM objectives o CROSS JOIN key_results k "
+        "ON k.objective_id = o.id CROSS JOIN checkins c ON c.key_result_seq = k.seq "
+        f"WHERE {qualified(kept, 'o')}", params).fetchone())

@@ -225,6 +225,14 @@ def test_a_streamed_burn_up_is_the_replayed_one(app, client, quarter, monkeypatc
                     timelines.cycle_progress_now(get_db(), cycle, moment)
     assert [value for _, value, _ in streamed["points"]][::-1][0] == "0.75" and streamed["points"][0][1] is None
     assert len(streamed["points"]) == {1: 6, 2: 4, 7: 2}[step]
+    assert client.patch(f"/v1/cycles/{quarter['cycle']['id']}", json={"starts_on": None, "ends_on": None}
+                        ).status_code == 200  # undated: from its first check-in's day to its last's
+    with app.test_request_context():
+        cycle = cycles.get(get_db(), quarter["cycle"]["id"])
+        if step != 2:
+            assert timelines.cycle_progress_streamed(get_db(), cycle, date(2026, 10, 6), step=step) == \
+                timelines.cycle_progress_now(get_db(), cycle, date(2026, 10, 6))
+        assert timelines.cycle_progress_streamed(get_db(), cycle, date(2026, 10, 6), step=step)["expected"] is None
 
 
 def test_a_streamed_burn_up_sums_a_tie_exactly(app, client, quarter, monkeypatch):
