@@ -97,15 +97,16 @@ class Figures(Tree):
         self.own = [means.mean(position) for position in range(len(self.parents))]
 
 
-def figures(db, cycle, now, team_id=None, assignee_id=None, choice=None):
+def figures(db, cycle, now, team_id=None, assignee_id=None, choice=None, fingerprint=None):
     """A cycle report's figures (okr.reports.alignment.cycle_tree's, without its tree): {"cycle" (with elapsed and
     status_counts), "progress", "objectives_count", "key_results_count"}; with a Choice, also "kept": [(seq,
     id)] of the objectives it keeps in creation order, "matched": how many key results, and "objective": id -> the
     objective's report figures (progress, progress_from, status). Kept in this process until its rows change
-    (okr.store.timelines.cycle_fingerprint) or the day does (statuses follow the day, not the hour)."""
+    (okr.store.timelines.cycle_fingerprint; fingerprint: the cycle's, when the caller has it) or the day does
+    (statuses follow the day, not the hour)."""
     today = now.date()
     key = (cycle["id"], cycle["starts_on"], cycle["ends_on"], cycle["name"], today, team_id, assignee_id,
-           choice.key() if choice else None, stored_timelines.cycle_fingerprint(db, cycle["id"]))
+           choice.key() if choice else None, fingerprint or stored_timelines.cycle_fingerprint(db, cycle["id"]))
     with KEPT_LOCK:
         if key in KEPT:
             KEPT.move_to_end(key)

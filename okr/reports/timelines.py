@@ -172,12 +172,12 @@ class Replay:
         return shown
 
 
-def cycle_progress(db, cycle, today, team_id=None, assignee_id=None, streamed=False):
+def cycle_progress(db, cycle, today, team_id=None, assignee_id=None, streamed=False, fingerprint=None):
     """cycle_progress_now (streamed: cycle_progress_streamed, for a cycle too big to replay in memory), kept in
     this process until anything it depends on changes (okr.store.timelines.cycle_fingerprint) or the day does: a
-    wallboard reloads a big cycle's page every few minutes."""
+    wallboard reloads a big cycle's page every few minutes. fingerprint: the cycle's, when the caller has it."""
     key = (cycle["id"], cycle["starts_on"], cycle["ends_on"], today, team_id, assignee_id, streamed,
-           stored.cycle_fingerprint(db, cycle["id"]))
+           fingerprint or stored.cycle_fingerprint(db, cycle["id"]))
     with KEPT_LOCK:
         if key in KEPT:
             KEPT.move_to_end(key)

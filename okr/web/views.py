@@ -30,6 +30,7 @@ from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, key_results, objectives, teams, users
 from ..store import reports as report_rows
+from ..store import timelines as stored_timelines
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import charts, forms, your_week, wording
 from . import service_index
@@ -203,7 +204,10 @@ def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
     stream (a point a week), too big to replay them in memory."""
     moment = now()
     kept = {"team_id": chosen["team_id"], "assignee_id": chosen["assignee_id"]}
-    found = Lazy(lambda: review.figures(db, cycle, moment, **kept, choice=choice))
+    # What tells whether the figures and the burn-up kept still hold: read once for both (a big cycle's walks
+    # millions of check-ins).
+    fingerprint = Lazy(lambda: stored_timelines.cycle_fingerprint(db, cycle["id"]))
+    found = Lazy(lambda: review.figures(db, cycle, moment, **kept, choice=choice, fingerprint=fingerprint.value()))
     team_rows, user_rows = teams.pick_list(db), users.pick_list(db)
 
     def rows():
@@ -221,7 +225,8 @@ def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
                 "previous_token": None if shown["before"] is None else page_token(shown["before"])}
 
     def chart():
-        line = timelines.cycle_progress(db, cycle, moment.date(), **kept, streamed=big)
+        line = timelines.cycle_progress(db, cycle, moment.date(), **kept, streamed=big,
+                                        fingerprint=fingerprint.value())
         return None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
                                                                line["expected"], moment.date())
 

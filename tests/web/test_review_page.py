@@ -288,3 +288,12 @@ def test_a_big_cycles_page_streams_the_same_rows_and_gives_its_report_slot_back(
         assert streamed.attrs["aria-label"].split(";")[0] == replayed.attrs["aria-label"].split(";")[0]
         assert len(big.one("section", cls="burn-up").find_all("tr")) < len(small.one("section", cls="burn-up")
                                                                             .find_all("tr"))
+
+
+def test_a_page_reads_the_cycles_fingerprint_once_for_its_figures_and_its_burn_up(client, quarter, monkeypatch):
+    from okr.store import timelines as stored
+    calls, real = [], stored.cycle_fingerprint
+    monkeypatch.setattr(stored, "cycle_fingerprint", lambda db, cycle_id: calls.append(cycle_id) or real(db, cycle_id))
+    doc = page(client, f"/cycles/{quarter['cycle']['id']}")
+    assert doc.find_all("section", cls="burn-up") and doc.find_all("div", cls="status-counts")
+    assert calls == [quarter["cycle"]["id"]]
