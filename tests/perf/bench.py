@@ -101,6 +101,12 @@ The server's resident memory, with its children's, is sampled every 50 ms: its p
 against a goal of 1 GB, with the idle figure beside it; the small reads' p99 against a goal
 of 1 s, with their p50 and p99 before the reports beside it. --reports-unbounded has the
 server build every report in memory, as before, for comparison.
+The cycle page (issue 35), run alone with --review-only: a server as users start it, on the database of the
+concurrent reports (--concurrent-report-objectives objectives, 4 key results each; --reports-database reuses
+one); its page (GET /cycles/:id, as a browser asks, gzip taken) first shown, shown again, its next page (the
+page's own link) and its key results at risk or off track, each over a new connection: seconds to the body's
+first byte (goal: under 1 s on the first view) and to its end, and the server's peak resident memory with its
+children above its idle figure (goal: under 200 MB).
 Worker processes (issue 25; --workers-only runs this section alone): on a database of 1,000
 objectives with a service key, the service as users start it (default workers: one per CPU, at most
 8) and the same with --workers 1, on the same file; in each round a signed GET by id at 8 connections
