@@ -102,31 +102,37 @@ def mean_figure(values):
     present = [value for value in values if value is not None]
     if not present:
         return None
-    low, high = mean_bound(present, ROUND_FLOOR), mean_bound(present, ROUND_CEILING)
+    found = figure_between(bound_sum(present, ROUND_FLOOR), bound_sum(present, ROUND_CEILING), len(present))
+    return figure(mean(present)) if found is None else found
+
+
+def figure_between(low_total, high_total, count):
+    """The figure that every mean from low_total / count to high_total / count shows (bound_sum's sums of
+    count values, rounded down and up); None when a rounding tie lies between them (mean_figure)."""
     with localcontext() as context:
         context.prec = BOUND_DIGITS
         context.rounding = ROUND_FLOOR
+        low = low_total / count
         first_tie = (low * TIE_SPACING).to_integral_value(ROUND_CEILING)
         if first_tie % 2 == 0:
             first_tie += 1
         context.rounding = ROUND_CEILING
-        if first_tie <= high * TIE_SPACING:
-            return figure(mean(present))
+        if first_tie <= high_total / count * TIE_SPACING:
+            return None
     return f"{low.quantize(Decimal('0.01'), ROUND_HALF_EVEN):f}"
 
 
-def mean_bound(fractions, rounding):
-    """The mean of fractions as a decimal of BOUND_DIGITS digits, every step rounded one way."""
+def bound_sum(fractions, rounding, total=Decimal(0)):
+    """total plus the sum of fractions as a decimal of BOUND_DIGITS digits, every step rounded one way."""
     with localcontext() as context:
         context.prec = BOUND_DIGITS
         context.rounding = rounding
-        total = Decimal(0)
         for value in fractions:
             if value.denominator == 1:
                 total += value.numerator
             else:
                 total += Decimal(value.numerator) / value.denominator
-        return total / len(fractions)
+        return total
 
 
 def figure(value):

@@ -12,7 +12,7 @@ from okr import settings
 from okr.accounts import identity_provider, passwords, single_sign_on
 from okr.api import auth, bodies, paging
 from okr.outbound import webhook_request, weekly_emails
-from okr.reports import activity
+from okr.reports import activity, review
 from okr.rules import body_schemas, fields, strict_json, webhook_receivers
 from okr.server import connections, http_server, litestream, request_log, workers
 from okr.store import events, invitations, password_resets, webhooks
@@ -91,6 +91,10 @@ LIMITS = {
         count(views.CYCLES_PER_PAGE, AT_MOST, "cycles per page", "/cycles", of=("cycles",)),
     "check-ins in a key result's sparkline (the cycle page)":
         count(views.SPARK_POINTS, AT_MOST, "sparkline", of=("values",)),
+    "top objectives on a page of a cycle's review (`/cycles/<id>`)":
+        count(review.PER_PAGE, AT_MOST, "top objectives a page", "Next 50", of=("top", "objectives")),
+    "the words of a cycle page's *Name contains* filter":
+        count(views.WORDS_MAX, AT_MOST, "Name contains", "words over", of=CHARACTERS),
     "check-ins in a key result's history":
         count(views.HISTORY_ROWS, AT_MOST, "its history", "check-in history", of=("check-ins",)),
     "comments under an objective or a key result":

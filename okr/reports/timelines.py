@@ -8,7 +8,9 @@ a check-in repeats the day before without recomputing it.
 import threading
 from collections import OrderedDict, defaultdict
 from datetime import date, timedelta
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from itertools import groupby
+from operator import itemgetter
 
 from .. import progress
 from ..store import timelines as stored
@@ -170,16 +172,17 @@ class Replay:
         return shown
 
 
-def cycle_progress(db, cycle, today, team_id=None, assignee_id=None):
-    """cycle_progress_now, kept in this process until anything it depends on changes (okr.store.timelines.
-    cycle_fingerprint) or the day does: a wallboard reloads a big cycle's page every few minutes."""
-    key = (cycle["id"], cycle["starts_on"], cycle["ends_on"], today, team_id, assignee_id,
-           stored.cycle_fingerprint(db, cycle["id"]))
+def cycle_progress(db, cycle, today, team_id=None, assignee_id=None, streamed=False, fingerprint=None):
+    """cycle_progress_now (streamed: cycle_progress_streamed, for a cycle too big to replay in memory), kept in
+    this process until anything it depends on changes (okr.store.timelines.cycle_fingerprint) or the day does: a
+    wallboard reloads a big cycle's page every few minutes. fingerprint: the cycle's, when the caller has it."""
+    key = (cycle["id"], cycle["starts_on"], cycle["ends_on"], today, team_id, assignee_id, streamed,
+           fingerprint or stored.cycle_fingerprint(db, cycle["id"]))
     with KEPT_LOCK:
         if key in KEPT:
             KEPT.move_to_end(key)
             return KEPT[key]
-    found = cycle_progress_now(db, cycle, today, team_id, assignee_id)
+    found = (cycle_progress_streamed if streamed else cycle_progress_now)(db, cycle, today, team_id, assignee_id)
     with KEPT_LOCK:
         KEPT[key] = found
         while len(KEPT) > KEEP:
@@ -231,3 +234,86 @@ def objective_progress(db, node, today, starts_on=None, ends_on=None):
 
     shown = replay.series(first, min(last, today), lambda touched: progress.figure(rolled(node)))
     return with_expected(shown, first, last, starts_on, ends_on)
+
+
+# A streamed burn-up sums its objectives' progress this many at a time, point by point (progress.bound_sum).
+BATCH = 1024
+
+
+def cycle_progress_streamed(db, cycle, today, team_id=None, assignee_id=None, step=7):
+    """cycle_progress_now's burn-up of a dated cycle, a point every step days (and today's), read objective by
+    objective as the check-ins stream (okr.store.timelines.cycle_checkins_by_objective): the memory of one
+    objective's check-ins and of a few sums a point, not of the cycle's check-ins (which a 100,000-objective cycle
+    has millions of). An undated cycle's runs from its first check-in's day to its last's (span); None: nothing
+    to draw."""
+    found = span(cycle["starts_on"], cycle["ends_on"], [day_of(stamp) for stamp in stored.cycle_checkin_span(
+        db, cycle["id"], team_id, assignee_id) if stamp] if not (cycle["starts_on"] and cycle["ends_on"]) else [])
+    if found is None:
+        return None
+    first, last = found
+    spanned = days(first, min(last, today))
+    points = [day for index, day in enumerate(spanned) if index % step == 0 or index == len(spanned) - 1]
+    figures = points_figures(db, cycle["id"], [day.isoformat() for day in points], team_id, assignee_id)
+    return with_expected(list(zip(points, figures)), first, last, cycle["starts_on"], cycle["ends_on"])
+
+
+def points_figures(db, cycle_id, points, team_id=None, assignee_id=None, exact=()):
+    """The cycle's progress figure at the end of each of these days (ISO dates), as Replay figures it: each
+    objective's own progress then (the mean of its key results' that existed by then), their mean
+    (okr.progress.mean_figure, bounded a batch at a time); exact: the points to sum exactly (a tie between the
+    bounds), read again."""
+    lows, highs = [Decimal(0)] * len(points), [Decimal(0)] * len(points)
+    counts, batches = [0] * len(points), [[] for _ in points]
+    kept = {point: [] for point in exact}
+
+    def flush(number):
+        batch = batches[number]
+        lows[number] = progress.bound_sum(batch, ROUND_FLOOR, lows[number])
+        highs[number] = progress.bound_sum(batch, ROUND_CEILING, highs[number])
+        counts[number] += len(batch)
+        batches[number] = []
+
+    rows = stored.cycle_checkins_by_objective(db, cycle_id, team_id, assignee_id)
+    for _, objective_rows in groupby(rows, key=itemgetter(0)):
+        owns = [[] for _ in points]
+        for _, key_result_rows in groupby(objective_rows, key=itemgetter(1)):
+            last_of_day = {}  # day: its last check-in's value, as Replay keeps them
+            for _, _, kind, low, high, value, created_at in key_result_rows:
+                if not last_of_day:
+                    start = value
+                last_of_day[created_at[:10]] = value
+            changes, index, value, known = sorted(last_of_day.items()), 0, None, {}
+            for number, point in enumerate(points):
+                while index < len(changes) and changes[index][0] <= point:
+                    value = changes[index][1]
+                    index += 1
+                if value is not None:
+                    if value not in known:
+                        known[value] = progress.key_result_progress(kind, start, value, low, high)
+                    owns[number].append(known[value])
+        for number, point in enumerate(points):
+            if not owns[number]:
+                continue  # no key result of it existed by then
+            own = progress.mean(owns[number])
+            if own is None:
+                continue
+            if point in kept:
+                kept[point].append(own)
+            batches[number].append(own)
+            if len(batches[number]) >= BATCH:
+                flush(number)
+    figures = []
+    for number, point in enumerate(points):
+        flush(number)
+        if point in kept:
+            figures.append(progress.mean_figure(kept[point]))
+        elif not counts[number]:
+            figures.append(None)
+        else:
+            figures.append(progress.figure_between(lows[number], highs[number], counts[number]))
+    ties = [point for point, found in zip(points, figures) if found is None and point not in kept and
+            counts[points.index(point)]]
+    if ties:
+        again = points_figures(db, cycle_id, points, team_id, assignee_id, exact=ties)
+        figures = [again[number] if point in ties else found for number, (point, found) in enumerate(zip(points, figures))]
+    return figures

@@ -6,6 +6,8 @@ and written from the same rows as they stream by okr.reports.streaming: each rea
 the connection's rows where the caller reads them so) or, for the streaming writer, as an iterator of dicts
 read one row at a time from the cursor, never held whole.
 """
+import json
+import re
 
 # Each key result with its start (the value of its first check-in), its last
 # check-in's time and whether it had a check-in after its first (an update):
@@ -206,3 +208,79 @@ def spreadsheet_rows(db, cycle_id):
     name, team and assignee (objective_name, objective_team_id, team_name, objective_assignee_id,
     assignee_name) and its owner's name (owner_name): a cycle's CSV, as a cursor read as it goes."""
     return db.execute(SPREADSHEET_ROWS, (cycle_id, cycle_id))
+
+
+# The cycle page's reads (okr.reports.review): a page of top-level objectives, with everything aligned below
+# them in the same report, and their sparklines' check-ins. A report's kept objectives are a cycle's (maybe of
+# one team and/or assignee); a top one is one whose parent is not among them.
+TOP_OBJECTIVES = """
+SELECT o.seq, o.id FROM objectives o
+WHERE {kept} AND o.seq > ? AND NOT EXISTS (SELECT 1 FROM objectives p WHERE p.id = o.parent_objective_id AND {parent})
+ORDER BY o.seq LIMIT ?
+"""
+
+
+def qualified(condition, alias):
+    """cycle_condition's condition on the objectives named alias."""
+    return re.sub(r"\b(cycle_id|team_id|assignee_id)\b", alias + r".\1", condition)
+
+
+def top_objectives(db, cycle_id, after, count, team_id=None, assignee_id=None):
+    """(seq, id) of the first `count` top objectives of a cycle report after the seq `after`, in creation order:
+    one walk of the cycle's objectives, each probing its parent."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    mine, parent = qualified(kept, "o"), qualified(kept, "p")
+    cursor = db.cursor()
+    cursor.row_factory = None
+    return cursor.execute(TOP_OBJECTIVES.format(kept=mine, parent=parent),
+                          [*params, after, *params, count]).fetchall()
+
+
+def top_objectives_before(db, cycle_id, before, count, team_id=None, assignee_id=None):
+    """The seqs of up to `count` top objectives of a cycle report before the seq `before`, newest first: where
+    the page before one starts."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    mine, parent = qualified(kept, "o"), qualified(kept, "p")
+    sql = TOP_OBJECTIVES.replace("o.seq > ?", "o.seq < ?").replace("ORDER BY o.seq", "ORDER BY o.seq DESC")
+    return [row[0] for row in db.execute(sql.format(kept=mine, parent=parent), [*params, before, *params, count])]
+
+
+def subtree_rows(db, cycle_id, top_ids, team_id=None, assignee_id=None):
+    """The objectives of a cycle report at and below these top objectives (aligned children kept by the same
+    condition), and their key results with their history: two lists of dicts in creation order."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    tree = (f"WITH RECURSIVE tree(id) AS (SELECT value FROM json_each(?) UNION "
+            f"SELECT o.id FROM objectives o JOIN tree t ON o.parent_objective_id = t.id WHERE {kept}) ")
+    ids = json.dumps(list(top_ids))
+    objectives = dict_rows(db, tree + "SELECT * FROM objectives WHERE id IN tree ORDER BY seq", [ids, *params])
+    key_results = dict_rows(db, tree + KEY_RESULTS_WITH_HISTORY.format(where="k.objective_id IN tree"),
+                            [ids, *params])
+    return objectives, key_results
+
+
+def objectives_rows(db, objective_ids):
+    """These objectives and their key results with their history: two lists of dicts in creation order."""
+    ids = json.dumps(list(objective_ids))
+    chosen = "SELECT value FROM json_each(?)"
+    return (dict_rows(db, f"SELECT * FROM objectives WHERE id IN ({chosen}) ORDER BY seq", [ids]),
+            dict_rows(db, KEY_RESULTS_WITH_HISTORY.format(where=f"k.objective_id IN ({chosen})"), [ids]))
+
+
+def recent_checkins(db, key_result_ids, count):
+    """{key result id: [(created_at, value)] of its last `count` check-ins, oldest first} for these key results,
+    in one query (as recent_values, with each check-in's time)."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    cursor.execute(
+        """SELECT k.id, (SELECT group_concat(created_at || ' ' || value, ' ') FROM (
+                            SELECT c.created_at, c.value FROM checkins c WHERE c.key_result_seq = k.seq
+                            ORDER BY c.seq DESC LIMIT ?))
+           FROM key_results k WHERE k.id IN (SELECT value FROM json_each(?))""",
+        (count, json.dumps(list(key_result_ids))),
+    )
+    found = {}
+    for key_result_id, joined in cursor:
+        if joined is not None:
+            parts = joined.split(" ")
+            found[key_result_id] = list(zip(parts[0::2], parts[1::2]))[::-1]
+    return found

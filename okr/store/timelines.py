@@ -5,7 +5,7 @@ Each comes key result by key result in creation order, and each key result's che
 made (the checkins_history index's order, so nothing is sorted): the first is its start value, and of several on
 one day the last is how it stood that day.
 """
-from .reports import DESCENDANTS, cycle_condition
+from .reports import DESCENDANTS, cycle_condition, qualified
 
 # A key result as a chart replays it: its type and targets are today's (no history of them is kept).
 KEY_RESULT_COLUMNS = "k.seq, k.objective_id, k.type, k.target_value_min, k.target_value_max"
@@ -58,3 +58,28 @@ def cycle_fingerprint(db, cycle_id):
                    FROM key_results WHERE cycle_id = :cycle),
                   (SELECT count(*) || ':' || ifnull(max(seq), 0) || ':' || ifnull(sum(revision), 0)
                    FROM objectives WHERE cycle_id = :cycle)""", {"cycle": cycle_id}).fetchone()[:]
+
+
+def cycle_checkins_by_objective(db, cycle_id, team_id=None, assignee_id=None):
+    """Every check-in of a cycle's key results (of one team's and/or assignee's objectives when given), as
+    (objective id, key result seq, type, target_value_min, target_value_max, value, created_at) tuples: objective
+    by objective, each one's key results in creation order and their check-ins in the order made, read from the
+    cursor as it goes (the indexes' order: nothing is sorted or held)."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    cursor = db.cursor()
+    cursor.row_factory = None
+    return cursor.execute(
+        "SELECT k.objective_id, k.seq, k.type, k.target_value_min, k.target_value_max, c.value, c.created_at "
+        "FROM objectives o CROSS JOIN key_results k ON k.objective_id = o.id "
+        "CROSS JOIN checkins c ON c.key_result_seq = k.seq "
+        f"WHERE {qualified(kept, 'o')} ORDER BY o.seq, k.seq, c.seq", params)
+
+
+def cycle_checkin_span(db, cycle_id, team_id=None, assignee_id=None):
+    """The first and the last created_at of the check-ins of a cycle's key results (of one team's and/or
+    assignee's objectives when given): (None, None) without any. A walk of the check-ins' index."""
+    kept, params = cycle_condition(cycle_id, team_id, assignee_id)
+    return tuple(db.execute(
+        "SELECT min(c.created_at), max(c.created_at) FROM objectives o CROSS JOIN key_results k "
+        "ON k.objective_id = o.id CROSS JOIN checkins c ON c.key_result_seq = k.seq "
+        f"WHERE {qualified(kept, 'o')}", params).fetchone())

@@ -257,3 +257,9 @@ def email_exists(db, email):
 
 # page(db, after, limit): a page of users, oldest first.
 page = partial(keyset_page, "users")
+
+
+def roles_of(db, user_ids):
+    """{id: role} of these users (the ids go in as one JSON array, one parameter whatever their count)."""
+    return dict(db.execute("SELECT id, role FROM users WHERE id IN (SELECT value FROM json_each(?))",
+                           (json.dumps(list(user_ids)),)).fetchall())

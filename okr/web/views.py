@@ -5,6 +5,8 @@ The app may be mounted under a prefix in another WSGI app (DispatcherMiddleware 
 /okr, say): every link, form, redirect and static URL is built with url_for or
 request.script_root, never a bare "/".
 """
+import base64
+import binascii
 import gzip
 import hashlib
 import re
@@ -13,23 +15,27 @@ from pathlib import Path
 
 from urllib.parse import unquote, urlsplit
 
-from flask import Blueprint, current_app, make_response, redirect, render_template, request, url_for
+from flask import (Blueprint, current_app, make_response, redirect, render_template, request, stream_template,
+                   url_for)
+from markupsafe import Markup
 
-from .. import clock, proxies
+from .. import clock, progress, proxies
 from ..accounts import access, passwords, sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
-from ..reports import alignment, spooled, streaming, timelines
+from ..records import cycle_details_json
+from ..reports import alignment, review, spooled, streaming, timelines
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, key_results, objectives, teams, users
 from ..store import reports as report_rows
+from ..store import timelines as stored_timelines
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from . import charts, forms, your_week, wording
 from . import service_index
 from .errors import PageError
-from .tree import tree_html
+from .tree import Rows, review_html
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
 
@@ -40,8 +46,6 @@ STATIC = Path(__file__).parent / "static"
 # Changes with the static files, so that their long cache life never serves an old one.
 STYLE_VERSION = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(STATIC.glob("*.*")))).hexdigest()[:12]
 CHECKIN_FIELDS = ("value", "done", "confidence", "comment", "confirmed")
-# A wallboard reloads itself this often, in seconds (a meta refresh: no script).
-BOARD_REFRESH_SECONDS = 300
 STATES = ("current", "upcoming", "finished")  # the cycles page's groups, in order
 # The rules' limits that forms state (maxlength, hints), so that a page says what the rule checks.
 LIMITS = {"name": body_schemas.NAME_MAX, "group_name": body_schemas.GROUP_NAME_MAX, "comment": body_schemas.COMMENT_MAX,
@@ -140,46 +144,145 @@ def cycles_page(endpoint):
 
 @bp.get("/cycles/<cycle_id>")
 def show_cycle(cycle_id):
-    """Shows a cycle's alignment tree, maybe for one team or assignee."""
+    """Shows a cycle's review: its facts, a legend, filters, and its objectives' and key results' rows a page of
+    top objectives at a time (okr.reports.review)."""
     db = get_db()
     cycle = cycles.get(db, cycle_id)
-    chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id")}
-    if spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], **chosen)):
-        with spooled.slot():  # the page is built in memory still: one slot bounds how many at once
-            return render_cycle(db, cycle, chosen)
-    return render_cycle(db, cycle, chosen)
+    if request.args.get("board", "") not in ("", "0"):  # an old wallboard link: the wallboard has its own page
+        return redirect(url_for("web.show_board", cycle_id=cycle["id"]), 302)
+    board = False
+    chosen = {name: filter_arg(name) for name in ("team_id", "assignee_id", "owner_id")}
+    choice = review.Choice(chosen["owner_id"], status_args(), words_arg())
+    after = page_arg()
+    if not spooled.is_big(report_rows.cycle_objective_count(db, cycle["id"], chosen["team_id"],
+                                                            chosen["assignee_id"])):
+        return render_template("cycle.html", **cycle_page(db, cycle, chosen, choice, after, board))
+    # A big cycle's page streams: its top goes out at once, the rest as the whole cycle's figures are read (in
+    # one of the report slots, which bound how many such reads run at once; given back once the page is sent).
+    held, app, given_back = spooled.slot(), current_app._get_current_object(), []
+
+    def give_back():  # once, when the page is sent or abandoned (outside the request: in its own app context)
+        if not given_back:
+            given_back.append(True)
+            with app.app_context():
+                held.__exit__(None, None, None)
+
+    held.__enter__()
+    try:
+        response = current_app.response_class(stream_template(
+            "cycle.html", **cycle_page(db, cycle, chosen, choice, after, board, big=True)), mimetype="text/html")
+    except BaseException:
+        give_back()
+        raise
+    response.call_on_close(give_back)
+    return response
 
 
-def render_cycle(db, cycle, chosen):
+class Lazy:
+    """A value worked out when a page first reads it (make()): a streamed page sends what comes before first."""
+
+    def __init__(self, make):
+        self.make, self.made = make, False
+
+    def value(self):
+        if not self.made:
+            self.found, self.made = self.make(), True
+        return self.found
+
+    def __getattr__(self, name):
+        if name in ("make", "made", "found"):
+            raise AttributeError(name)
+        return self.value()[name]
+
+    def __bool__(self):
+        return bool(self.value())
+
+    def __html__(self):
+        return Markup(self.value() or "")
+
+
+def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
+    """The review page's context, its costly parts Lazy; big: a cycle whose burn-up is read as its check-ins
+    stream (a point a week), too big to replay them in memory."""
     moment = now()
-    report = alignment.cycle_report(db, cycle, moment, **chosen)
+    kept = {"team_id": chosen["team_id"], "assignee_id": chosen["assignee_id"]}
+    # What tells whether the figures and the burn-up kept still hold: read once for both (a big cycle's walks
+    # millions of check-ins).
+    fingerprint = Lazy(lambda: stored_timelines.cycle_fingerprint(db, cycle["id"]))
+    found = Lazy(lambda: review.figures(db, cycle, moment, **kept, choice=choice, fingerprint=fingerprint.value()))
     team_rows, user_rows = teams.pick_list(db), users.pick_list(db)
-    tree = tree_html(
-        report["objectives"],
-        team_names={row["id"]: row["name"] for row in team_rows},
-        user_names={row["id"]: row["name"] for row in user_rows},
-        sparks=report_rows.recent_values(db, cycle["id"], SPARK_POINTS),
-        now=moment,
-        root=request.script_root,
-        link_objectives=has_endpoint("web.show_objective"),
-    )
-    board = request.args.get("board", "") not in ("", "0")
-    line = timelines.cycle_progress(db, cycle, moment.date(), **chosen)
-    chart = None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
-                                                            line["expected"], moment.date())
-    return render_template("cycle.html", report=report, chosen=chosen, teams=team_rows, users=user_rows, tree=tree,
-                           board=board, refresh=BOARD_REFRESH_SECONDS, chart=chart,
-                           statuses=status_counts(report["objectives"]))
+
+    def rows():
+        shown = review.page(db, cycle, moment, after, **kept, choice=choice, found=found.value() if choice else None)
+        nodes = shown["objectives"]
+        owners = {k["owner_id"] for node in alignment.flattened(nodes) for k in node["key_results"] if k["owner_id"]}
+        drawn = Rows(team_names={row["id"]: row["name"] for row in team_rows},
+                     user_names={row["id"]: row["name"] for row in user_rows},
+                     user_roles=users.roles_of(db, owners),
+                     sparks=report_rows.recent_checkins(db, review.key_result_ids(nodes), SPARK_POINTS),
+                     now=moment, root=request.script_root, link_objectives=has_endpoint("web.show_objective"),
+                     fold=not (choice or kept["team_id"] or kept["assignee_id"]))
+        return {"tree": review_html(nodes, drawn), "objectives": nodes,
+                "next_token": None if shown["after"] is None else page_token(shown["after"]),
+                "previous_token": None if shown["before"] is None else page_token(shown["before"])}
+
+    def chart():
+        line = timelines.cycle_progress(db, cycle, moment.date(), **kept, streamed=big,
+                                        fingerprint=fingerprint.value())
+        return None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
+                                                               line["expected"], moment.date())
+
+    query = {**{name: value for name, value in chosen.items() if value}, "status": sorted(choice.statuses),
+             "q": choice.words and request.args.get("q", "").strip()}
+    elapsed = progress.figure(progress.elapsed(cycle["starts_on"], cycle["ends_on"], moment.date()))
+    return dict(
+        cycle=cycle_details_json(cycle, moment.date()), report=found, chosen=chosen, choice=choice,
+        words=request.args.get("q", "").strip(), teams=team_rows, users=user_rows, view=Lazy(rows), board=board,
+        chart=Lazy(chart), big=big, moment=moment,
+        query={name: value for name, value in query.items() if value},
+        time_gone=wording.time_gone(cycle["starts_on"], cycle["ends_on"], moment.date(), elapsed),
+        statuses=Lazy(lambda: charts.status_bar(list(found.cycle["status_counts"].items()), wording.STATUS_WORDS)),
+        per_page=review.PER_PAGE, spark_points=SPARK_POINTS)
 
 
-def status_counts(roots):
-    """The bar of a cycle report's key results by status, counted from the report's own statuses (never
-    recomputed): the usual ones in their order, then any other."""
-    counts = {status: 0 for status in wording.STATUS_WORDS}
-    for objective in alignment.flattened(roots):
-        for key_result in objective["key_results"]:
-            counts[key_result["status"]] = counts.get(key_result["status"], 0) + 1
-    return charts.status_bar(list(counts.items()), wording.STATUS_WORDS)
+def status_args():
+    """The statuses a page keeps (status=at_risk&status=off_track); a 400 page for any other word."""
+    found = request.args.getlist("status")
+    for status in found:
+        if status not in wording.STATUS_WORDS:
+            raise PageError(400, "Bad filter", "The status in this link is not one of "
+                            + ", ".join(s for s in wording.STATUS_WORDS) + ".")
+    return found
+
+
+WORDS_MAX = 200  # characters of a page's text filter
+
+
+def words_arg():
+    """The text filter (q), trimmed; a 400 page when it is too long to be a name."""
+    words = request.args.get("q", "").strip()
+    if len(words) > WORDS_MAX:
+        raise PageError(400, "Bad filter", f"The text to look for is longer than {WORDS_MAX} characters.")
+    return words
+
+
+def page_token(seq):
+    """A page's place as a link carries it: the seq it starts after, in URL-safe base64 (0: the first page)."""
+    return base64.urlsafe_b64encode(str(seq).encode("ascii")).decode("ascii").rstrip("=") if seq else ""
+
+
+def page_arg():
+    """The seq a page starts after, from its page token (none: 0, the first page); a 400 page for a bad one."""
+    token = request.args.get("page", "")
+    if not token:
+        return 0
+    try:
+        digits = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True).decode("ascii")
+    except (binascii.Error, ValueError):
+        digits = ""
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 19):
+        raise PageError(400, "Bad page link", "The link's page is not a place in this cycle.")
+    return min(int(digits), MAX_ROW_ID)
 
 
 @bp.get("/cycles/<cycle_id>.csv")
@@ -324,7 +427,7 @@ GZIP_FROM_BYTES = 16 * 1024
 def compress_pages(response):
     """Gzips a big HTML page for a client that accepts gzip."""
     if (response.mimetype == "text/html" and response.status_code == 200 and not response.direct_passthrough
-            and "Content-Encoding" not in response.headers):
+            and not response.is_streamed and "Content-Encoding" not in response.headers):
         response.vary.add("Accept-Encoding")
         if "gzip" in request.accept_encodings and (response.content_length or 0) >= GZIP_FROM_BYTES:
             response.set_data(gzip.compress(response.get_data(), compresslevel=GZIP_LEVEL, mtime=0))

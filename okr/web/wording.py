@@ -113,3 +113,19 @@ def spark_points(count, width):
     """ "0,{} 5,{} …": count points spread over width, their ys to fill in (a cycle page draws 4,000)."""
     step = width / (count - 1)
     return " ".join(f"{i * step:.0f},{{}}" for i in range(count))
+
+
+def time_gone(starts_on, ends_on, today, elapsed):
+    """How much of a dated cycle has gone by on today, in words: "Week 7 of 13 · 46% of the time gone" (elapsed:
+    okr.progress.elapsed's figure, as a report gives it); "" for a cycle without both dates."""
+    if not (starts_on and ends_on) or elapsed is None:
+        return ""
+    start, end = date.fromisoformat(starts_on), date.fromisoformat(ends_on)
+    weeks = (end - start).days // 7 + 1
+    week = min(max((today - start).days // 7 + 1, 1), weeks)
+    said = f"{percent(elapsed)} of the time gone"
+    if today < start:
+        return f"Starts in {(start - today).days} day{'s' if (start - today).days != 1 else ''} · {said}"
+    if today > end:
+        return f"Ended {day(ends_on)} · {said}"
+    return f"Week {week} of {weeks} · {said}"

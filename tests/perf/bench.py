@@ -101,6 +101,12 @@ The server's resident memory, with its children's, is sampled every 50 ms: its p
 against a goal of 1 GB, with the idle figure beside it; the small reads' p99 against a goal
 of 1 s, with their p50 and p99 before the reports beside it. --reports-unbounded has the
 server build every report in memory, as before, for comparison.
+The cycle page (issue 35), run alone with --review-only: a server as users start it, on the database of the
+concurrent reports (--concurrent-report-objectives objectives, 4 key results each; --reports-database reuses
+one); its page (GET /cycles/:id, as a browser asks, gzip taken) first shown, shown again, its next page (the
+page's own link) and its key results at risk or off track, each over a new connection: seconds to the body's
+first byte (goal: under 1 s on the first view) and to its end, and the server's peak resident memory with its
+children above its idle figure (goal: under 200 MB).
 Worker processes (issue 25; --workers-only runs this section alone): on a database of 1,000
 objectives with a service key, the service as users start it (default workers: one per CPU, at most
 8) and the same with --workers 1, on the same file; in each round a signed GET by id at 8 connections
@@ -1291,6 +1297,100 @@ def reports_only(args, placement):
         print(f"  round: idle {r['idle'] / 2**20:,.0f} MB, peak {r['peak'] / 2**20:,.0f} MB, small reads p99 "
               f"{r['p99'] * 1000:.0f} ms (max {r['max'] * 1000:,.0f} ms, {r['reads']} reads), reports in "
               + ", ".join(f"{seconds:.1f}" for seconds in r["report seconds"]) + f" s, {r['refused']} x 503")
+# --- the cycle page of a 100,000-objective cycle (issue 35) ------------------------------------------------------
+
+
+def fetch_page_timed(port, path, sampler=None):
+    """GETs path as a browser does (gzip taken) over a new connection: seconds to the first byte of the body and
+    to its end, the status, the body (gunzipped) and the link to the next page, if any."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        started = time.perf_counter()
+        connection.request("GET", path, headers={"Accept": "text/html", "Accept-Encoding": "gzip"})
+        response = connection.getresponse()
+        first = response.read(1)
+        to_first = time.perf_counter() - started
+        body = first + response.read()
+        whole = time.perf_counter() - started
+        if response.getheader("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        following = re.search(rb'rel="next" href="([^"]+)"', body)
+        return to_first, whole, response.status, body, following and following.group(1).decode().replace("&amp;", "&")
+    finally:
+        connection.close()
+
+
+def time_review_pages(folder, args):
+    """Per round, against a fresh server on a cycle of --concurrent-report-objectives objectives (4 key results
+    each; --reports-database reuses one): its page (GET /cycles/:id) first shown, shown again, its second page, and
+    its key results at risk or off track; each one's seconds to the first byte and to the end, and the server's
+    peak resident memory (with its children) over its idle figure."""
+    database = args.reports_database or os.path.join(folder, "reports.db")
+    if not os.path.exists(database):
+        print(f"seeding a cycle of {args.concurrent_report_objectives:,} objectives to page ...", flush=True)
+        seed_report_cycles(database, (args.concurrent_report_objectives,))
+    with closing_db(database) as db:
+        cycle = db.execute("SELECT cycle_id FROM objectives GROUP BY cycle_id ORDER BY count(*) DESC LIMIT 1"
+                           ).fetchone()[0]
+    results = []
+    for round_number in range(1, args.rounds + 1):
+        print(f"cycle page round {round_number}/{args.rounds} ...", flush=True)
+        port = free_port()
+        with running_on(PLACEMENT["okr"]), open(os.path.join(folder, "review.log"), "ab") as log:
+            server = subprocess.Popen(okr_command(database, port, args.threads), stdout=log, stderr=log)
+        try:
+            wait_until_up(port, "/healthz", time.perf_counter())
+            get(port, "/cycles")
+            time.sleep(1)
+            idle = tree_rss(server.pid)
+            sampler = TreeSampler(server.pid)
+            found = {}
+            path = f"/cycles/{cycle}"
+            for name, asked in (("first view", path), ("again", path), ("next page", None),
+                                ("at risk or off track", f"{path}?status=at_risk&status=off_track")):
+                to_first, whole, status, body, following = fetch_page_timed(port, asked or found["again"][4])
+                if status != 200:
+                    raise RuntimeError(f"GET {asked} answered {status}: {body[:300]!r}")
+                found[name] = (to_first, whole, len(body), body.count(b"<li class="), following)
+            peak = sampler.stop()
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        results.append({"idle": idle, "peak": peak, "pages": found})
+    return results
+
+
+def review_rows(results, objectives):
+    """The table's rows of the cycle page section, and their goals' verdicts."""
+    grown = max(r["peak"] - r["idle"] for r in results)
+    rows = [("server resident memory, idle (with its children)",
+             f"{statistics.median(r['idle'] for r in results) / 2**20:,.0f} MB", "", ""),
+            (f"  ... peak above idle, the pages of a cycle of {objectives:,} objectives", f"{grown / 2**20:,.0f} MB",
+             "", "< 200 MB")]
+    goals = [grown < 200 * 2**20]
+    for name in results[0]["pages"]:
+        first = statistics.median(r["pages"][name][0] for r in results)
+        whole = statistics.median(r["pages"][name][1] for r in results)
+        size, rows_count = results[0]["pages"][name][2], results[0]["pages"][name][3]
+        rows.append((f"GET /cycles/:id, {name}: first byte, whole page ({size / 2**10:,.0f} KB, {rows_count:,} key "
+                     "results)", f"{first * 1000:,.0f} ms", f"{whole * 1000:,.0f} ms",
+                     "< 1000 ms" if name == "first view" else ""))
+        if name == "first view":
+            goals.append(first < 1)
+    return rows, goals
+
+
+def review_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        results = time_review_pages(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = review_rows(results, args.concurrent_report_objectives)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; {args.rounds} rounds, {placement}")
+
+
 # --- worker processes (issue 25) -------------------------------------------------------------------------------
 
 
@@ -1844,6 +1944,8 @@ def main():
     parser.add_argument("--reports-unbounded", action="store_true",
                         help="build every report in memory, as before issue 25, for comparison")
     parser.add_argument("--workers-only", action="store_true", help="run the worker processes' section alone")
+    parser.add_argument("--review-only", action="store_true",
+                        help="run the section of the cycle page of a --concurrent-report-objectives cycle alone")
     parser.add_argument("--events-only", action="store_true", help="run the activity feed's memory section alone")
     parser.add_argument("--sign-in-flood-only", action="store_true",
                         help="run the section of check-ins under a flood of wrong passwords alone (needs no wrk)")
@@ -1857,6 +1959,9 @@ def main():
     placement = place_processes(args.pin)
     if args.events_only:  # the sections that need no wrk
         events_only(args, placement)
+        return
+    if args.review_only:
+        review_only(args, placement)
         return
     if args.sign_in_flood_only:
         sign_in_flood_only(args, placement)

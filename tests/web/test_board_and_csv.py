@@ -1,5 +1,5 @@
-"""A cycle as CSV at /cycles/<id>.csv (the bytes `okr export --format csv` writes), as a wallboard at
-/cycles/<id>?board=1, and a read-only key's session, which lasts 30 days."""
+"""A cycle as CSV at /cycles/<id>.csv (the bytes `okr export --format csv` writes), an old wallboard link
+(/cycles/<id>?board=1) leading to the wallboard, and a read-only key's session, which lasts 30 days."""
 import re
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
@@ -53,23 +53,19 @@ def test_the_cycle_page_is_still_the_cycle_page(client, filled):
 # --- the wallboard ---------------------------------------------------------------------------------------
 
 
-def test_the_wallboard_is_big_reloads_itself_and_has_no_forms_or_edit_links(client, filled):
-    doc = parse(client.get(f"/cycles/{filled['id']}?board=1", headers=BROWSER).get_data(as_text=True))
-    assert "board" in doc.one("body").classes
-    [refresh] = [m for m in doc.find_all("meta") if m.attrs.get("http-equiv", "").lower() == "refresh"]
-    assert refresh.attrs["content"] == "300"
-    assert doc.find_all("form") == []
-    hrefs = [a.attrs.get("href") or "" for a in doc.find_all("a")]
-    assert not [h for h in hrefs if re.search(r"/(new|edit|copy)\b|\.csv$", h)], hrefs
-    assert all(script.attrs.get("src") for script in doc.find_all("script")), "an inline script"
-    assert doc.find_all("article", cls="objective")  # the tree itself
+def test_board_1_goes_to_the_wallboards_own_page(client, filled):
+    """An old wallboard link (?board=1 on the cycle page) leads to the wallboard (tests/web/test_wallboard.py)."""
+    response = client.get(f"/cycles/{filled['id']}?board=1", headers=BROWSER)
+    assert response.status_code == 302 and response.headers["Location"] == f"/cycles/{filled['id']}/board"
+    assert client.get(response.headers["Location"], headers=BROWSER).status_code == 200
 
 
-def test_the_cycle_page_is_no_wallboard(client, filled):
+def test_the_cycle_page_is_no_wallboard_and_links_to_it(client, filled):
     doc = parse(client.get(f"/cycles/{filled['id']}", headers=BROWSER).get_data(as_text=True))
     assert "board" not in doc.one("body").classes
     assert not [m for m in doc.find_all("meta") if m.attrs.get("http-equiv")]
-    assert doc.find_all("a", href=f"/cycles/{filled['id']}?board=1")
+    assert doc.find_all("a", href=f"/cycles/{filled['id']}/board")
+    assert not doc.find_all("a", href=f"/cycles/{filled['id']}?board=1")
 
 
 # --- a read-only key's session lasts 30 days -------------------------------------------------------------
@@ -97,7 +93,7 @@ def test_a_read_only_keys_session_lasts_30_days_and_others_12_hours(client, runn
     before = datetime.now(timezone.utc)
     expires = cookie_expires(log_in_with(client, key))
     assert abs(expires - (before + timedelta(days=days))) < timedelta(minutes=2), expires
-    board = f"/cycles/{filled['id']}?board=1"
+    board = f"/cycles/{filled['id']}/board"
     later.advance(int(days * 86400) - 60)
     assert client.get(board, headers=BROWSER).status_code == 200
     later.advance(61)
@@ -122,6 +118,6 @@ def test_a_person_signed_in_after_a_read_only_key_keeps_its_own_12_hours(app, cl
                                            "password": "correct horse battery"})
     assert response.status_code == 303
     # Ed's sign-in did not clear the board's 13-hour-old session away.
-    assert wallboard.get(f"/cycles/{filled['id']}?board=1", headers=BROWSER).status_code == 200
+    assert wallboard.get(f"/cycles/{filled['id']}/board", headers=BROWSER).status_code == 200
     later.advance(12 * 3600 + 60)
     assert client.get("/", headers=BROWSER).status_code == 303

@@ -167,3 +167,11 @@ def test_the_cycles_list_links_board_links_for_admins(app, client, cycle, role, 
     sign_in(app, client, role)
     doc = parse(client.get("/cycles", headers=BROWSER).get_data(as_text=True))
     assert bool(doc.find_all("a", href="/board-links")) is shown
+
+
+def test_the_cycle_page_offers_an_admin_a_board_link_with_the_cycle_chosen(app, admin, cycle):
+    doc = parse(admin.get(f"/cycles/{cycle['id']}", headers=BROWSER).get_data(as_text=True))
+    [link] = [a for a in doc.find_all("a") if a.text == "Board link for a TV"]
+    form = parse(admin.get(link.attrs["href"], headers=BROWSER).get_data(as_text=True))
+    [chosen] = [o for o in form.one("select", id="cycle_id").find_all("option") if "selected" in o.attrs]
+    assert chosen.attrs["value"] == cycle["id"]

@@ -214,6 +214,38 @@ def test_a_cycles_burn_up_is_the_mean_of_its_objectives_each_day_up_to_today(app
     assert line["points"][-1][1] == report["progress"], "today's point is the report's figure"
 
 
+@pytest.mark.parametrize("step", [1, 2, 7])
+def test_a_streamed_burn_up_is_the_replayed_one(app, client, quarter, monkeypatch, step):
+    """A big cycle's burn-up, read objective by objective as the check-ins stream, has the replay's points."""
+    monkeypatch.setattr(timelines, "DAILY_UP_TO", 0 if step == 7 else 10**9)
+    with app.test_request_context():
+        cycle = cycles.get(get_db(), quarter["cycle"]["id"])
+        streamed = timelines.cycle_progress_streamed(get_db(), cycle, date(2026, 10, 6), step=step)
+        for moment in (date(2026, 10, 6), date(2026, 10, 12)):  # during the cycle and after it
+            if step != 2:
+                assert timelines.cycle_progress_streamed(get_db(), cycle, moment, step=step) == \
+                    timelines.cycle_progress_now(get_db(), cycle, moment)
+    assert [value for _, value, _ in streamed["points"]][::-1][0] == "0.75" and streamed["points"][0][1] is None
+    assert len(streamed["points"]) == {1: 6, 2: 4, 7: 2}[step]
+    assert client.patch(f"/v1/cycles/{quarter['cycle']['id']}", json={"starts_on": None, "ends_on": None}
+                        ).status_code == 200  # undated: from its first check-in's day to its last's
+    with app.test_request_context():
+        cycle = cycles.get(get_db(), quarter["cycle"]["id"])
+        if step != 2:
+            assert timelines.cycle_progress_streamed(get_db(), cycle, date(2026, 10, 6), step=step) == \
+                timelines.cycle_progress_now(get_db(), cycle, date(2026, 10, 6))
+        assert timelines.cycle_progress_streamed(get_db(), cycle, date(2026, 10, 6), step=step)["expected"] is None
+
+
+def test_a_streamed_burn_up_sums_a_tie_exactly(app, client, quarter, monkeypatch):
+    """Where the bounds leave a rounding tie between them, the point is summed exactly, in a second read."""
+    monkeypatch.setattr(progress, "figure_between", lambda low, high, count: None)
+    with app.test_request_context():
+        cycle = cycles.get(get_db(), quarter["cycle"]["id"])
+        streamed = timelines.cycle_progress_streamed(get_db(), cycle, date(2026, 10, 6), step=1)
+    assert [value for _, value, _ in streamed["points"]] == [None, "0.00", "0.00", "0.75", "0.75", "0.75"]
+
+
 def test_an_objectives_progress_rolls_up_from_its_children_without_key_results(app, client, quarter):
     with app.test_request_context():
         db = get_db()

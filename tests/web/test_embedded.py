@@ -289,7 +289,7 @@ def test_every_link_of_the_dashboard_stays_under_the_prefix(browser, api, data):
                 *(f"{PREFIX}/keyresults/{k['id']}" for k in data["key_results"])}
     assert expected <= {local(url).partition("?")[0] for url in pages}, sorted(pages)
     assert any("before=" in url for url in pages), "the crawl never reached the older cycles"
-    assert any("No objectives match" in html for html in pages.values()), "no filter that matched nothing"
+    assert any("Nothing matches" in html for html in pages.values()), "no filter that matched nothing"
     empty_page = pages[f"{PREFIX}/cycles/{empty}"]
     assert f'href="{PREFIX}/objectives/new?cycle_id={empty}"' in empty_page and "http://localhost/v1/" not in empty_page
 

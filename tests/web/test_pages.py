@@ -235,7 +235,8 @@ def kr_item(doc, key_result):
 def test_cycle_page_nests_children_inside_their_parent(client, tree):
     doc = page(client, f"/cycles/{tree['cycle']['id']}")
     company = objective_article(doc, tree["objectives"]["company"])
-    [children] = company.find_all("div", cls="children")
+    [children] = company.find_all("details", cls="children")
+    assert "open" in children.attrs, "few aligned objectives are shown unfolded"
     assert children.find_all("article", id=f"o-{tree['objectives']['team']['id']}"), "child not in its parent"
     assert not children.find_all("article", id=f"o-{tree['objectives']['personal']['id']}")
     # Each objective once: the child is not also shown as a root.

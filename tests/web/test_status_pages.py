@@ -36,10 +36,10 @@ def test_the_cycle_page_shows_each_objectives_status_and_done_key_results(client
     checkin(client, behind["id"], "20")  # 0.30 short of the pace, though confident
     tree = page(client, f"/cycles/{cycle['id']}")
     status_of = {}
-    for article in tree.find_all("article", cls="objective"):
-        meta = article.one("p", cls="meta")
-        status_of[article.one("h3").text] = (meta.classes, meta.one("span", cls="status").text)
-    assert status_of == {"Ship": ({"meta", "done"}, "done"), "Late": ({"meta", "off_track"}, "off track")}
+    for article in tree.find_all("article", cls="objective"):  # its group row: the status in words, its colour
+        group = article.one("div", cls="g")
+        status_of[group.one("h3").find_all("a")[0].text] = (article.classes, group.one("span", cls="status").text)
+    assert status_of == {"Ship": ({"objective", "done"}, "done"), "Late": ({"objective", "off_track"}, "off track")}
     rows = [item for listing in tree.find_all("ul", cls="key-results") for item in listing.find_all("li")]
     items = {item.one("a").text: item for item in rows if item.classes & {"done", "off_track"}}
     assert items["Launch"].classes == {"done"} and items["Launch"].one("span", cls="status").text == "done"
