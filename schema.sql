@@ -377,3 +377,4 @@ CREATE TABLE IF NOT EXISTS board_links (
     created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS board_links_by_cycle ON board_links (cycle_id);
+CREATE INDEX IF NOT EXISTS board_links_by_maker ON board_links (created_by) WHERE created_by IS NOT NULL;
