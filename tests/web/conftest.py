@@ -7,6 +7,24 @@ import pytest
 import people_page
 
 
+@pytest.fixture(scope="session")
+def shared_chromium():
+    """One headless Chromium for the whole test process (each xdist worker is one), which the browser modules'
+    own fixtures hand out once they have checked it can run (test_browser.browser): a launch costs far more than
+    a new context, and each test opens contexts of its own, which share no cookie or storage. Closed at the end."""
+    try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling module
+        import test_browser
+    except ImportError:
+        from . import test_browser
+    with test_browser.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(test_browser.CHROMIUM), headless=True,
+                                              args=test_browser.CHROMIUM_FLAGS, timeout=30_000)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
 @pytest.fixture
 def key_result_fields():
     """The dashboard's key result: 100 customers of 500, confidence 0.8."""

@@ -81,9 +81,9 @@ def in_ci():
 # --- the browser --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """One headless Chromium for the module (a launch costs about a second)."""
+def chromium_or_skip(request):
+    """The process's one Chromium (conftest.py's shared_chromium), or the test skipped (failed under CI) with
+    what to install where Playwright or Chromium is missing."""
     problems = [p for p in (PLAYWRIGHT_PROBLEM,) if p]
     if not os.access(CHROMIUM, os.X_OK):
         problems.append(f"no Chromium at {CHROMIUM}")
@@ -92,14 +92,22 @@ def browser():
         if in_ci():
             pytest.fail(f"{message} (CI is set, so this fails instead of skipping)", pytrace=False)
         pytest.skip(message)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, timeout=30_000,
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    return request.getfixturevalue("shared_chromium")
+
+
+def closing_contexts(chromium):
+    """Yields chromium, then closes the contexts opened meanwhile (the Chromium outlives the fixture)."""
+    before = set(chromium.contexts)
+    yield chromium
+    for context in chromium.contexts:
+        if context not in before:
+            context.close()
+
+
+@pytest.fixture(scope="module")
+def browser(request):
+    """The headless Chromium the module's tests open their contexts in."""
+    yield from closing_contexts(chromium_or_skip(request))
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,6 @@
 """The objective edit form in a real browser (Debian's Chromium, through Playwright): two people open the same
 objective's form, the first saves, the second's save is refused with the conflict message, and the first's
 change stays. Skipped like tests/web/test_browser.py's tests without Chromium or Playwright (failed under CI)."""
-import os
-
 import pytest
 
 from helpers import HttpClient, served_in_thread
@@ -12,30 +10,14 @@ try:  # tests/web is on sys.path (no __init__.py); as a package, the sibling mod
 except ImportError:
     from . import test_browser
 
-from test_browser import CHROMIUM, CHROMIUM_FLAGS, HOW_TO_INSTALL, PLAYWRIGHT_PROBLEM, in_ci
-
 pytestmark = pytest.mark.slow  # every test here starts a server, a process or a browser
 
 WAIT_MS = 10_000
 
 
 @pytest.fixture
-def chromium():
-    problems = [p for p in (PLAYWRIGHT_PROBLEM,) if p]
-    if not os.access(CHROMIUM, os.X_OK):
-        problems.append(f"no Chromium at {CHROMIUM}")
-    if problems:
-        message = f"browser tests: {'; '.join(problems)}; {HOW_TO_INSTALL}"
-        if in_ci():
-            pytest.fail(f"{message} (CI is set, so this fails instead of skipping)", pytrace=False)
-        pytest.skip(message)
-    with test_browser.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
-                                             timeout=30_000)
-        try:
-            yield browser
-        finally:
-            browser.close()
+def chromium(request):
+    yield from test_browser.closing_contexts(test_browser.chromium_or_skip(request))
 
 
 def page_of(browser, width=1280):

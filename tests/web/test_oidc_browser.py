@@ -30,7 +30,7 @@ from okr.db import init_db, transaction
 from okr.store import users
 
 import test_browser  # tests/web is on sys.path (no __init__.py)
-from test_browser import CHROMIUM, CHROMIUM_FLAGS, HOW_TO_INSTALL, PLAYWRIGHT_PROBLEM, in_ci
+from test_browser import CHROMIUM, HOW_TO_INSTALL, PLAYWRIGHT_PROBLEM, in_ci
 
 PROVIDER_DIR = REPO / "tests" / "oidc"
 CLIENT_ID, CLIENT_SECRET = "okr-dashboard", "a-client-secret-for-the-tests-0123456789"
@@ -153,18 +153,12 @@ def world(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def chromium(world):
+def chromium(world, request):
     problems = [p for p in (PLAYWRIGHT_PROBLEM,) if p]
     if not os.access(CHROMIUM, os.X_OK):
         problems.append(f"no Chromium at {CHROMIUM}")
     needs(f"{'; '.join(problems)}; {HOW_TO_INSTALL}" if problems else None)
-    with test_browser.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
-                                             timeout=30_000)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    yield from test_browser.closing_contexts(request.getfixturevalue("shared_chromium"))
 
 
 @contextmanager
