@@ -42,7 +42,7 @@ def pages(service):
     ids = service.ids
     return {"week": "/", "dashboard": "/cycles", "cycle": f"/cycles/{ids['cycle']}",
             "objective": f"/objectives/{ids['platform_objective']}", "keyresult": f"/keyresults/{ids['positive']}",
-            "people": "/people"}
+            "people": "/people", "board-links": "/board-links"}
 
 
 def signed_in_page(browser, service, email, **options):
