@@ -120,7 +120,9 @@ def test_only_the_supervisor_takes_a_servers_sigterm_and_its_children_take_their
         assert open_to_it == [], open_to_it
         started = children(process.pid)
         assert litestream_pid in started and len(started) == 4, [process_name(pid) for pid in started]
-        assert not any(blocks_sigterm(f"/proc/{pid}/status") for pid in started)
+        # Each unblocks them as it starts: a worker just forked may not have yet.
+        assert wait_until(lambda: not any(blocks_sigterm(f"/proc/{pid}/status") for pid in started), timeout=10), \
+            [(process_name(pid), blocks_sigterm(f"/proc/{pid}/status")) for pid in started]
     finally:
         log = stopped(process)
     assert "stopping (SIGTERM)" in log
