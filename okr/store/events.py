@@ -72,6 +72,19 @@ def record(db, kind, action, resource_id, data, before=None, parent_id=None, cyc
     return seq
 
 
+def last_change(db, resource_id, field):
+    """Who last changed a resource's field and when, as (actor, created_at) of the newest kept event whose changes
+    name field (or, when none does, of the resource's newest event); None when none is kept."""
+    newest = None
+    for row in db.execute("SELECT actor, created_at, changes FROM events WHERE resource_id = ? ORDER BY seq DESC "
+                          "LIMIT 100", (resource_id,)):
+        newest = newest or row
+        if row["changes"] is not None and field in json.loads(row["changes"]):
+            newest = row
+            break
+    return None if newest is None else (json.loads(newest["actor"]), newest["created_at"])
+
+
 def event_json(row):
     """An event as GET /v1/events shows it."""
     event = {

@@ -9,7 +9,10 @@ import json
 from flask import render_template, request
 from marshmallow import ValidationError
 
+from ..db import get_db
 from ..errors import Invalid
+from ..rules import merging
+from ..store import events
 from ..rules.messages import flatten
 from . import forms
 
@@ -52,30 +55,34 @@ def snapshot(values):
     return json.dumps(values, separators=(",", ":"), sort_keys=True)
 
 
-def changed_since(form, stored_values, stored_revision):
-    """The fields someone else changed since the form was made, when its revision is not the stored one: a
-    list of field names (empty when the revision is the same; every field when the form's snapshot is gone).
-
-    form is the posted form (with REVISION_FIELD and ORIGINAL_FIELD); stored_values are the row's fields
-    now, as snapshot() took them when the form was made.
-    """
-    if form.get(REVISION_FIELD, "") == str(stored_revision):
-        return []
+def opened_with(form):
+    """What the posted form's fields held when it was opened (its ORIGINAL_FIELD), or None when that is gone."""
     try:
         original = json.loads(form.get(ORIGINAL_FIELD, ""))
     except ValueError:
-        original = None
-    if not isinstance(original, dict):
-        return list(stored_values)
-    changed = [name for name, value in stored_values.items() if original.get(name) != value]
-    return changed or ["something"]  # a revision moved with no field of this form changed (a check-in, say)
+        return None
+    return original if isinstance(original, dict) else None
+
+
+class Conflict:
+    """A save refused because a field was changed on both sides: the sentence above the form (its str) and, per
+    such field, rows of {label, theirs, who, when, mine}."""
+
+    def __init__(self, message, rows):
+        self.message, self.rows = message, rows
+
+    def __str__(self):
+        return self.message
 
 
 def edit_page(fields, now_values, revision, render, check, save, labels):
     """The flow of every edit page, GET and POST: the form made from the stored values, then a save that is
-    refused beside the fields (400, the form keeping the revision it was made from), refused as a conflict when
-    someone changed the record meanwhile (409, the form now on the stored revision, so that saving again
-    replaces their change on purpose; nothing written), or done.
+    refused beside the fields (400, the form keeping the revision it was made from), or done.
+
+    When someone changed the record after the form was opened, the fields merge (okr.rules.merging): their
+    changes are kept, mine applied; only a field both changed differently refuses the save (409, nothing
+    written), the page naming per field their value, who and when, and mine; the form is then on the stored
+    revision, holding their other changes and my values, so that saving it (Use mine) overwrites only those.
 
     fields: the form's field names; now_values: the stored record's values as the form shows them; revision:
     its revision; render(form, errors=None, conflict=None, revision=None, original=None): the form's page;
@@ -85,13 +92,18 @@ def edit_page(fields, now_values, revision, render, check, save, labels):
         return render(now_values, revision=revision, original=snapshot(now_values))
     form = typed(fields)
     kept = {"revision": request.form.get(REVISION_FIELD, ""), "original": request.form.get(ORIGINAL_FIELD, "")}
+    clashes = []
+    if kept["revision"] != str(revision):
+        base = opened_with(request.form)
+        if base is None:  # nothing tells what the form showed: every field that differs is a clash
+            base = {name: None for name in fields}
+        form, clashes = merging.merge(base, now_values, form)
     try:
         values = check(form)
     except Invalid as error:
         return render(form, errors=error.fields, **kept), 400
-    changed = changed_since(request.form, now_values, revision)
-    if changed:
-        return render(form, conflict=conflict_message(changed, labels), revision=revision,
+    if clashes:
+        return render(form, conflict=conflict_of(clashes, now_values, form, labels), revision=revision,
                       original=snapshot(now_values)), 409
     try:
         return save(values)
@@ -99,11 +111,24 @@ def edit_page(fields, now_values, revision, render, check, save, labels):
         return render(form, errors=error.fields, **kept), 400
 
 
+def conflict_of(clashes, theirs, mine, labels):
+    """The Conflict of a save refused over these fields: per field their value, who changed it and when (from
+    the activity feed), and mine."""
+    resource_id = next(iter((request.view_args or {}).values()), None)
+    rows = []
+    for name in clashes:
+        change = events.last_change(get_db(), resource_id, name) if resource_id else None
+        who, when = (change[0].get("name") or "someone", change[1]) if change else ("someone", None)
+        rows.append({"field": name, "label": labels.get(name, name.replace("_", " ")), "theirs": theirs.get(name),
+                     "who": who, "when": when, "mine": mine.get(name)})
+    return Conflict(conflict_message(clashes, labels), rows)
+
+
 def conflict_message(changed, labels):
-    """The sentence above a form that was not saved because someone changed these fields meanwhile."""
+    """The sentence above a form that was not saved because someone changed these fields too meanwhile."""
     named = listing([labels.get(name, name.replace("_", " ")) for name in changed])
-    return (f"Someone else changed {named} after you opened this form, so nothing was saved. The form shows what "
-            f"you typed; the page behind it shows their change. Save again to replace it with yours.")
+    return (f"Someone else changed {named} after you opened this form, so nothing was saved. Their other changes "
+            f"are kept and the form holds yours; Use mine saves your value over theirs.")
 
 
 def listing(parts):

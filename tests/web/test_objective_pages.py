@@ -187,19 +187,28 @@ def test_the_owner_select_lists_active_people_and_the_present_owner_though_inact
     assert other["id"] not in page
 
 
-def test_a_conflicting_save_is_refused_naming_the_field_and_a_second_save_overwrites(client, objective):
+def test_a_save_after_someone_elses_change_to_another_field_keeps_both(client, objective):
     form = form_of(client, f"/objectives/{objective['id']}/edit")
     assert client.patch(f"/v1/objectives/{objective['id']}", json={"name": "Theirs"}).status_code == 200
-    refused = client.post(f"/objectives/{objective['id']}/edit", data={**form, "description": "Mine"})
+    saved = client.post(f"/objectives/{objective['id']}/edit", data={**form, "description": "Mine"})
+    assert saved.status_code == 303
+    body = fetch(client, f"/v1/objectives/{objective['id']}")
+    assert (body["name"], body["description"]) == ("Theirs", "Mine")
+
+
+def test_a_same_field_conflict_then_use_mine_overwrites_only_that_field(client, objective):
+    form = form_of(client, f"/objectives/{objective['id']}/edit")
+    assert client.patch(f"/v1/objectives/{objective['id']}",
+                        json={"name": "Theirs", "description": "Their words"}).status_code == 200
+    refused = client.post(f"/objectives/{objective['id']}/edit", data={**form, "name": "Mine"})
     assert refused.status_code == 409
     assert "Someone else changed the name after you opened this form, so nothing was saved." in refused.text
-    assert "Mine</textarea>" in refused.text
-    body = fetch(client, f"/v1/objectives/{objective['id']}")
-    assert (body["name"], body["description"]) == ("Theirs", None)
-    again = {**form_of_page(refused.text), "description": "Mine"}
+    assert (fetch(client, f"/v1/objectives/{objective['id']}")["name"]) == "Theirs"
+    again = {**form_of_page(refused.text), "description": "Their words"}
+    assert again["name"] == "Mine"
     assert client.post(f"/objectives/{objective['id']}/edit", data=again).status_code == 303
     body = fetch(client, f"/v1/objectives/{objective['id']}")
-    assert (body["name"], body["description"]) == (objective["name"], "Mine")  # the form's name: overwritten
+    assert (body["name"], body["description"]) == ("Mine", "Their words")
 
 
 def form_of_page(page):
