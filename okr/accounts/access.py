@@ -21,6 +21,7 @@ import hmac
 import ipaddress
 import secrets
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from flask import current_app, g, has_request_context, request
@@ -229,6 +230,26 @@ def may_change_comment(actor, comment):
         return False
     return actor is None or actor.role == "admin" or (actor.user_id is not None
                                                       and actor.user_id == comment["author_id"])
+
+
+# How long a check-in's author may correct or delete it (an admin may at any time).
+CHECKIN_CORRECTION_DAYS = 7
+
+
+def checkin_change_refusal(actor, checkin, now):
+    """Why this actor (None: auth is off) may not correct or delete a check-in (a row with author_id and
+    created_at) at now (an ISO UTC time), in words; None when it may. An admin may at any time; its author
+    within CHECKIN_CORRECTION_DAYS of making it; a service key's check-ins have no author."""
+    if not may_write(actor, "PATCH"):
+        return write_refusal(actor, "PATCH")
+    if actor is None or actor.role == "admin":
+        return None
+    if actor.user_id is None or actor.user_id != checkin["author_id"]:
+        return "only a check-in's author or an admin may correct or delete it"
+    made = datetime.fromisoformat(checkin["created_at"].replace("Z", "+00:00"))
+    if datetime.fromisoformat(now.replace("Z", "+00:00")) - made > timedelta(days=CHECKIN_CORRECTION_DAYS):
+        return f"its author may correct or delete a check-in for {CHECKIN_CORRECTION_DAYS} days; after, only an admin"
+    return None
 
 
 def checkin_author(actor, author_id):

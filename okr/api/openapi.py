@@ -461,6 +461,11 @@ OPERATIONS = [
     ("listKeyResultComments", "/v1/keyresults/{key_result_id}/comments", "get",
      "List a key result's comments, oldest first", None,
      CommentPage, LIST),
+    ("getCheckin", "/v1/checkins/{checkin_id}", "get", "Get a check-in", None, Checkin, ()),
+    ("updateCheckin", "/v1/checkins/{checkin_id}", "patch",
+     "Correct a check-in's value, confidence or comment (JSON Merge Patch)", body_schemas.CheckinPatchSchema,
+     Checkin, ()),
+    ("deleteCheckin", "/v1/checkins/{checkin_id}", "delete", "Delete a check-in", None, None, ()),
     ("getComment", "/v1/comments/{comment_id}", "get", "Get a comment", None, Comment, ()),
     ("updateComment", "/v1/comments/{comment_id}", "patch",
      "Change a comment's body (JSON Merge Patch)", body_schemas.CommentPatchSchema,
@@ -558,6 +563,9 @@ COMMENT_AUTHOR = ("The author is the user whose key signs (a service key's comme
                   f"off, have none). The body is plain text of 1 to {body_schemas.COMMENT_MAX:,} characters, not only "
                   "whitespace; it is "
                   "kept as sent and never read as Markdown or HTML.")
+CHECKIN_CHANGE = ("Its author may, within 7 days of making it; an admin may at any time (with auth on); a service "
+                  "key's check-ins only an admin. The starting check-in, made with the key result, never (409). "
+                  "The key result's current value and confidence follow its latest remaining check-in.")
 COMMENT_CHANGE = ("Only the comment's author or an admin (with auth on) may; a service key changes no comment. "
                   "Deleting its objective or key result deletes it too.")
 
@@ -570,6 +578,8 @@ OWNER_RULE = (f"owner_id must name an editor or an admin: a viewer is refused wi
 DESCRIPTIONS = {
     ("/v1/objectives/{objective_id}/comments", "post"): COMMENT_AUTHOR,
     ("/v1/keyresults/{key_result_id}/comments", "post"): COMMENT_AUTHOR,
+    ("/v1/checkins/{checkin_id}", "patch"): CHECKIN_CHANGE,
+    ("/v1/checkins/{checkin_id}", "delete"): CHECKIN_CHANGE,
     ("/v1/comments/{comment_id}", "patch"): COMMENT_CHANGE,
     ("/v1/comments/{comment_id}", "delete"): COMMENT_CHANGE,
     ("/v1/cycles", "post"):
@@ -629,6 +639,7 @@ ERRORS = {
     403: "Signed with a read-only API key, which may only GET, or with a viewer's key, which may only read; "
          "or a write from a page of another origin (Origin)",
     404: "No such record",
+    409: "The change conflicts with what is stored",
     405: "Method not allowed on this path",
     412: "If-Match names none of the resource's present ETags: it changed since it was read",
     413: f"A declared body larger than {MAX_BODY_BYTES >> 20} MiB, on any method",
@@ -652,6 +663,10 @@ PATH_ERRORS = {
     ("/v1/keyresults/{key_result_id}/checkins", 403):
         "Signed with a read-only API key or a viewer's key; or a user's key naming another author_id; or a write "
         "from a page of another origin (Origin)",
+    ("/v1/checkins/{checkin_id}", 403):
+        "Signed by neither the check-in's author (within 7 days of making it) nor an admin, or with a read-only "
+        "API key or a viewer's key; or a write from a page of another origin (Origin)",
+    ("/v1/checkins/{checkin_id}", 409): "The starting check-in, made with its key result, is never changed",
     ("/v1/comments/{comment_id}", 403):
         "Signed by neither the comment's author nor an admin (a service key included), or with a read-only API "
         "key or a viewer's key; or a write from a page of another origin (Origin)",
@@ -726,6 +741,8 @@ def error_codes(path, method, body, parameters):
         codes.append(404)  # after names no event kept
     if condition(path, method) == "If-Match":
         codes.append(412)
+    if path == "/v1/checkins/{checkin_id}" and method != "get":
+        codes.append(409)  # the starting check-in
     codes.append(413)  # any request that declares a body over the limit
     codes.append(421)  # any request to a host name the server was not given
     return sorted(codes)
@@ -970,6 +987,7 @@ COMPONENT_NAMES = {
     body_schemas.KeyResultPatchSchema: "KeyResultPatch",
     body_schemas.CheckinSchema: "CheckinInput",
     body_schemas.CommentSchema: "CommentInput",
+    body_schemas.CheckinPatchSchema: "CheckinPatch",
     body_schemas.CommentPatchSchema: "CommentPatch",
     body_schemas.CycleSchema: "CycleInput",
     body_schemas.CyclePatchSchema: "CyclePatch",

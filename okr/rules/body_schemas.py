@@ -152,6 +152,21 @@ class CheckinSchema(BodySchema):
     author_id = Text(max_length=100, allow_none=True, load_default=None)
 
 
+class CheckinCorrectionSchema(BodySchema):
+    """Corrects a check-in: its value, confidence and comment, by the rules a new check-in meets."""
+
+    value = DecimalString(required=True)
+    confidence = DecimalString(required=True, minimum=0, maximum=1)
+    comment = Text(max_length=DESCRIPTION_MAX, allow_none=True, load_default=None)
+
+
+class CheckinPatchSchema(CheckinCorrectionSchema):
+    """A JSON Merge Patch of a check-in (OpenAPI's body: every field optional)."""
+
+    value = DecimalString()
+    confidence = DecimalString(minimum=0, maximum=1)
+
+
 COMMENT_MAX = 10_000
 
 
@@ -206,6 +221,7 @@ key_result_schema = KeyResultSchema()
 key_result_update_schema = KeyResultUpdateSchema()
 key_result_edit_schema = KeyResultEditSchema()
 checkin_schema = CheckinSchema()
+checkin_correction_schema = CheckinCorrectionSchema()
 unit_schema = UnitFields()
 comment_schema = CommentSchema()
 group_schema = GroupSchema()

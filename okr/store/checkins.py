@@ -1,7 +1,7 @@
 """Check-ins, a key result's history: every write that moves a key result records one here."""
 from .. import clock
 from ..clock import new_id
-from ..errors import Invalid, NotFound
+from ..errors import Conflict, Invalid, NotFound
 from ..records import checkin_json, key_result_details_json
 from . import events
 
@@ -83,3 +83,61 @@ def latest(db, key_result_id, limit):
            WHERE k.id = ? ORDER BY c.seq DESC LIMIT ?""",
         (key_result_id, limit),
     ).fetchall()
+
+
+def get(db, checkin_id):
+    """One check-in with its key result's id, cycle_id and team_id, and is_start (the one made with its key
+    result, which is never changed). NotFound when none has this id."""
+    row = db.execute(
+        """SELECT c.*, k.id AS key_result_id, k.cycle_id, o.team_id,
+               c.seq = (SELECT min(seq) FROM checkins WHERE key_result_seq = c.key_result_seq) AS is_start
+           FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq
+           JOIN objectives o ON o.id = k.objective_id WHERE c.id = ?""", (checkin_id,)).fetchone()
+    if row is None:
+        raise NotFound("check-in")
+    return row
+
+
+STARTING = "the starting check-in, made with its key result, is never changed or deleted"
+
+
+def correct(db, stored, value, confidence, comment):
+    """Corrects a check-in (get's row): its value, confidence and comment; its key result follows its latest
+    remaining check-in. Conflict for the starting check-in."""
+    if stored["is_start"]:
+        raise Conflict(STARTING)
+    if db.execute("UPDATE checkins SET value = ?, confidence = ?, comment = ? WHERE seq = ?",
+                  (value, confidence, comment, stored["seq"])).rowcount == 0:
+        raise NotFound("check-in")
+    after = {**checkin_json(stored), "value": value, "confidence": confidence, "comment": comment}
+    events.record(db, "checkin", "updated", stored["id"], after, before=checkin_json(stored),
+                  parent_id=stored["key_result_id"], cycle_id=stored["cycle_id"], team_id=stored["team_id"])
+    follow_latest(db, stored["key_result_seq"])
+    return {**dict(stored), **after}
+
+
+def delete(db, stored):
+    """Deletes a check-in (get's row); its key result follows its latest remaining check-in. Conflict for the
+    starting check-in."""
+    if stored["is_start"]:
+        raise Conflict(STARTING)
+    if db.execute("DELETE FROM checkins WHERE seq = ?", (stored["seq"],)).rowcount == 0:
+        raise NotFound("check-in")
+    events.record(db, "checkin", "deleted", stored["id"], checkin_json(stored), parent_id=stored["key_result_id"],
+                  cycle_id=stored["cycle_id"], team_id=stored["team_id"])
+    follow_latest(db, stored["key_result_seq"])
+
+
+def follow_latest(db, key_result_seq):
+    """Moves a key result's current value and confidence to its latest check-in's, when they differ."""
+    before = db.execute("SELECT * FROM key_results WHERE seq = ?", (key_result_seq,)).fetchone()
+    latest_row = db.execute("SELECT value, confidence FROM checkins WHERE key_result_seq = ? ORDER BY seq DESC "
+                            "LIMIT 1", (key_result_seq,)).fetchone()
+    if before is None or latest_row is None or (
+            (before["current_value"], before["confidence"]) == (latest_row["value"], latest_row["confidence"])):
+        return
+    row = with_team(db, db.execute(
+        """UPDATE key_results SET current_value = ?, confidence = ?, modified_at = ?, revision = revision + 1
+           WHERE seq = ? RETURNING *""",
+        (latest_row["value"], latest_row["confidence"], clock.utc_now(), key_result_seq)).fetchone())
+    key_result_updated(db, before, row)
