@@ -75,9 +75,11 @@ def page(db, after, limit, key_result):
 
 def latest(db, key_result_id, limit):
     """Up to limit of a key result's check-ins, the newest first, each with its author's name as author_name
-    (None for none, or one gone)."""
+    (None for none, or one gone), its key_result_id and is_start (the starting check-in)."""
     return db.execute(
-        """SELECT c.*, u.name AS author_name FROM checkins c
+        """SELECT c.*, u.name AS author_name, k.id AS key_result_id,
+               c.seq = (SELECT min(seq) FROM checkins WHERE key_result_seq = c.key_result_seq) AS is_start
+           FROM checkins c
            JOIN key_results k ON k.seq = c.key_result_seq
            LEFT JOIN users u ON u.id = c.author_id
            WHERE k.id = ? ORDER BY c.seq DESC LIMIT ?""",

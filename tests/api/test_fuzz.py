@@ -89,6 +89,8 @@ def signed(app, key_name="FUZZ_KEY"):
 
 # A comment: only its author or an admin changes it, and the service key's comments have no author.
 COMMENT = "/v1/comments/{comment_id}"
+# A check-in: likewise its author's (for 7 days) or an admin's to correct; the service key's, only an admin's.
+CHECKIN = "/v1/checkins/{checkin_id}"
 
 
 @schema.auth(refresh_interval=None, retry_on=[])
@@ -96,7 +98,7 @@ class SimpleOkrSigning:
     """Signs every request afresh, as a Simple OKR client does."""
 
     def get(self, case, context):
-        key_name = "FUZZ_ADMIN_KEY" if case.operation.path == COMMENT else "FUZZ_KEY"
+        key_name = "FUZZ_ADMIN_KEY" if case.operation.path in (COMMENT, CHECKIN) else "FUZZ_KEY"
         return signed(case.operation.app, key_name)["Authorization"]
 
     def set(self, case, data, context):
