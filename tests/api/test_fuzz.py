@@ -37,7 +37,7 @@ chance = random.Random(None if os.environ.get("FUZZ_RANDOM") == "1" else 0)
 REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
               "parent_objective_id": "objectives", "objective_id": "objectives",
               "key_result_id": "key_results", "user_id": "users", "author_id": "users", "owner_id": "users",
-              "comment_id": "comments"}
+              "comment_id": "comments", "checkin_id": "checkins"}
 
 # A 412 depends on the resource's state, not on the request's data, as a 404 does: an If-Match
 # naming a tag the resource no longer has (or an empty one) fails whether the body is valid or not.
@@ -182,7 +182,8 @@ MEMBER = "/v1/teams/{team_id}/members/{user_id}"
 PATCHED = {"/v1/objectives/{objective_id}": ("objectives", "objective_id"),
            "/v1/keyresults/{key_result_id}": ("key_results", "key_result_id"),
            "/v1/cycles/{cycle_id}": ("cycles", "cycle_id"),
-           "/v1/comments/{comment_id}": ("comments", "comment_id")}
+           "/v1/comments/{comment_id}": ("comments", "comment_id"),
+           "/v1/checkins/{checkin_id}": ("checkins", "checkin_id")}
 
 
 def fix_dates(body):
@@ -203,6 +204,9 @@ def make_patch_consistent(case, app, body):
     if table == "objectives":
         if body.get("is_company", stored["is_company"]) and body.get("is_personal", stored["is_personal"]):
             body["is_personal"] = False
+        return
+    if table == "checkins":
+        fix_decimals(body)  # the stored value and confidence are valid; what the patch sends must be too
         return
     if table == "cycles":
         merged = {"starts_on": stored["starts_on"], "ends_on": stored["ends_on"], **body}
@@ -326,4 +330,4 @@ def test_the_fuzzer_reaches_every_documented_operation(api):
     assert ("GET", "/v1/events") in fuzzed
     parents = ("/v1/objectives/{objective_id}/comments", "/v1/keyresults/{key_result_id}/comments")
     assert {(method, path) for method in ("POST", "GET") for path in parents} <= fuzzed
-    assert {(method, COMMENT) for method in ("GET", "PATCH", "DELETE")} <= fuzzed
+    assert {(method, path) for method in ("GET", "PATCH", "DELETE") for path in (COMMENT, CHECKIN)} <= fuzzed
