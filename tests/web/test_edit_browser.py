@@ -54,8 +54,8 @@ def test_a_conflicting_edit_is_refused_in_the_browser_and_the_first_save_stays(a
         assert second.get_by_label("Name").input_value() == "Grow revenue in Europe"  # what was typed is kept
         assert api.get(f"/v1/objectives/{objective['id']}").ok()["name"] == "Grow revenue by 20 %"
 
-        with second.expect_navigation() as overwritten:  # saving again replaces it, on purpose
-            second.get_by_role("button", name="Save").click()
+        with second.expect_navigation() as overwritten:  # Use mine replaces it, on purpose
+            second.get_by_role("button", name="Use mine").click()
         assert overwritten.value.status == 200
         assert api.get(f"/v1/objectives/{objective['id']}").ok()["name"] == "Grow revenue in Europe"
 
