@@ -6,6 +6,8 @@ import sqlite3
 from contextlib import closing
 
 from helpers import assert_error, fetch, signed
+from okr.db import transaction
+from okr.store import webhooks
 
 
 def check_in(client, key_result, value, headers=None, **more):
@@ -100,3 +102,15 @@ def test_the_author_within_7_days_and_an_admin_any_time(app, client, make_person
     assert_error(client.delete(f"/v1/checkins/{served['id']}", headers=signed(key)), 403)
     assert client.delete(f"/v1/checkins/{served['id']}", headers=admin.headers()).status_code == 200
     assert client.delete(path, headers=admin.headers()).status_code == 200
+
+
+def test_a_webhook_for_check_ins_is_given_the_correction_and_the_delete(app, client, key_result):
+    with app.app_context(), transaction() as db:
+        hook = webhooks.add(db, "https://hooks.example.com/okr", ["checkin.updated", "checkin.deleted"])
+    made = check_in(client, key_result, "200")
+    assert client.patch(f"/v1/checkins/{made['id']}", json={"value": "210"}).status_code == 200
+    assert client.delete(f"/v1/checkins/{made['id']}").status_code == 200
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        queued = db.execute("""SELECT e.type FROM webhook_outbox o JOIN events e ON e.seq = o.event_seq
+                               WHERE o.hook_seq = ? ORDER BY e.seq""", (hook["seq"],)).fetchall()
+    assert [row[0] for row in queued] == ["checkin.updated", "checkin.deleted"]

@@ -22,7 +22,8 @@ def world(client, runner, key_result, objective, cycle):
     member = make_user(runner, "Grace Hopper", "grace@example.com")
     assert client.put(f"/v1/teams/{team['id']}/members/{member['id']}").status_code == 200
     comment = client.post(f"/v1/objectives/{objective['id']}/comments", json={"body": "b"}).get_json()
-    return {"cycle_id": cycle["id"], "objective_id": objective["id"], "key_result_id": key_result["id"],
+    checkin = client.post(f"/v1/keyresults/{key_result['id']}/checkins", json={"value": "2"}).get_json()
+    return {"checkin_id": checkin["id"], "cycle_id": cycle["id"], "objective_id": objective["id"], "key_result_id": key_result["id"],
             "team_id": team["id"], "user_id": member["id"], "comment_id": comment["id"]}
 
 
@@ -63,6 +64,7 @@ def bodies(world):
         "/v1/objectives/{objective_id}/comments": {"body": "c"},
         "/v1/keyresults/{key_result_id}/comments": {"body": "c"},
         "/v1/comments/{comment_id}": {"body": "c"},
+        "/v1/checkins/{checkin_id}": {"value": "4"},
     }
 
 
