@@ -86,8 +86,13 @@ CREATE TABLE IF NOT EXISTS cycles (
     created_at TEXT NOT NULL,
     revision   INTEGER NOT NULL DEFAULT 0,
     starts_on  TEXT CHECK (starts_on IS NULL OR date(starts_on) IS starts_on),
-    ends_on    TEXT CHECK (ends_on IS NULL OR date(ends_on) IS ends_on)
+    ends_on    TEXT CHECK (ends_on IS NULL OR date(ends_on) IS ends_on),
+    -- version 13: a closed cycle is locked (the triggers at the end); who closed it, when
+    closed_at  TEXT,
+    closed_by  TEXT REFERENCES users (id) ON DELETE SET NULL
 );
+-- The SET NULL action when a user goes.
+CREATE INDEX IF NOT EXISTS cycles_closed_by ON cycles (closed_by) WHERE closed_by IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS objectives (
     seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -103,6 +108,11 @@ CREATE TABLE IF NOT EXISTS objectives (
     created_at          TEXT NOT NULL,
     modified_at         TEXT NOT NULL,
     revision            INTEGER NOT NULL DEFAULT 0,
+    -- version 13: how it ended (set while its cycle is closed out), and the objective it was carried over from
+    outcome             TEXT CHECK (outcome IN ('achieved', 'partly_achieved', 'missed', 'dropped', 'carried_over')),
+    score               TEXT,
+    reflection          TEXT CHECK (length(reflection) <= 10000),
+    carried_from_id     TEXT REFERENCES objectives (id) ON DELETE SET NULL,
     CHECK (NOT (is_company AND is_personal)),
     CHECK (parent_objective_id IS NULL OR parent_objective_id <> id)
 );
@@ -120,6 +130,7 @@ CREATE INDEX IF NOT EXISTS objectives_with_team ON objectives (team_id) WHERE te
 CREATE INDEX IF NOT EXISTS objectives_with_assignee ON objectives (assignee_id) WHERE assignee_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS objectives_with_parent ON objectives (parent_objective_id)
     WHERE parent_objective_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS objectives_carried_from ON objectives (carried_from_id) WHERE carried_from_id IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS key_results (
     seq              INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -140,6 +151,7 @@ CREATE TABLE IF NOT EXISTS key_results (
     -- version 11: what it counts ("$", "%", "ms"), shown before or after its figures; none when null
     unit             TEXT CHECK (unit IS NULL OR length(unit) BETWEEN 1 AND 12),
     unit_position    TEXT CHECK (unit_position IN ('before', 'after') AND unit IS NOT NULL OR unit_position IS NULL),
+    score            TEXT,  -- version 13: its final score, given as its cycle is closed out
     -- the target rules of the spec, by type
     CHECK (CASE type
         WHEN 'positive'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL
@@ -378,3 +390,105 @@ CREATE TABLE IF NOT EXISTS board_links (
 );
 CREATE INDEX IF NOT EXISTS board_links_by_cycle ON board_links (cycle_id);
 CREATE INDEX IF NOT EXISTS board_links_by_maker ON board_links (created_by) WHERE created_by IS NOT NULL;
+
+-- A closed cycle is locked (version 13): nothing in it is made, changed or deleted, and nothing moves in or
+-- out, until an admin reopens it. The store refuses first, with the cycle's name (okr.store.locks); these
+-- triggers make it so for any writer. They leave out the columns a foreign key's SET NULL changes (a team, a
+-- person or a carried-from objective deleted elsewhere), which stay possible.
+CREATE TRIGGER IF NOT EXISTS closed_cycles_take_no_objectives
+BEFORE INSERT ON objectives
+WHEN (SELECT closed_at FROM cycles WHERE id = NEW.cycle_id) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_keep_their_objectives
+BEFORE UPDATE OF name, description, is_company, is_personal, cycle_id, outcome, score, reflection ON objectives
+WHEN (SELECT closed_at FROM cycles WHERE id = OLD.cycle_id) IS NOT NULL
+  OR (SELECT closed_at FROM cycles WHERE id = NEW.cycle_id) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_lose_no_objectives
+BEFORE DELETE ON objectives
+WHEN (SELECT closed_at FROM cycles WHERE id = OLD.cycle_id) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_take_no_key_results
+BEFORE INSERT ON key_results
+WHEN (SELECT closed_at FROM cycles WHERE id = NEW.cycle_id) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_keep_their_key_results
+BEFORE UPDATE OF name, type, confidence, current_value, target_value_min, target_value_max, unit, unit_position,
+    score, objective_id, cycle_id ON key_results
+WHEN (SELECT closed_at FROM cycles WHERE id = OLD.cycle_id) IS NOT NULL
+  OR (SELECT closed_at FROM cycles WHERE id = NEW.cycle_id) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_lose_no_key_results
+BEFORE DELETE ON key_results
+WHEN (SELECT closed_at FROM cycles WHERE id = OLD.cycle_id) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_take_no_checkins
+BEFORE INSERT ON checkins
+WHEN (SELECT c.closed_at FROM key_results k JOIN cycles c ON c.id = k.cycle_id WHERE k.seq = NEW.key_result_seq)
+     IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_keep_their_checkins
+BEFORE UPDATE OF key_result_seq, value, confidence, comment, created_at ON checkins
+WHEN (SELECT c.closed_at FROM key_results k JOIN cycles c ON c.id = k.cycle_id WHERE k.seq = OLD.key_result_seq)
+     IS NOT NULL
+  OR (SELECT c.closed_at FROM key_results k JOIN cycles c ON c.id = k.cycle_id WHERE k.seq = NEW.key_result_seq)
+     IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_lose_no_checkins
+BEFORE DELETE ON checkins
+WHEN (SELECT c.closed_at FROM key_results k JOIN cycles c ON c.id = k.cycle_id WHERE k.seq = OLD.key_result_seq)
+     IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_take_no_comments
+BEFORE INSERT ON comments
+WHEN (SELECT closed_at FROM cycles WHERE id = coalesce(
+         (SELECT cycle_id FROM objectives WHERE id = NEW.objective_id),
+         (SELECT cycle_id FROM key_results WHERE id = NEW.key_result_id))) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_keep_their_comments
+BEFORE UPDATE OF body, objective_id, key_result_id ON comments
+WHEN (SELECT closed_at FROM cycles WHERE id = coalesce(
+         (SELECT cycle_id FROM objectives WHERE id = OLD.objective_id),
+         (SELECT cycle_id FROM key_results WHERE id = OLD.key_result_id))) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_lose_no_comments
+BEFORE DELETE ON comments
+WHEN (SELECT closed_at FROM cycles WHERE id = coalesce(
+         (SELECT cycle_id FROM objectives WHERE id = OLD.objective_id),
+         (SELECT cycle_id FROM key_results WHERE id = OLD.key_result_id))) IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;

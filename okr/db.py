@@ -13,7 +13,7 @@ from time import monotonic
 from flask import current_app, g
 
 from . import clock
-from .errors import DatabaseBusy, DatabaseReadOnly, DatabaseUnusable, DiskFull
+from .errors import CycleClosed, DatabaseBusy, DatabaseReadOnly, DatabaseUnusable, DiskFull
 from .store import schema
 from .store.schema import connect, connect_read_only
 
@@ -106,11 +106,18 @@ def forget_connection_after(error):
         g.drop_connection = True
 
 
+# What schema.sql's triggers say when a write would change a closed cycle.
+CLOSED_CYCLE_TRIGGER = "cycle is closed"
+
+
 def project_error(error):
     """The project's own error (okr.errors) for a sqlite3 error that a client may wait out or an operator fix, once
     logged; any other error as it is. The pipeline asks before the API and the pages word a failure their way."""
     if not isinstance(error, sqlite3.Error):
         return error
+    if isinstance(error, sqlite3.IntegrityError) and str(error) == CLOSED_CYCLE_TRIGGER:
+        # A write the store let through, refused by schema.sql's triggers: a closed cycle is locked.
+        return CycleClosed()
     forget_connection_after(error)
     code = primary_error_code(error)
     if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):

@@ -27,6 +27,15 @@ class Conflict(Exception):
     """The change cannot be made over what is stored now: a unique value taken, say."""
 
 
+class CycleClosed(Conflict):
+    """A change inside a closed cycle (locked until an admin reopens it); cycle is its row when known (the store's
+    own check), None when only the database's triggers refused."""
+
+    def __init__(self, cycle=None):
+        super().__init__("cycle is closed")
+        self.cycle = cycle
+
+
 class Busy(Exception):
     """Work that is bounded (big reports and exports) has no free slot: the client should retry after
     retry_after seconds."""

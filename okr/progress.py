@@ -214,6 +214,27 @@ def status_counts(statuses):
     return counts
 
 
+# A close-out's score at or above which an objective is suggested as achieved, and below which missed (between:
+# partly achieved); a key result scored ACHIEVED or more counts as achieved in confidence calibration.
+ACHIEVED = Decimal("0.70")
+PARTLY = Decimal("0.30")
+
+
+def suggested_score(progress_figure):
+    """The score a close-out suggests for a final progress (two decimals as the API shows it, or None): the
+    progress itself, within 0 and 1; None without one (a baseline)."""
+    if progress_figure is None:
+        return None
+    return str(min(max(Decimal(progress_figure), Decimal("0.00")), Decimal("1.00")).quantize(Decimal("0.01")))
+
+
+def suggested_outcome(score):
+    """The outcome a close-out suggests for a score (two-decimal text, or None: missed): achieved from ACHIEVED,
+    partly achieved from PARTLY, else missed."""
+    value = Decimal(score) if score is not None else Decimal(0)
+    return "achieved" if value >= ACHIEVED else "partly_achieved" if value >= PARTLY else "missed"
+
+
 def cycle_state(starts_on, ends_on, today):
     """upcoming before starts_on, finished after ends_on, current in between (ISO dates or None; a missing
     one is an open end, so an undated cycle is current). today is a datetime.date."""

@@ -22,6 +22,13 @@ def objective_json(row):
     }
 
 
+def objective_details_json(row):
+    """An objective with what the spec does not have (PATCH, reports): its close-out and where it was carried
+    from."""
+    return {**objective_json(row), "outcome": row["outcome"], "score": row["score"], "reflection": row["reflection"],
+            "carried_from_id": row["carried_from_id"]}
+
+
 def key_result_json(row):
     return {
         "id": row["id"],
@@ -47,14 +54,16 @@ def cycle_dates_json(row):
 
 
 def cycle_details_json(row, today):
-    """A cycle with what the spec does not have (reports, PATCH): its dates and state on the date today."""
-    return {**cycle_dates_json(row), "state": cycle_state(row["starts_on"], row["ends_on"], today)}
+    """A cycle with what the spec does not have (reports, PATCH): its dates, its state on the date today, and
+    when it was closed and by whom (null while open)."""
+    return {**cycle_dates_json(row), "state": cycle_state(row["starts_on"], row["ends_on"], today),
+            "closed_at": row["closed_at"], "closed_by": row["closed_by"]}
 
 
 def key_result_details_json(row):
     """A key result with what the spec does not have (reports, PATCH): its owner, its unit and where that goes."""
     return {**key_result_json(row), "owner_id": row["owner_id"], "unit": row["unit"],
-            "unit_position": row["unit_position"]}
+            "unit_position": row["unit_position"], "score": row["score"]}
 
 
 team_json = cycle_json  # a team has a cycle's three fields

@@ -196,7 +196,7 @@ def require_write(actor, method):
 # The rights a page may need beyond reading, each as a refusal names it: what was refused.
 RIGHTS = {"editing": "change anything", "people": "manage people (invite them, change their roles, deactivate "
                                                   "them)",
-          "webhooks": "manage webhooks", "boards": "make or revoke board links"}
+          "webhooks": "manage webhooks", "boards": "make or revoke board links", "reopening": "reopen a closed cycle"}
 
 
 def refusal(actor, right):
@@ -220,6 +220,12 @@ def may_change_own_account(actor):
 
 def may_manage_people(actor):
     """Whether this actor (None: auth is off) may invite people, change roles, deactivate and reactivate."""
+    return actor is None or (actor.role == "admin" and not actor.read_only)
+
+
+def may_reopen_cycles(actor):
+    """Whether this actor (None: auth is off) may reopen a closed cycle: an admin, with a key or session that may
+    write (closing one needs editing only)."""
     return actor is None or (actor.role == "admin" and not actor.read_only)
 
 

@@ -10,7 +10,7 @@ from ..db import get_db
 from ..records import checkin_json, key_result_json
 from .. import clock
 from ..rules.body_schemas import checkin_correction_schema, checkin_schema
-from ..store import checkins, key_results
+from ..store import checkins, key_results, locks
 from .bodies import load_body, load_merge_patch
 from .conditional import current_tag
 from .key_results import current_key_result
@@ -23,6 +23,7 @@ bp = Blueprint("checkins", __name__, url_prefix="/v1")
 @bp.post("/keyresults/<key_result_id>/checkins")
 def create_checkin(key_result_id):
     """Records a check-in, which becomes the key result's current value and confidence."""
+    locks.require_open_key_result(get_db(), key_result_id)
     if "If-Match" in request.headers:
         current_key_result(key_result_id)  # the precondition needs the stored ETag
         return check_in(key_result_id, load_body(checkin_schema))
@@ -62,6 +63,7 @@ def get_checkin(checkin_id):
 def changeable(checkin_id):
     """The check-in about to be corrected or deleted: 404 when missing, 403 unless access allows this actor."""
     row = checkins.get(get_db(), checkin_id)
+    locks.require_open(get_db(), row["cycle_id"])
     refusal = access.checkin_change_refusal(access.current_actor(), row, clock.utc_now())
     if refusal is not None:
         raise Forbidden(refusal)

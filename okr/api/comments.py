@@ -8,7 +8,7 @@ from ..accounts import access
 from ..db import get_db
 from ..records import comment_json
 from ..rules.body_schemas import comment_schema
-from ..store import comments, key_results, objectives
+from ..store import comments, key_results, locks, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged
 from .paging import paginate
@@ -21,7 +21,8 @@ NOT_YOURS = "only a comment's author or an admin may change or delete it"
 
 def write_comment(kind, parent_id):
     """Writes the body sent as a comment on the objective or key result (kind), by whoever signs."""
-    comments.parent(get_db(), kind, parent_id)  # an unknown parent is a 404, whatever the body
+    on = comments.parent(get_db(), kind, parent_id)  # an unknown parent is a 404, whatever the body
+    locks.require_open(get_db(), on["cycle_id"])
     body = load_body(comment_schema)
     row = comments.create(get_db(), kind, parent_id, body["body"], access.person_id())
     return tagged(comment_json(row), row["revision"])
@@ -69,6 +70,7 @@ def changeable(comment_id):
     """The comment about to be changed: 404 when missing, 403 unless its author or an admin asks, 412 unless any
     If-Match names its present ETag."""
     row = comments.get(get_db(), comment_id)
+    locks.require_open(get_db(), row["cycle_id"])
     if not access.may_change_comment(access.current_actor(), row):
         raise Forbidden(NOT_YOURS)
     return current(row, comment_json)

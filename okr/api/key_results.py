@@ -7,7 +7,7 @@ from ..accounts import access
 from ..db import get_db
 from ..records import key_result_details_json, key_result_json
 from ..rules.body_schemas import KEY_RESULT_TYPES, key_result_edit_schema, key_result_schema, key_result_update_schema
-from ..store import cycles, key_results, objectives
+from ..store import closing, cycles, key_results, locks, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged
 from .paging import choice_arg, paginate, query_arg
@@ -17,8 +17,10 @@ bp = Blueprint("key_results", __name__, url_prefix="/v1")
 
 
 def current_key_result(key_result_id):
-    """The key result about to be changed, once any If-Match names its present ETag."""
-    return current(key_results.get(get_db(), key_result_id), key_result_json)
+    """The key result about to be changed, once its cycle is open (409) and any If-Match names its present ETag."""
+    row = key_results.get(get_db(), key_result_id)
+    locks.require_open(get_db(), row["cycle_id"])
+    return current(row, key_result_json)
 
 
 @bp.post("/objectives/<objective_id>/keyresults")
@@ -26,6 +28,7 @@ def create_key_result(objective_id):
     """Creates a key result of an objective, with its first check-in: its starting value (and maybe its owner,
     not answered: the spec's key result has none)."""
     objective = objectives.get(get_db(), objective_id)
+    locks.require_open(get_db(), objective["cycle_id"])
     body = load_body(key_result_schema)
     row = key_results.create(get_db(), objective, body, access.person_id())
     return tagged(key_result_json(row), row["revision"])
@@ -65,11 +68,12 @@ def update_key_result(key_result_id):
 
 @bp.patch("/keyresults/<key_result_id>")
 def patch_key_result(key_result_id):
-    """Changes the attributes (owner_id too) a JSON Merge Patch names; the result is checked as a full update and
-    answered with its owner."""
+    """Changes the attributes (owner_id, unit and the close-out's score too) a JSON Merge Patch names; the result
+    is checked as a full update and answered with its owner."""
     stored = current_key_result(key_result_id)
     body = load_merge_patch(key_result_edit_schema, key_result_details_json(stored))
     row = key_results.replace(get_db(), stored, body, access.person_id())
+    row = closing.score_key_result(get_db(), row, body["score"])
     return tagged(key_result_details_json(row), row["revision"], tag_of=key_result_json(row))
 
 

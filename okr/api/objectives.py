@@ -4,9 +4,9 @@ from functools import partial
 from flask import Blueprint
 
 from ..db import get_db
-from ..records import objective_json
-from ..rules.body_schemas import objective_schema, objective_update_schema
-from ..store import cycles, objectives
+from ..records import objective_details_json, objective_json
+from ..rules.body_schemas import objective_edit_schema, objective_schema, objective_update_schema
+from ..store import closing, cycles, locks, objectives
 from .bodies import load_body, load_merge_patch
 from .conditional import current, tagged
 from .paging import bool_arg, paginate, query_arg, uuid_arg
@@ -16,8 +16,10 @@ bp = Blueprint("objectives", __name__, url_prefix="/v1/objectives")
 
 
 def current_objective(objective_id):
-    """The objective about to be changed, once any If-Match names its present ETag."""
-    return current(objectives.get(get_db(), objective_id), objective_json)
+    """The objective about to be changed, once its cycle is open (409) and any If-Match names its present ETag."""
+    row = objectives.get(get_db(), objective_id)
+    locks.require_open(get_db(), row["cycle_id"])
+    return current(row, objective_json)
 
 
 @bp.post("")
@@ -71,9 +73,14 @@ def update_objective(objective_id):
 
 @bp.patch("/<objective_id>")
 def patch_objective(objective_id):
-    """Changes the attributes a JSON Merge Patch names; the result is checked as a full update."""
-    stored = objective_json(current_objective(objective_id))
-    return replace_objective(objective_id, load_merge_patch(objective_update_schema, stored))
+    """Changes the attributes (the close-out's outcome, score and reflection too) a JSON Merge Patch names; the
+    result is checked as a full update and answered with the close-out and carried-from link."""
+    stored = current_objective(objective_id)
+    body = load_merge_patch(objective_edit_schema, objective_details_json(stored))
+    db = get_db()
+    row = objectives.replace(db, objective_id, body)
+    row = closing.score_objective(db, row, body)
+    return tagged(objective_details_json(row), row["revision"], tag_of=objective_json(row))
 
 
 def replace_objective(objective_id, body):

@@ -77,6 +77,24 @@ class Objective(Schema):
     cycle_id = uuid_field()
 
 
+SCORE = r"^(0\.[0-9]{2}|1\.00)$"
+
+
+def score_field(description):
+    return fields.String(required=True, allow_none=True, metadata={"pattern": SCORE, "example": "0.70",
+                                                                   "description": description})
+
+
+class ObjectiveDetails(Objective):
+    outcome = fields.String(required=True, allow_none=True, metadata={
+        "enum": [*body_schemas.OUTCOMES, None],
+        "description": "How it ended, given as its cycle is closed out; null until then."})
+    score = score_field("Its final score (0.00 to 1.00), given as its cycle is closed out; null until then.")
+    reflection = fields.String(required=True, allow_none=True, metadata={
+        "description": "What worked, what did not, what next; null when none was written."})
+    carried_from_id = uuid_field(allow_none=True)  # the objective of an earlier cycle it was carried over from
+
+
 class KeyResult(Schema):
     id = uuid_field()
     name = fields.String(required=True)
@@ -112,6 +130,10 @@ class CycleDetails(Cycle):
         "enum": ["current", "upcoming", "finished"],
         "description": "upcoming before starts_on, finished after ends_on, current in between (by today's date "
                        "in UTC; a cycle without dates is current)."})
+    closed_at = fields.String(required=True, allow_none=True, metadata={
+        "format": "date-time", "example": "2026-11-22T10:15:30Z",
+        "description": "When it was closed (it is then locked), or null while it is open."})
+    closed_by = uuid_field(allow_none=True)  # the user who closed it, or null (open, or closed by a service key)
 
 
 class KeyResultDetails(KeyResult):
@@ -122,6 +144,7 @@ class KeyResultDetails(KeyResult):
     unit_position = fields.String(required=True, allow_none=True, metadata={
         "enum": ["before", "after", None],
         "description": "Where the unit goes: before the number ($60,000) or after it (12 ms); null without a unit."})
+    score = score_field("Its final score (0.00 to 1.00), given as its cycle is closed out; null until then.")
 
 
 class User(Schema):
@@ -269,7 +292,7 @@ class KeyResultNode(KeyResultDetails):
                        "expected_progress or for a baseline."})
 
 
-class ObjectiveNode(Objective):
+class ObjectiveNode(ObjectiveDetails):
     progress = progress_field()
     progress_from = fields.String(required=True, allow_none=True, metadata={
         "enum": ["key_results", "children", None],
@@ -421,7 +444,7 @@ OPERATIONS = [
      Objective, ()),
     ("updateObjective", "/v1/objectives/{objective_id}", "patch",
      "Change some of an objective's attributes (JSON Merge Patch)",
-     body_schemas.ObjectivePatchSchema, Objective, ()),
+     body_schemas.ObjectivePatchSchema, ObjectiveDetails, ()),
     ("deleteObjective", "/v1/objectives/{objective_id}", "delete",
      "Delete an objective and its key results", None, None, ()),
     ("getObjectiveReport", "/v1/objectives/{objective_id}/report", "get",
@@ -478,6 +501,11 @@ OPERATIONS = [
     ("updateCycle", "/v1/cycles/{cycle_id}", "patch", "Change a cycle's name or dates (JSON Merge Patch)",
      body_schemas.CyclePatchSchema, CycleDetails, ()),
     ("deleteCycle", "/v1/cycles/{cycle_id}", "delete", "Delete a cycle with its objectives", None, None, ()),
+    ("closeCycle", "/v1/cycles/{cycle_id}/close", "post",
+     "Close a cycle: what is not scored takes its suggested score and outcome, and the cycle is locked", None,
+     CycleDetails, ()),
+    ("reopenCycle", "/v1/cycles/{cycle_id}/reopen", "post", "Reopen a closed cycle (an admin only)", None,
+     CycleDetails, ()),
     ("getCycleReportCsv", "/v1/cycles/{cycle_id}/report.csv", "get",
      "A cycle's key results as CSV, one row each", None, CSV, ()),
     ("getCycleReport", "/v1/cycles/{cycle_id}/report", "get",
@@ -588,14 +616,28 @@ DESCRIPTIONS = {
     ("/v1/cycles/{cycle_id}", "post"):
         "Renames the cycle; its dates stay as they are.",
     ("/v1/cycles/{cycle_id}", "patch"):
-        "Answers the cycle with its dates and state; its ETag is the one GET gives.",
+        "Answers the cycle with its dates, state and closing; its ETag is the one GET gives.",
+    ("/v1/cycles/{cycle_id}/close", "post"):
+        "An editor or an admin closes a finished or current cycle. Each objective without a score takes its "
+        "final progress as its score, and without an outcome the one its score suggests (achieved from 0.70, "
+        "partly_achieved from 0.30, else missed); each key result without a score takes its progress. The "
+        "cycle is then locked: nothing in it is made, changed, moved or deleted, and nothing is commented, "
+        "until an admin reopens it (409 \"cycle is closed\"). 409 too for a cycle closed already or upcoming. "
+        "The body, if any, is not read.",
+    ("/v1/cycles/{cycle_id}/reopen", "post"):
+        "An admin reopens a closed cycle; its scores, outcomes and reflections stay. 403 for anyone else, 409 for "
+        "a cycle that is not closed. The body, if any, is not read.",
+    ("/v1/objectives/{objective_id}", "patch"):
+        "outcome, score and reflection (the cycle's close-out) may be changed too; the answer shows them with "
+        "carried_from_id, and its ETag is the one GET gives. A POST (the spec's full update) leaves them as they "
+        "are.",
     ("/v1/objectives/{objective_id}/keyresults", "post"):
         "owner_id (a user's id, or null) is kept but, as the spec's key result has none, not answered here: the "
         "reports and PATCH show it. " + OWNER_RULE,
     ("/v1/keyresults/{key_result_id}", "post"):
         "Replaces what the spec's key result holds; its owner_id stays as it is.",
     ("/v1/keyresults/{key_result_id}", "patch"):
-        "owner_id, unit and unit_position may be changed too (null or \"\" clears a unit; a unit without a "
+        "owner_id, unit, unit_position and score (the close-out's) may be changed too (null or \"\" clears a unit; a unit without a "
         "position goes after the number); the answer shows them, and its ETag is the one GET gives. A POST (the "
         "spec's full update) leaves the owner and the unit as they are. " + OWNER_RULE,
     ("/v1/cycles/{cycle_id}/report.csv", "get"):
@@ -639,7 +681,8 @@ ERRORS = {
     403: "Signed with a read-only API key, which may only GET, or with a viewer's key, which may only read; "
          "or a write from a page of another origin (Origin)",
     404: "No such record",
-    409: "The change conflicts with what is stored",
+    409: "The change conflicts with what is stored; \"cycle is closed\": what it changes is in a closed cycle, "
+         "locked until an admin reopens it",
     405: "Method not allowed on this path",
     412: "If-Match names none of the resource's present ETags: it changed since it was read",
     413: f"A declared body larger than {MAX_BODY_BYTES >> 20} MiB, on any method",
@@ -666,7 +709,12 @@ PATH_ERRORS = {
     ("/v1/checkins/{checkin_id}", 403):
         "Signed by neither the check-in's author (within 7 days of making it) nor an admin, or with a read-only "
         "API key or a viewer's key; or a write from a page of another origin (Origin)",
-    ("/v1/checkins/{checkin_id}", 409): "The starting check-in, made with its key result, is never changed",
+    ("/v1/checkins/{checkin_id}", 409): "The starting check-in, made with its key result, is never changed; or "
+                                        "\"cycle is closed\": its cycle is locked until an admin reopens it",
+    ("/v1/cycles/{cycle_id}/close", 409): "The cycle is closed already, or upcoming (it has not started)",
+    ("/v1/cycles/{cycle_id}/reopen", 403): "Signed by anyone but an admin; or a write from a page of another "
+                                           "origin (Origin)",
+    ("/v1/cycles/{cycle_id}/reopen", 409): "The cycle is not closed",
     ("/v1/comments/{comment_id}", 403):
         "Signed by neither the comment's author nor an admin (a service key included), or with a read-only API "
         "key or a viewer's key; or a write from a page of another origin (Origin)",
@@ -723,6 +771,15 @@ def condition(path, method):
     return None
 
 
+# The paths whose writes a closed cycle refuses (409), by their first word; a new cycle is never closed.
+LOCKED_WORDS = ("objectives", "keyresults", "checkins", "comments", "cycles")
+
+
+def locked(path):
+    words = path.split("/")
+    return len(words) > 2 and words[2] in LOCKED_WORDS and path != "/v1/cycles"
+
+
 def error_codes(path, method, body, parameters):
     codes = [405]
     if path.startswith("/v1/") and path != "/v1/openapi.json" or path == "/healthz":
@@ -741,8 +798,8 @@ def error_codes(path, method, body, parameters):
         codes.append(404)  # after names no event kept
     if condition(path, method) == "If-Match":
         codes.append(412)
-    if path == "/v1/checkins/{checkin_id}" and method != "get":
-        codes.append(409)  # the starting check-in
+    if method != "get" and locked(path):
+        codes.append(409)  # a closed cycle (and the starting check-in, a cycle closed already)
     codes.append(413)  # any request that declares a body over the limit
     codes.append(421)  # any request to a host name the server was not given
     return sorted(codes)
@@ -765,7 +822,8 @@ TAGS = {
 # A path's tag, by its last word that is not a parameter.
 TAG_OF_WORD = {"objectives": "Objectives", "keyresults": "KeyResults", "checkins": "Checkins",
                "comments": "Comments", "cycles": "Cycles", "teams": "Teams", "members": "Teams", "users": "Users",
-               "me": "Users", "events": "Events", "search": "Search", "report": "Reports", "report.csv": "Reports"}
+               "me": "Users", "events": "Events", "search": "Search", "report": "Reports", "report.csv": "Reports",
+               "close": "Cycles", "reopen": "Cycles"}
 
 
 def tag_of(path):

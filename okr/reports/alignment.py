@@ -7,7 +7,7 @@ with an open connection.
 from datetime import timezone
 
 from .. import progress
-from ..records import cycle_details_json, key_result_details_json, objective_json
+from ..records import cycle_details_json, key_result_details_json, objective_details_json
 from ..store import cycles as stored_cycles
 from ..store import reports as report_rows
 
@@ -132,7 +132,7 @@ def alignment_tree(objectives, key_results, stale, pace, root_id=None):
     """
     nodes, exact_of, statuses = {}, {}, []
     for row in objectives:
-        nodes[row["id"]] = {**objective_json(row), "progress": None, "progress_from": None, "status": None,
+        nodes[row["id"]] = {**objective_details_json(row), "progress": None, "progress_from": None, "status": None,
                             "key_results": [], "children": []}
         exact_of[row["id"]] = []
     for row in key_results:

@@ -20,7 +20,7 @@ from fractions import Fraction
 from math import gcd
 
 from .. import progress
-from ..records import cycle_details_json, objective_json
+from ..records import cycle_details_json, objective_details_json
 from ..store import reports as report_rows
 from .alignment import (cycle_with_pace, key_result_node, never_stale, pace_in_any_cycle, pace_test, stale_by_time,
                         stale_test)
@@ -162,7 +162,7 @@ class Tree:
             self.index[row["id"]] = len(self.parents)
             self.parents.append(None if row["id"] == root_id else row["parent_objective_id"])
             self.cycles.append(cycles.setdefault(row["cycle_id"], row["cycle_id"]))
-            objective_texts.add(objective_json(row))  # without its closing brace: more fields follow
+            objective_texts.add(objective_details_json(row))  # without its closing brace: more fields follow
             self.first.append(-1)
             self.last.append(-1)
             self.worst.append(NO_RANK)

@@ -12,6 +12,9 @@ NAME_MAX = 500
 GROUP_NAME_MAX = 200
 DESCRIPTION_MAX = 10_000
 DEFAULT_CONFIDENCE = "0.50"  # a new key result's
+# How an objective ended, given as its cycle is closed out.
+OUTCOMES = ("achieved", "partly_achieved", "missed", "dropped", "carried_over")
+REFLECTION_MAX = 10_000
 
 
 class BodySchema(Schema):
@@ -44,6 +47,22 @@ class ObjectiveUpdateSchema(ObjectiveSchema):
 
     is_company = StrictBool(load_default=False)
     is_personal = StrictBool(load_default=False)
+
+
+class ClosingFields(BodySchema):
+    """An objective's close-out, which the spec's objective has not (PATCH, the close-out page): absent is
+    unchanged, null is none."""
+
+    outcome = Text(allow_none=True, validate=validate.OneOf(OUTCOMES), metadata={"description": (
+        "How it ended: achieved, partly_achieved, missed, dropped or carried_over.")})
+    score = DecimalString(minimum=0, maximum=1, allow_none=True, metadata={"description": (
+        "Its final score, 0.00 to 1.00 (the close-out page suggests its final progress).")})
+    reflection = Text(max_length=REFLECTION_MAX, allow_none=True, metadata={"description": (
+        "What worked, what did not, what next.")})
+
+
+class ObjectiveEditSchema(ObjectiveUpdateSchema, ClosingFields):
+    """Replaces an objective with its close-out too (PATCH): outcome, score and reflection, when given."""
 
 
 class KeyResultFields(BodySchema):
@@ -121,6 +140,8 @@ class KeyResultEditSchema(KeyResultUpdateSchema, UnitFields):
     given (UnitFields)."""
 
     owner_id = Text(max_length=100, allow_none=True, load_default=None)
+    score = DecimalString(minimum=0, maximum=1, allow_none=True, metadata={"description": (
+        "Its final score, 0.00 to 1.00, given as its cycle is closed out (absent is unchanged, null none).")})
 
 
 def merge_patch_schema(update_schema, name):
@@ -139,7 +160,7 @@ def merge_patch_schema(update_schema, name):
                                       **fields})
 
 
-ObjectivePatchSchema = merge_patch_schema(ObjectiveUpdateSchema, "ObjectivePatchSchema")
+ObjectivePatchSchema = merge_patch_schema(ObjectiveEditSchema, "ObjectivePatchSchema")
 KeyResultPatchSchema = merge_patch_schema(KeyResultEditSchema, "KeyResultPatchSchema")
 
 
@@ -217,6 +238,8 @@ CyclePatchSchema = merge_patch_schema(CycleUpdateSchema, "CyclePatchSchema")
 
 objective_schema = ObjectiveSchema()
 objective_update_schema = ObjectiveUpdateSchema()
+objective_edit_schema = ObjectiveEditSchema()
+closing_schema = ClosingFields()
 key_result_schema = KeyResultSchema()
 key_result_update_schema = KeyResultUpdateSchema()
 key_result_edit_schema = KeyResultEditSchema()

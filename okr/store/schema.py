@@ -99,7 +99,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 def holds_tables(db):
@@ -239,6 +239,21 @@ def add_units(db):
                    "AND unit IS NOT NULL OR unit_position IS NULL)")
 
 
+def add_closing(db):
+    """Version 13, before schema.sql: a cycle's closing (when, by whom), an objective's outcome, score, reflection
+    and carried-from link, a key result's score; none yet (as schema.sql has them)."""
+    added = {"cycles": ["closed_at TEXT", "closed_by TEXT REFERENCES users (id) ON DELETE SET NULL"],
+             "objectives": ["outcome TEXT CHECK (outcome IN ('achieved', 'partly_achieved', 'missed', 'dropped', "
+                            "'carried_over'))", "score TEXT", "reflection TEXT CHECK (length(reflection) <= 10000)",
+                            "carried_from_id TEXT REFERENCES objectives (id) ON DELETE SET NULL"],
+             "key_results": ["score TEXT"]}
+    for table, columns in added.items():
+        present = table_columns(db, table)
+        for column in columns:
+            if column.split()[0] not in present:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
@@ -246,7 +261,7 @@ def add_units(db):
 # step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
-              9: add_oidc_subjects, 10: key_emails_anew, 11: add_units}
+              9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing}
 FILLS = {2: record_first_checkins, 10: put_names_on_one_line}
 
 

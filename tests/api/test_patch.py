@@ -17,19 +17,22 @@ def patch(client, path, body, content_type=MERGE_PATCH):
     return client.patch(path, data=json.dumps(body), content_type=content_type)
 
 
-DETAILS = ("owner_id", "unit", "unit_position")  # what a PATCH answers of a key result beyond the spec's GET
+# What a PATCH answers beyond the spec's GET: a key result's owner, unit and score, an objective's close-out.
+DETAILS = {"/v1/keyresults/": ("owner_id", "unit", "unit_position", "score"),
+           "/v1/objectives/": ("outcome", "score", "reflection", "carried_from_id")}
 
 
 def patched(client, path, body):
     """The 200 answer to a patch, checked against what GET gives afterwards (and its ETag against GET's): a key
-    result's answer has its owner and unit too, which the spec's GET does not show."""
+    result's answer has its owner, unit and score too, an objective's its close-out, which the spec's GET does not
+    show."""
     response = patch(client, path, body)
     assert response.status_code == 200, response.get_json()
     assert response.mimetype == "application/json"
     answer = response.get_json()
-    if path.startswith("/v1/keyresults/"):
-        assert {"owner_id", "unit", "unit_position"} <= set(answer)
-        answer = {name: value for name, value in answer.items() if name not in DETAILS}
+    details = DETAILS["/v1/keyresults/" if path.startswith("/v1/keyresults/") else "/v1/objectives/"]
+    assert list(answer)[-len(details):] == list(details)
+    answer = {name: value for name, value in answer.items() if name not in details}
     assert answer == fetch(client, path)
     assert response.headers["ETag"] == client.get(path).headers["ETag"]
     return answer

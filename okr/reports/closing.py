@@ -1,0 +1,40 @@
+"""A cycle's close-out: each objective and key result with its final progress and the score and outcome it
+suggests (okr.progress's rules), for the close-out page and for closing, which gives what nobody scored its
+suggestion."""
+from .. import progress
+from ..errors import Conflict
+from .alignment import cycle_report, flattened
+
+UPCOMING = "an upcoming cycle cannot be closed: it has not started"
+
+
+def require_closable(cycle, today):
+    """Conflict unless the cycle (its row) may be closed on today (a date): open, and finished or current."""
+    if cycle["closed_at"] is not None:
+        raise Conflict("cycle is already closed")
+    if progress.cycle_state(cycle["starts_on"], cycle["ends_on"], today) == "upcoming":
+        raise Conflict(UPCOMING)
+
+
+def close_out(db, cycle, now):
+    """The cycle's objectives, parents before children as its report has them, each a report node (with its
+    key results) plus suggested_score and suggested_outcome; each key result node with suggested_score."""
+    nodes = flattened(cycle_report(db, cycle, now)["objectives"])
+    for node in nodes:
+        node["suggested_score"] = progress.suggested_score(node["progress"])
+        node["suggested_outcome"] = progress.suggested_outcome(node["score"] or node["suggested_score"])
+        for key_result in node["key_results"]:
+            key_result["suggested_score"] = progress.suggested_score(key_result["progress"])
+    return nodes
+
+
+def suggestions(db, cycle, now):
+    """What closing gives whatever is not scored: {"objectives": {id: (score, outcome)}, "key_results": {id:
+    score}}, the outcome suggested from the objective's own score when it has one."""
+    objectives, key_results = {}, {}
+    for node in close_out(db, cycle, now):
+        score = node["score"] or node["suggested_score"]
+        objectives[node["id"]] = (node["suggested_score"], progress.suggested_outcome(score))
+        for key_result in node["key_results"]:
+            key_results[key_result["id"]] = key_result["suggested_score"]
+    return {"objectives": objectives, "key_results": key_results}
