@@ -218,6 +218,10 @@ def status_counts(statuses):
 # partly achieved); a key result scored ACHIEVED or more counts as achieved in confidence calibration.
 ACHIEVED = Decimal("0.70")
 PARTLY = Decimal("0.30")
+# Confidence calibration: a key result "called green, landed red" had a confidence of at least ON_TRACK at a check-in
+# made in the last LATE part of its cycle, and a final score below LANDED_RED.
+LANDED_RED = Decimal("0.40")
+LATE = Fraction(2, 3)
 
 
 def suggested_score(progress_figure):

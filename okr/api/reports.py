@@ -1,4 +1,5 @@
-"""Reports: /v1/cycles/<id>/report (and report.csv) and /v1/objectives/<id>/report, built by okr.reports.alignment.
+"""Reports: /v1/cycles/<id>/report (and report.csv) and /v1/objectives/<id>/report, built by okr.reports.alignment;
+/v1/cycles/<id>/retrospective and /calibration, built by okr.reports.retrospective.
 
 A big one (okr/reports/spooled.py) is built within a slot shared by every server process, by okr.reports.streaming into a
 file, the same bytes, and sent from it; with no slot free in time the answer is 503 with Retry-After.
@@ -8,8 +9,8 @@ from flask import Blueprint, Response
 from .. import clock, progress
 from ..db import get_db
 from ..errors import NotFound
-from ..reports import alignment, spooled, streaming
-from ..store import cycles
+from ..reports import alignment, retrospective, spooled, streaming
+from ..store import cycles, teams
 from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from .paging import uuid_arg
@@ -66,3 +67,31 @@ def report_cycle_csv(cycle_id):
         return Response(cycle_csv_bytes(db, cycle["id"], now), mimetype="text/csv", headers=headers)
     spool, size, _ = spooled.build(lambda out: write_cycle_csv(db, cycle["id"], now, out), "exports")
     return spooled.file_response(spool, size, "text/csv", headers)
+
+
+def cycle_and_team(cycle_id):
+    """The cycle (404 when missing) and the team_id query argument's team (id and name; None without one, 404 when
+    there is no such team)."""
+    team_id = uuid_arg("team_id")
+    db = get_db()
+    cycle = cycles.get(db, cycle_id)
+    if team_id is None:
+        return db, cycle, None
+    found = teams.named(db, team_id)
+    if found is None:
+        raise NotFound("team")
+    return db, cycle, {"id": found["id"], "name": found["name"]}
+
+
+@bp.get("/cycles/<cycle_id>/retrospective")
+def retrospective_cycle(cycle_id):
+    """A cycle's retrospective as of its close (or now), maybe of one team's objectives."""
+    db, cycle, team = cycle_and_team(cycle_id)
+    return retrospective.retrospective(db, cycle, progress.parse_timestamp(clock.utc_now()), team)
+
+
+@bp.get("/cycles/<cycle_id>/calibration")
+def calibration_cycle(cycle_id):
+    """A cycle's confidence calibration per owner and per team, maybe of one team's objectives."""
+    db, cycle, team = cycle_and_team(cycle_id)
+    return retrospective.cycle_calibration(db, cycle, progress.parse_timestamp(clock.utc_now()), team)

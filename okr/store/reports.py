@@ -284,3 +284,54 @@ def recent_checkins(db, key_result_ids, count):
             parts = joined.split(" ")
             found[key_result_id] = list(zip(parts[0::2], parts[1::2]))[::-1]
     return found
+
+
+# A retrospective's reads (okr.reports.retrospective): a cycle's kept objectives and key results as they are, every
+# check-in of those key results up to the close in one walk (key result by key result, oldest first), the names the
+# pages show, and the objectives carried over from the kept ones into any cycle.
+RETROSPECTIVE_CHECKINS = """
+SELECT c.key_result_seq, c.value, c.confidence, c.created_at
+FROM checkins c
+WHERE c.key_result_seq IN (SELECT seq FROM key_results k WHERE {where}) AND c.created_at <= ?
+ORDER BY c.key_result_seq, c.seq
+"""
+
+CARRIED_COPIES = """
+SELECT o.id, o.name, o.cycle_id, c.name AS cycle_name, o.carried_from_id
+FROM objectives o JOIN cycles c ON c.id = o.cycle_id
+WHERE o.carried_from_id IN (SELECT id FROM objectives WHERE {kept})
+ORDER BY o.seq
+"""
+
+
+def retrospective_rows(db, cycle_id, stamp, team_id=None):
+    """A retrospective's rows, each a list of dicts in creation order: the cycle's objectives (of one team when
+    given), their key results (plain rows), their check-ins made up to stamp (a UTC timestamp as stored) as
+    (key_result_seq, value, confidence, created_at) tuples, grouped by key result and oldest first, and the
+    objectives of any cycle carried over from the kept ones (with their cycle's name)."""
+    kept, params = cycle_condition(cycle_id, team_id)
+    where = "k.cycle_id = ?" if team_id is None else \
+        f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
+    key_params = [cycle_id] if team_id is None else [cycle_id, *params]
+    objectives = dict_rows(db, f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params)
+    key_results = dict_rows(db, f"SELECT * FROM key_results k WHERE {where} ORDER BY k.seq", key_params)
+    cursor = db.cursor()
+    cursor.row_factory = None
+    checkins = cursor.execute(RETROSPECTIVE_CHECKINS.format(where=where), [*key_params, stamp]).fetchall()
+    copies = dict_rows(db, CARRIED_COPIES.format(kept=kept), params)
+    return objectives, key_results, checkins, copies
+
+
+def first_checkin_at(db, cycle_id):
+    """When the first check-in of a cycle's key results was made (its earliest starting check-in), or None."""
+    return db.execute("SELECT min(c.created_at) FROM checkins c WHERE c.key_result_seq IN "
+                      "(SELECT seq FROM key_results WHERE cycle_id = ?)", (cycle_id,)).fetchone()[0]
+
+
+def names_in_cycle(db, cycle_id):
+    """{user id: name} of the owners of a cycle's key results, and {team id: name} of every team."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    owners = dict(cursor.execute("SELECT id, name FROM users WHERE id IN "
+                                 "(SELECT owner_id FROM key_results WHERE cycle_id = ?)", (cycle_id,)))
+    return owners, dict(cursor.execute("SELECT id, name FROM teams"))
