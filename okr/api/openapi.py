@@ -336,6 +336,172 @@ class ObjectiveReport(Schema):
     objective = fields.Nested(ObjectiveNode, required=True)
 
 
+# A figure that may be negative (a change of progress, an over-confidence): two decimals, -1.00 to 1.00.
+SIGNED_FIGURE = r"^-?(0\.[0-9]{2}|1\.00)$"
+
+
+def figure_field(description, signed=False):
+    return fields.String(required=True, allow_none=True, metadata={
+        "pattern": SIGNED_FIGURE if signed else PROGRESS, "example": "0.25", "description": description})
+
+
+class ChosenTeam(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+
+
+class CalledGreenLandedRed(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    objective_id = uuid_field()
+    confidence = fields.String(required=True, metadata={
+        "example": "0.80", "description": "The confidence of its last check-in of 0.70 or more in the cycle's last "
+                                          "third."})
+    checked_in_at = timestamp_field()
+    final_score = figure_field("Its final score, below 0.40.")
+
+
+class CalibrationGroup(Schema):
+    name = fields.String(required=True, metadata={"description": "The owner's or team's name; \"No owner\" or "
+                                                                 "\"No team\" for the key results without one."})
+    key_results = fields.Integer(required=True, metadata={
+        "minimum": 0, "description": "Its key results with a final score (a baseline nobody scored has none)."})
+    checkins = fields.Integer(required=True, metadata={
+        "minimum": 0, "description": "The check-ins people made on them (not their starting check-ins)."})
+    brier = figure_field("The mean over those check-ins of (confidence - achieved)^2, achieved 1 when the key "
+                         "result's final score is at least 0.70, else 0; null without check-ins.")
+    over_confidence = figure_field("The mean over the same check-ins of confidence - achieved (negative: "
+                                   "under-confident); null without check-ins.", signed=True)
+    called_green_landed_red = fields.List(fields.Nested(CalledGreenLandedRed), required=True, metadata={
+        "description": "Key results given a confidence of 0.70 or more at a check-in in the cycle's last third "
+                       "that ended with a final score below 0.40."})
+
+
+class OwnerCalibration(CalibrationGroup):
+    owner_id = uuid_field(allow_none=True)  # null: the key results without an owner
+
+
+class TeamCalibration(CalibrationGroup):
+    team_id = uuid_field(allow_none=True)  # null: the key results of objectives without a team
+
+
+class CalibrationGroups(Schema):
+    owners = fields.List(fields.Nested(OwnerCalibration), required=True)
+    teams = fields.List(fields.Nested(TeamCalibration), required=True)
+
+
+class RetrospectiveHeading(Schema):
+    cycle = fields.Nested(CycleDetails, required=True)
+    team = fields.Nested(ChosenTeam, required=True, allow_none=True, metadata={
+        "description": "The team asked for with team_id, or null for the whole cycle."})
+    as_of = fields.String(required=True, metadata={
+        **TIMESTAMP, "description": "The moment the figures are of: the cycle's closed_at, or now while it is open."})
+    closed = fields.Boolean(required=True)
+
+
+class Calibration(RetrospectiveHeading, CalibrationGroups):
+    achieved_from = fields.String(required=True, metadata={
+        "example": "0.70", "description": "The final score from which a key result counts as achieved."})
+
+
+class RetrospectiveKeyResult(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    type = fields.String(required=True, metadata={"enum": list(body_schemas.KEY_RESULT_TYPES)})
+    owner_id = uuid_field(allow_none=True)
+    owner_name = fields.String(required=True, allow_none=True)
+    score = score_field("Its score given at the close-out, or null.")
+    progress_at_start = figure_field("Its progress at its starting check-in; null for a baseline.")
+    progress_at_close = figure_field("Its progress at its last check-in up to the close; null for a baseline.")
+    status = fields.String(required=True, metadata={"enum": STATUS_ENUM})
+    final_score = figure_field("score when set, else progress_at_close; null for a baseline nobody scored.")
+    achieved = fields.Boolean(required=True, allow_none=True, metadata={
+        "description": "final_score is at least 0.70; null without one."})
+
+
+class RetrospectiveObjective(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    parent_objective_id = uuid_field(allow_none=True)
+    team_id = uuid_field(allow_none=True)
+    team_name = fields.String(required=True, allow_none=True)
+    outcome = fields.String(required=True, allow_none=True, metadata={"enum": [*body_schemas.OUTCOMES, None]})
+    score = score_field("Its score given at the close-out, or null.")
+    reflection = fields.String(required=True, allow_none=True)
+    carried_from_id = uuid_field(allow_none=True)
+    progress = figure_field("Its progress at the close, as its report shows it.")
+    status = fields.String(required=True, allow_none=True, metadata={"enum": [*STATUS_ENUM, None]})
+    key_results = fields.List(fields.Nested(RetrospectiveKeyResult), required=True)
+
+
+class Mover(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    objective_id = uuid_field()
+    progress_at_start = figure_field("Progress at its starting check-in.")
+    progress_at_close = figure_field("Progress at its last check-in up to the close.")
+    change = figure_field("progress_at_close - progress_at_start.", signed=True)
+
+
+class Movers(Schema):
+    rose = fields.List(fields.Nested(Mover), required=True, metadata={
+        "description": "The five key results whose progress rose most (ties in creation order)."})
+    fell = fields.List(fields.Nested(Mover), required=True, metadata={
+        "description": "The five that fell most or stayed flat (change 0 or below), lowest first."})
+
+
+class WentOffTrack(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    objective_id = uuid_field()
+    owner_id = uuid_field(allow_none=True)
+    off_track_since = fields.String(required=True, metadata={
+        **TIMESTAMP, "description": "When the first check-in after which it stayed off track was made."})
+
+
+class CarriedObjective(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+
+
+class CarriedCopy(Schema):
+    id = uuid_field()
+    name = fields.String(required=True)
+    cycle_id = uuid_field()
+    cycle_name = fields.String(required=True)
+    carried_from_id = uuid_field()
+
+
+class CarriedOver(Schema):
+    objectives = fields.List(fields.Nested(CarriedObjective), required=True, metadata={
+        "description": "This cycle's objectives whose outcome is carried_over."})
+    copies = fields.List(fields.Nested(CarriedCopy), required=True, metadata={
+        "description": "Objectives of any cycle carried over from this cycle's (carried_from_id)."})
+
+
+class OutcomeCounts(Schema):
+    achieved = fields.Integer(required=True, metadata={"minimum": 0})
+    partly_achieved = fields.Integer(required=True, metadata={"minimum": 0})
+    missed = fields.Integer(required=True, metadata={"minimum": 0})
+    dropped = fields.Integer(required=True, metadata={"minimum": 0})
+    carried_over = fields.Integer(required=True, metadata={"minimum": 0})
+    not_scored = fields.Integer(required=True, metadata={"minimum": 0})
+
+
+class Retrospective(RetrospectiveHeading):
+    progress = figure_field("The cycle's progress at the close, as its report shows it.")
+    objectives_count = fields.Integer(required=True, metadata={"minimum": 0})
+    key_results_count = fields.Integer(required=True, metadata={"minimum": 0})
+    outcome_counts = fields.Nested(OutcomeCounts, required=True)
+    objectives = fields.List(fields.Nested(RetrospectiveObjective), required=True, metadata={
+        "description": "Every objective, in creation order, with its key results."})
+    movers = fields.Nested(Movers, required=True)
+    went_off_track = fields.List(fields.Nested(WentOffTrack), required=True, metadata={
+        "description": "Key results on track (or done) after some check-in and off track after their last one."})
+    carried_over = fields.Nested(CarriedOver, required=True)
+    calibration = fields.Nested(CalibrationGroups, required=True)
+
+
 class ApiError(Schema):
     code = fields.Integer(required=True)
     message = fields.String(required=True)
@@ -511,6 +677,12 @@ OPERATIONS = [
     ("getCycleReport", "/v1/cycles/{cycle_id}/report", "get",
      "Report a cycle's alignment tree with progress and status, maybe for one team or assignee",
      None, CycleReport, ("team_id", "assignee_id")),
+    ("getCycleRetrospective", "/v1/cycles/{cycle_id}/retrospective", "get",
+     "A cycle's retrospective: scores, outcomes, reflections, movers, what went off track or was carried over, "
+     "and the confidence calibration, maybe for one team", None, Retrospective, ("team_id",)),
+    ("getCycleCalibration", "/v1/cycles/{cycle_id}/calibration", "get",
+     "A cycle's confidence calibration per owner and per team: Brier score, over-confidence, called green and "
+     "landed red", None, Calibration, ("team_id",)),
     ("createTeam", "/v1/teams", "post", "Create a team", body_schemas.GroupSchema, Team, ()),
     ("listTeams", "/v1/teams", "get", "List teams", None, TeamPage, LIST),
     ("getTeam", "/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
@@ -602,6 +774,15 @@ OWNER_RULE = (f"owner_id must name an editor or an admin: a viewer is refused wi
               f"owner_id (\"{key_results.NOT_AN_OWNER_ROLE}\"), as is an id that names no user. An owner made a "
               "viewer later is kept, as needing a new owner.")
 
+# The retrospective's and the calibration's rules, as their operations say them.
+RETROSPECTIVE_RULES = (
+    "A key result's final score is its score when given, else its progress at the close; it is achieved from "
+    "0.70. Only check-ins people made count, not a key result's starting one. Brier score: the mean over the "
+    "check-ins of (confidence - achieved)^2, achieved 1 or 0; over-confidence: the mean of confidence - achieved; "
+    "both to two decimals, half to even. Called green, landed red: a confidence of 0.70 or more at a check-in in "
+    "the last third of the cycle's dates (without both dates, of the time from its first check-in to its close) "
+    "and a final score below 0.40.")
+
 # Said of one operation beyond its summary.
 DESCRIPTIONS = {
     ("/v1/objectives/{objective_id}/comments", "post"): COMMENT_AUTHOR,
@@ -643,6 +824,12 @@ DESCRIPTIONS = {
     ("/v1/cycles/{cycle_id}/report.csv", "get"):
         "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
         "the report's figures.",
+    ("/v1/cycles/{cycle_id}/retrospective", "get"):
+        "As of the cycle's close, or now while it is open (closed is then false). Viewers may read it. With "
+        "team_id, only that team's objectives and their key results. " + RETROSPECTIVE_RULES,
+    ("/v1/cycles/{cycle_id}/calibration", "get"):
+        "What the retrospective's calibration holds, with the cycle and the threshold. Viewers may read it. "
+        + RETROSPECTIVE_RULES,
     ("/v1/events", "get"):
         "Each create, update and delete of a cycle, team, membership, objective, key result, check-in, comment, "
         "user or API key, whatever made it (the API, the dashboard, a command, an import), written in the "
@@ -712,6 +899,8 @@ PATH_ERRORS = {
     ("/v1/checkins/{checkin_id}", 409): "The starting check-in, made with its key result, is never changed; or "
                                         "\"cycle is closed\": its cycle is locked until an admin reopens it",
     ("/v1/cycles/{cycle_id}/close", 409): "The cycle is closed already, or upcoming (it has not started)",
+    ("/v1/cycles/{cycle_id}/retrospective", 404): "No such cycle, or team_id names no team",
+    ("/v1/cycles/{cycle_id}/calibration", 404): "No such cycle, or team_id names no team",
     ("/v1/cycles/{cycle_id}/reopen", 403): "Signed by anyone but an admin; or a write from a page of another "
                                            "origin (Origin)",
     ("/v1/cycles/{cycle_id}/reopen", 409): "The cycle is not closed",
@@ -823,6 +1012,7 @@ TAGS = {
 TAG_OF_WORD = {"objectives": "Objectives", "keyresults": "KeyResults", "checkins": "Checkins",
                "comments": "Comments", "cycles": "Cycles", "teams": "Teams", "members": "Teams", "users": "Users",
                "me": "Users", "events": "Events", "search": "Search", "report": "Reports", "report.csv": "Reports",
+               "retrospective": "Reports", "calibration": "Reports",
                "close": "Cycles", "reopen": "Cycles"}
 
 
