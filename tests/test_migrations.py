@@ -978,13 +978,14 @@ def test_a_version_10_database_keeps_every_row_and_its_key_results_get_no_unit(a
         db.execute("INSERT INTO checkins (id, key_result_seq, value, confidence, created_at) "
                    "SELECT 'c-' || id, seq, current_value, confidence, created_at FROM key_results")
         db.commit()
+    # Version 13 adds columns to cycles and objectives (null): their rows keep every column they had.
     before = {table: rows(path, table) for table in ("users", "cycles", "objectives", "checkins")}
     migrated = create_app({"TESTING": True, "DATABASE": path})
     with migrated.app_context():
         init_db()
     assert user_version(path) == SCHEMA_VERSION
     assert structure(path) == structure(app.config["DATABASE"])
-    assert {table: rows(path, table) for table in before} == before
+    assert {table: [row[:len(before[table][0])] for row in rows(path, table)] for table in before} == before
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("SELECT id, name, current_value, owner_id, unit, unit_position FROM key_results "
                           "ORDER BY seq").fetchall() == [("k1", "Revenue", "42000.00", "u1", None, None),
@@ -1001,6 +1002,45 @@ def test_a_version_10_database_keeps_every_row_and_its_key_results_get_no_unit(a
     with migrated.app_context():
         init_db()
     assert dump(path) == once
+
+
+# --- version 12 to 13: closing a cycle --------------------------------------------------------------------
+
+# schema.sql of the last release of schema version 12 (git show 91482e1:schema.sql)
+SCHEMA_V12 = helpers.REPO / "tests" / "fixtures" / "schema_v12.sql"
+
+
+def test_the_v12_fixture_is_the_schema_of_the_release_before_closing():
+    text = SCHEMA_V12.read_text(encoding="utf-8")
+    assert "board_links" in text and "closed_at" not in text
+
+
+def test_a_version_12_database_keeps_every_row_and_nothing_is_closed_or_scored(app, tmp_path):
+    path = tmp_path / "v12.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.executescript(SCHEMA_V12.read_text(encoding="utf-8"))
+        db.execute("PRAGMA user_version = 12")
+        db.execute("INSERT INTO cycles (id, name, created_at) VALUES ('c1', 'Q1', ?)", (NOW,))
+        db.execute("INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at) "
+                   "VALUES ('o1', 'Grow', 0, 0, 'c1', ?, ?)", (NOW, NOW))
+        db.execute("INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value, "
+                   "target_value_min, created_at, modified_at) VALUES ('k1', 'o1', 'c1', 'Revenue', 'positive', "
+                   "'0.50', '10.00', '60.00', ?, ?)", (NOW, NOW))
+        db.commit()
+    before = {table: rows(path, table) for table in ("cycles", "objectives", "key_results")}
+    migrated = create_app({"TESTING": True, "DATABASE": path})
+    with migrated.app_context():
+        init_db()
+    assert user_version(path) == SCHEMA_VERSION
+    assert structure(path) == structure(app.config["DATABASE"])
+    after = {table: rows(path, table) for table in before}
+    assert {table: [row[:len(before[table][0])] for row in found] for table, found in after.items()} == before
+    assert [row[len(before[table][0]):] for table in before for row in after[table]] == [
+        (None, None), (None, None, None, None), (None,)]
+    with closing(sqlite3.connect(path)) as db:  # the migrated file has the lock: closed, nothing changes
+        db.execute("UPDATE cycles SET closed_at = ? WHERE id = 'c1'", (NOW,))
+        with pytest.raises(sqlite3.IntegrityError, match="cycle is closed"):
+            db.execute("UPDATE key_results SET current_value = '20.00' WHERE id = 'k1'")
 
 
 def rows(path, table):

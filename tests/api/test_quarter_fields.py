@@ -61,7 +61,8 @@ def test_a_cycle_created_with_dates_answers_as_the_spec_says_and_the_report_show
     cycle = response.get_json()
     assert list(fetch(client, f"/v1/cycles/{cycle['id']}")) == SPEC_CYCLE
     assert cycle_report(client, cycle["id"])["cycle"] == {
-        **cycle, "starts_on": "2026-10-01", "ends_on": "2026-12-31", "state": "finished", "elapsed": "1.00",
+        **cycle, "starts_on": "2026-10-01", "ends_on": "2026-12-31", "state": "finished", "closed_at": None,
+        "closed_by": None, "elapsed": "1.00",
         "status_counts": {"off_track": 0, "at_risk": 0, "no_update": 0, "on_track": 0, "done": 0}}
 
 
@@ -79,7 +80,8 @@ def test_patch_sets_and_clears_dates_and_answers_them_with_the_gets_etag(client,
     path = f"/v1/cycles/{cycle['id']}"
     response = client.patch(path, json={"starts_on": "2026-01-01", "ends_on": "2026-03-31"})
     assert response.status_code == 200
-    assert response.get_json() == {**cycle, "starts_on": "2026-01-01", "ends_on": "2026-03-31", "state": "current"}
+    assert response.get_json() == {**cycle, "starts_on": "2026-01-01", "ends_on": "2026-03-31", "state": "current",
+                                   "closed_at": None, "closed_by": None}
     assert response.headers["ETag"] == client.get(path).headers["ETag"]
     cleared = client.patch(path, json={"starts_on": None}, headers={"If-Match": response.headers["ETag"]})
     assert cleared.status_code == 200

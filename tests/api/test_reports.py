@@ -25,10 +25,10 @@ from helpers import (
 from okr.store.reports import recent_values
 
 UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
-KR_EXTRAS = ["owner_id", "unit", "unit_position", "start_value", "progress", "status", "stale", "last_checkin_at",
+KR_EXTRAS = ["owner_id", "unit", "unit_position", "score", "start_value", "progress", "status", "stale", "last_checkin_at",
              "expected_progress", "pace_status"]
-OBJECTIVE_EXTRAS = ["progress", "progress_from", "status", "key_results", "children"]
-CYCLE_EXTRAS = {"starts_on": None, "ends_on": None, "state": "current"}
+OBJECTIVE_EXTRAS = ["outcome", "score", "reflection", "carried_from_id", "progress", "progress_from", "status", "key_results", "children"]
+CYCLE_EXTRAS = {"starts_on": None, "ends_on": None, "state": "current", "closed_at": None, "closed_by": None}
 NO_STATUSES = {"off_track": 0, "at_risk": 0, "no_update": 0, "on_track": 0, "done": 0}
 # What a report's cycle adds to the cycle's own fields: an undated cycle has no elapsed fraction.
 REPORT_CYCLE_EXTRAS = {**CYCLE_EXTRAS, "elapsed": None}
@@ -336,8 +336,8 @@ def test_report_fields_in_order(client, runner, cycle):
     assert list(report) == ["cycle", "progress", "objectives_count", "key_results_count", "objectives"]
     assert report["cycle"] == {**fetch(client, f"/v1/cycles/{cycle['id']}"), **REPORT_CYCLE_EXTRAS,
                                "status_counts": {**NO_STATUSES, "no_update": 1}}
-    assert list(report["cycle"]) == ["id", "name", "created_at", "starts_on", "ends_on", "state", "elapsed",
-                                     "status_counts"]
+    assert list(report["cycle"]) == ["id", "name", "created_at", "starts_on", "ends_on", "state", "closed_at",
+                                     "closed_by", "elapsed", "status_counts"]
     [node] = report["objectives"]
     stored = fetch(client, f"/v1/objectives/{objective['id']}")
     assert set(stored) == OBJECTIVE_FIELDS
