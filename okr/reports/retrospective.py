@@ -202,3 +202,26 @@ def went_off_track(closing):
                           "owner_id": row["owner_id"], "off_track_since": since})
     return found
 
+
+
+
+# The CSV download: a row per objective, then one per each of its key results (kind says which); TEXT_COLUMNS are
+# free text, the others ids, fixed words and figures.
+CSV_COLUMNS = ("kind", "objective_id", "objective", "team", "key_result_id", "key_result", "owner", "outcome",
+               "score", "progress_at_start", "progress_at_close", "final_score", "achieved", "reflection")
+TEXT_COLUMNS = frozenset({"objective", "team", "key_result", "owner", "reflection"})
+
+
+def csv_rows(retro):
+    """The retrospective's rows, each a dict of some of CSV_COLUMNS."""
+    for objective in retro["objectives"]:
+        shared = {"objective_id": objective["id"], "objective": objective["name"], "team": objective["team_name"]}
+        yield {**shared, "kind": "objective", "outcome": objective["outcome"], "score": objective["score"],
+               "progress_at_close": objective["progress"], "reflection": objective["reflection"]}
+        for key_result in objective["key_results"]:
+            achieved = key_result["achieved"]
+            yield {**shared, "kind": "key_result", "key_result_id": key_result["id"], "key_result": key_result["name"],
+                   "owner": key_result["owner_name"], "score": key_result["score"],
+                   "progress_at_start": key_result["progress_at_start"],
+                   "progress_at_close": key_result["progress_at_close"], "final_score": key_result["final_score"],
+                   "achieved": None if achieved is None else "true" if achieved else "false"}

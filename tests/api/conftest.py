@@ -1,6 +1,6 @@
 import pytest
 
-from helpers import make_key_result, make_objective, make_team, make_user, signed
+from helpers import make_objective, make_team, make_user, signed
 from okr.db import transaction
 from okr.records import user_json
 from okr.store import keys, users
@@ -54,39 +54,3 @@ def make_person(app):
 
     return make
 
-
-# The worked example of docs/api.md's confidence calibration: a cycle of 2026-10-01 to 2026-12-31 (its last third
-# from 2026-12-01), Ada's two key results in team Red, Bob's one in team Blue, five check-ins people made, closed.
-WORKED_CHECKINS = (  # key result, day, value, confidence
-    ("signups", "2026-11-01", "5", "0.8"), ("signups", "2026-12-05", "8", "0.9"),
-    ("churn", "2026-11-01", "3", "0.7"), ("churn", "2026-12-10", "3", "0.8"),
-    ("launch", "2026-12-15", "10", "0.6"),
-)
-
-
-@pytest.fixture
-def worked_example(client, runner, clock):
-    """The worked example, closed on 2027-01-02: ids of its cycle, teams, people, objectives and key results."""
-    clock.now = "2026-10-01T09:00:00Z"
-    cycle = client.post("/v1/cycles", json={"name": "Q4", "starts_on": "2026-10-01", "ends_on": "2026-12-31"})
-    assert cycle.status_code == 200, cycle.get_json()
-    c = cycle.get_json()["id"]
-    red, blue = make_team(client, "Red")["id"], make_team(client, "Blue")["id"]
-    ada = make_user(runner)["id"]
-    bob = make_user(runner, "Bob", "bob@example.com")["id"]
-    growth = make_objective(client, c, "Grow", team_id=red)["id"]
-    ship = make_objective(client, c, "Ship", team_id=blue)["id"]
-    fields = {"type": "positive", "current_value": "0", "target_value_min": "10", "confidence": "0.5"}
-    k = {"signups": make_key_result(client, growth, "Signups", owner_id=ada, **fields)["id"],
-         "churn": make_key_result(client, growth, "Churn", owner_id=ada, **fields)["id"],
-         "launch": make_key_result(client, ship, "Launch", owner_id=bob, **fields)["id"]}
-    for name, day, value, confidence in WORKED_CHECKINS:
-        clock.now = f"{day}T10:00:00Z"
-        answer = client.post(f"/v1/keyresults/{k[name]}/checkins", json={"value": value, "confidence": confidence})
-        assert answer.status_code == 200, answer.get_json()
-    clock.now = "2027-01-02T09:00:00Z"
-    scored = client.patch(f"/v1/keyresults/{k['launch']}", json={"score": "0.50"})  # Bob scores his launch 0.50
-    assert scored.status_code == 200, scored.get_json()
-    closed = client.post(f"/v1/cycles/{c}/close")
-    assert closed.status_code == 200, closed.get_json()
-    return {"cycle": c, "red": red, "blue": blue, "ada": ada, "bob": bob, "growth": growth, "ship": ship, **k}

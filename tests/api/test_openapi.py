@@ -53,7 +53,7 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 52
+    assert len(documented_routes(document)) == 54
 
 
 def test_check_ins_and_reports_are_documented(document):
@@ -665,7 +665,7 @@ API_MD = Path(__file__).resolve().parent.parent.parent / "docs" / "api.md"
 
 def test_every_operation_has_a_short_camel_case_id_and_one_tag(document):
     ids = [operation["operationId"] for _, _, operation in operations(document)]
-    assert len(ids) == len(set(ids)) == 52
+    assert len(ids) == len(set(ids)) == 54
     assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", name) and len(name) <= 25 for name in ids), ids
     tags = [tag["name"] for tag in document["tags"]]
     assert all(tag["description"] for tag in document["tags"])
@@ -786,3 +786,13 @@ def test_search_answers_fit_the_search_page_schema(document, client, cycle):
     schema = component(document, "SearchResult")
     assert schema["properties"]["type"]["enum"] == ["objective", "key_result", "team", "user"]
     assert set(schema["required"]) == {"type", "id", "name", "cycle_id", "objective_id"}
+
+
+def test_retrospective_and_calibration_answers_match_their_schemas(client, document, worked_example):
+    path = f"/v1/cycles/{worked_example['cycle']}"
+    for name, query in (("Retrospective", "retrospective"), ("Calibration", "calibration"),
+                        ("Retrospective", f"retrospective?team_id={worked_example['red']}")):
+        answer = client.get(f"{path}/{query}").get_json()
+        assert validator(document, name).is_valid(answer), (name, answer)
+    assert ref_name(response_schema(document, "/v1/cycles/{cycle_id}/retrospective", "get")) == "Retrospective"
+    assert ref_name(response_schema(document, "/v1/cycles/{cycle_id}/calibration", "get")) == "Calibration"
