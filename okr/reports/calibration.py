@@ -45,8 +45,23 @@ def late_test(starts_on, ends_on, first_checkin_at, close):
     return lambda created_at: (progress.parse_timestamp(created_at) - first) * bottom >= span * top
 
 
+class Exact(dict):
+    """Confidence texts as Decimals (square=True: their squares), each computed once: there are few distinct ones."""
+
+    def __init__(self, square=False):
+        super().__init__()
+        self.square = square
+
+    def __missing__(self, text):
+        value = Decimal(text)
+        found = self[text] = value * value if self.square else value
+        return found
+
+
 class Tally:
-    """One owner's or team's figures as key results are added."""
+    """One owner's or team's figures as key results are added: exact sums, so that adding a key result's own
+    sums (n check-ins, the sum of their confidences c and of their squares) is the same as adding each check-in:
+    the sum of (c - a)^2 is the sum of c^2 - 2a times the sum of c + a n, as a is 0 or 1."""
 
     __slots__ = ("key_results", "checkins", "squares", "differences", "green_red")
 
@@ -55,23 +70,13 @@ class Tally:
         self.squares, self.differences = Decimal(0), Decimal(0)
         self.green_red = []
 
-    def add(self, key_result, final_score, made, late):
-        """A key result (id, name, objective_id), its final score and the (confidence, created_at) of the
-        check-ins people made on it."""
-        hit = achieved(final_score)
+    def add(self, count, total, squares, hit, called):
         self.key_results += 1
-        called = None
-        for confidence, created_at in made:
-            gap = Decimal(confidence) - hit
-            self.squares += gap * gap
-            self.differences += gap
-            self.checkins += 1
-            if progress.status(confidence) == "on_track" and late(created_at):
-                called = (confidence, created_at)
-        if called is not None and Decimal(final_score) < progress.LANDED_RED:
-            self.green_red.append({"id": key_result["id"], "name": key_result["name"],
-                                   "objective_id": key_result["objective_id"], "confidence": called[0],
-                                   "checked_in_at": called[1], "final_score": final_score})
+        self.checkins += count
+        self.squares += squares - 2 * hit * total + hit * count
+        self.differences += total - hit * count
+        if called is not None:
+            self.green_red.append(called)
 
     def json(self):
         count = self.checkins
@@ -81,20 +86,38 @@ class Tally:
                 "called_green_landed_red": self.green_red}
 
 
+def called_green(key_result, final_score, confidences, times, late):
+    """The key result as called green, landed red (with the confidence and time of its last green check-in in the
+    last third), or None: a final score below okr.progress.LANDED_RED after such a check-in."""
+    if Decimal(final_score) >= progress.LANDED_RED:
+        return None
+    for confidence, created_at in zip(reversed(confidences), reversed(times)):
+        if progress.status(confidence) == "on_track" and late(created_at):
+            return {"id": key_result["id"], "name": key_result["name"], "objective_id": key_result["objective_id"],
+                    "confidence": confidence, "checked_in_at": created_at, "final_score": final_score}
+    return None
+
+
 def calibrate(entries, late, owner_names, team_names):
-    """{"owners": [...], "teams": [...]} from entries: (key result, its team id, final score, made), where a key
-    result has id, name, objective_id and owner_id, made is the (confidence, created_at) of the check-ins people
-    made on it (not its starting one), and late is late_test's. A key result without a final score (a baseline
-    nobody scored) is left out. Groups in the order of their names, "No owner" and "No team" last."""
+    """{"owners": [...], "teams": [...]} from entries: (key result, its team id, final score, confidences,
+    times), where a key result has id, name, objective_id and owner_id, and confidences and times are those of
+    the check-ins people made on it (not its starting one), oldest first; late is late_test's. A key result
+    without a final score (a baseline nobody scored) is left out. Groups in the order of their names, "No
+    owner" and "No team" last."""
     owners, teams = {}, {}
-    for key_result, team_id, final_score, made in entries:
+    values, squared = Exact(), Exact(square=True)
+    for key_result, team_id, final_score, confidences, times in entries:
         if final_score is None:
             continue
+        hit = achieved(final_score)
+        total = sum(map(values.__getitem__, confidences), Decimal(0))
+        squares = sum(map(squared.__getitem__, confidences), Decimal(0))
+        called = called_green(key_result, final_score, confidences, times, late)
         for groups, key in ((owners, key_result["owner_id"]), (teams, team_id)):
             tally = groups.get(key)
             if tally is None:
                 tally = groups[key] = Tally()
-            tally.add(key_result, final_score, made, late)
+            tally.add(len(confidences), total, squares, hit, called)
     return {"owners": listed(owners, owner_names, "owner_id", NO_OWNER),
             "teams": listed(teams, team_names, "team_id", NO_TEAM)}
 

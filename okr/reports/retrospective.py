@@ -5,6 +5,7 @@ calibration (okr.reports.calibration), as of the cycle's close (or now, while it
 From a fixed number of queries (okr.store.reports.retrospective_rows: no query per row), every figure from
 okr.progress; neither SQL nor Flask. docs/dashboard.md#the-retrospective says what each part means.
 """
+import heapq
 from datetime import timezone
 
 from .. import progress
@@ -24,42 +25,40 @@ def moment_of(cycle, now):
 
 
 class Closing:
-    """A cycle's kept objectives and key results as they stood at its close, each key result with its history."""
+    """A cycle's kept objectives and key results as they stood at its close, each key result with its history:
+    its check-ins' confidences, values and times (lists, oldest first), its start and close (the exact progress
+    of its first and last value) and its final score."""
 
     def __init__(self, db, cycle, now, team_id=None):
         self.cycle = cycle
         self.moment, self.stamp = moment_of(cycle, now)
-        self.objectives, self.key_results, checkins, self.copies = report_rows.retrospective_rows(
+        self.objectives, self.key_results, self.copies = report_rows.retrospective_rows(
             db, cycle["id"], self.stamp, team_id)
         self.owner_names, self.team_names = report_rows.names_in_cycle(db, cycle["id"])
         self.team_of = {row["id"]: row["team_id"] for row in self.objectives}
-        history = {}
-        for seq, value, confidence, created_at in checkins:
-            found = history.get(seq)
-            if found is None:
-                history[seq] = found = []
-            found.append((value, confidence, created_at))
-        self.history = history
-        self.first_checkin_at = None
         dated = cycle["starts_on"] is not None and cycle["ends_on"] is not None
-        if not dated:
-            self.first_checkin_at = report_rows.first_checkin_at(db, cycle["id"])
+        self.first_checkin_at = None if dated else report_rows.first_checkin_at(db, cycle["id"])
         for row in self.key_results:
-            made = history.get(row["seq"]) or [(row["current_value"], row["confidence"], row["modified_at"])]
-            row["start_value"] = made[0][0]
-            row["current_value"], row["confidence"], row["last_checkin_at"] = made[-1]
-            row["updated"] = len(made) > 1
-            exact = progress.key_result_progress(row["type"], row["start_value"], row["current_value"],
-                                                 row["target_value_min"], row["target_value_max"])
-            row["exact_at_close"] = exact
+            history = row["history"]
+            if history:
+                parts = history.split(" ")
+                row["confidences"], row["values"], row["times"] = parts[0::3], parts[1::3], parts[2::3]
+            else:  # a row written behind the API's back: its present values
+                row["confidences"], row["values"], row["times"] = (
+                    [row["confidence"]], [row["current_value"]], [row["modified_at"]])
+            start = row["start_value"] = row["values"][0]
+            row["current_value"], row["confidence"] = row["values"][-1], row["confidences"][-1]
+            row["last_checkin_at"], row["updated"] = row["times"][-1], len(row["values"]) > 1
+            kind, low, high = row["type"], row["target_value_min"], row["target_value_max"]
+            row["exact_at_start"] = progress.key_result_progress(kind, start, start, low, high)
+            exact = row["exact_at_close"] = progress.key_result_progress(kind, start, row["current_value"], low, high)
             row["final_score"] = row["score"] if row["score"] is not None else progress.figure(exact)
 
     def calibration(self):
         late = calibration.late_test(self.cycle["starts_on"], self.cycle["ends_on"], self.first_checkin_at,
                                      self.moment)
-        entries = ((row, self.team_of.get(row["objective_id"]), row["final_score"],
-                    [(confidence, created_at) for _, confidence, created_at in self.history.get(row["seq"], ())[1:]])
-                   for row in self.key_results)
+        entries = ((row, self.team_of.get(row["objective_id"]), row["final_score"], row["confidences"][1:],
+                    row["times"][1:]) for row in self.key_results)
         return calibration.calibrate(entries, late, self.owner_names, self.team_names)
 
 
@@ -91,7 +90,8 @@ def retrospective(db, cycle, now, team=None):
         "outcome_counts": outcome_counts(row["outcome"] for row in closing.objectives),
         "objectives": objectives,
         "movers": movers(closing.key_results),
-        "went_off_track": went_off_track(closing),
+        "went_off_track": went_off_track(closing, {entry["id"] for node in nodes.values()
+                                                   for entry in node["key_results"] if entry["status"] == "off_track"}),
         "carried_over": {
             "objectives": [{"id": row["id"], "name": row["name"]} for row in closing.objectives
                            if row["outcome"] == "carried_over"],
@@ -127,30 +127,24 @@ def key_result_entry(node, row, closing):
     return {
         "id": row["id"], "name": row["name"], "type": row["type"], "owner_id": owner_id,
         "owner_name": closing.owner_names.get(owner_id) if owner_id else None,
-        "score": row["score"], "progress_at_start": progress.figure(start_progress(row)),
+        "score": row["score"], "progress_at_start": progress.figure(row["exact_at_start"]),
         "progress_at_close": node["progress"], "status": node["status"], "final_score": row["final_score"],
         "achieved": None if row["final_score"] is None else bool(calibration.achieved(row["final_score"])),
     }
-
-
-def start_progress(row):
-    """A key result's progress at its starting check-in (None for a baseline)."""
-    return progress.key_result_progress(row["type"], row["start_value"], row["start_value"],
-                                        row["target_value_min"], row["target_value_max"])
 
 
 def movers(key_results):
     """The MOVERS key results whose progress rose most from the start to the close (rose: change above 0), and
     the MOVERS that fell most or stayed flat (fell: change 0 or below, lowest first); ties in creation order.
     Baselines have no progress: left out."""
-    changes = []
+    rose, fell = [], []
     for row in key_results:
-        start, close = start_progress(row), row["exact_at_close"]
+        start, close = row["exact_at_start"], row["exact_at_close"]
         if start is not None and close is not None:
-            changes.append((close - start, row["seq"], row, start, close))
-    rose = sorted((c for c in changes if c[0] > 0), key=lambda c: (-c[0], c[1]))[:MOVERS]
-    fell = sorted((c for c in changes if c[0] <= 0), key=lambda c: (c[0], c[1]))[:MOVERS]
-    return {"rose": [mover(c) for c in rose], "fell": [mover(c) for c in fell]}
+            change = close if start is progress.ZERO else close - start  # most start at nothing
+            (rose if change > 0 else fell).append((change, row["seq"], row, start, close))
+    return {"rose": [mover(c) for c in heapq.nsmallest(MOVERS, rose, key=lambda c: (-c[0], c[1]))],
+            "fell": [mover(c) for c in heapq.nsmallest(MOVERS, fell, key=lambda c: (c[0], c[1]))]}
 
 
 def mover(change):
@@ -160,49 +154,46 @@ def mover(change):
             "change": progress.figure(difference)}
 
 
-def checkin_status(row, index, value, confidence, created_at, cycle, days):
-    """A key result's status after one of its check-ins, as its report showed it on that check-in's day
+def checkin_status(row, index, cycle, days):
+    """A key result's status after its check-in number index, as its report showed it on that check-in's day
     (okr.progress.key_result_status: confidence and pace); days caches the cycle's timing by day."""
+    created_at = row["times"][index]
     day = created_at[:10]
     timing = days.get(day)
     if timing is None:
         today = progress.parse_timestamp(created_at).date()
         timing = days[day] = (progress.elapsed(cycle["starts_on"], cycle["ends_on"], today),
                               progress.cycle_state(cycle["starts_on"], cycle["ends_on"], today) == "finished")
-    exact = progress.key_result_progress(row["type"], row["start_value"], value, row["target_value_min"],
-                                         row["target_value_max"])
-    return progress.key_result_status(confidence, index > 0, row["type"], exact, *timing)
+    exact = progress.key_result_progress(row["type"], row["start_value"], row["values"][index],
+                                         row["target_value_min"], row["target_value_max"])
+    return progress.key_result_status(row["confidences"][index], index > 0, row["type"], exact, *timing)
 
 
 GOOD = ("on_track", "done")
 
 
-def went_off_track(closing):
+def went_off_track(closing, off_at_close):
     """The key results that were on track (or done) after some check-in and off track after their last one before
-    the close, each with the time of the first check-in after which it stayed off track (off_track_since)."""
-    found, days = [], {}
+    the close, each with the time of the first check-in after which it stayed off track (off_track_since).
+
+    off_at_close: the ids of the key results off track at the close; only those can be off track after their last
+    check-in (the pace expected at the close is at least that of any day before)."""
+    found, days, cycle = [], {}, closing.cycle
     for row in closing.key_results:
-        made = closing.history.get(row["seq"])
-        if not made:
+        if row["id"] not in off_at_close:
             continue
-        since = None
-        index = len(made) - 1
-        while index >= 0:
-            value, confidence, created_at = made[index]
-            if checkin_status(row, index, value, confidence, created_at, closing.cycle, days) != "off_track":
-                break
-            since = created_at
+        index = len(row["values"]) - 1
+        while index > 0 and checkin_status(row, index, cycle, days) == "off_track":
             index -= 1
-        if since is None:
-            continue
-        while index >= 0 and checkin_status(row, index, *made[index], closing.cycle, days) not in GOOD:
+        if index == len(row["values"]) - 1:
+            continue  # not off track after its last check-in
+        since = row["times"][index + 1]
+        while index >= 0 and checkin_status(row, index, cycle, days) not in GOOD:
             index -= 1
         if index >= 0:
             found.append({"id": row["id"], "name": row["name"], "objective_id": row["objective_id"],
                           "owner_id": row["owner_id"], "off_track_since": since})
     return found
-
-
 
 
 # The CSV download: a row per objective, then one per each of its key results (kind says which); TEXT_COLUMNS are

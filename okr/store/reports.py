@@ -289,11 +289,16 @@ def recent_checkins(db, key_result_ids, count):
 # A retrospective's reads (okr.reports.retrospective): a cycle's kept objectives and key results as they are, every
 # check-in of those key results up to the close in one walk (key result by key result, oldest first), the names the
 # pages show, and the objectives carried over from the kept ones into any cycle.
-RETROSPECTIVE_CHECKINS = """
-SELECT c.key_result_seq, c.value, c.confidence, c.created_at
-FROM checkins c
-WHERE c.key_result_seq IN (SELECT seq FROM key_results k WHERE {where}) AND c.created_at <= ?
-ORDER BY c.key_result_seq, c.seq
+# Each key result with its history up to the close, joined into one string of "confidence value created_at"
+# triples, oldest first (the join follows the ORDER BY subquery it reads, as recent_values relies on): Python
+# gets 4,000 rows for 40,000 check-ins, which costs a third of reading them as rows.
+KEY_RESULTS_WITH_CHECKINS = """
+SELECT k.*, (SELECT group_concat(confidence || ' ' || value || ' ' || created_at, ' ') FROM (
+                 SELECT c.confidence, c.value, c.created_at FROM checkins c
+                 WHERE c.key_result_seq = k.seq AND c.created_at <= ? ORDER BY c.seq)) AS history
+FROM key_results k
+WHERE {where}
+ORDER BY k.seq
 """
 
 CARRIED_COPIES = """
@@ -306,20 +311,18 @@ ORDER BY o.seq
 
 def retrospective_rows(db, cycle_id, stamp, team_id=None):
     """A retrospective's rows, each a list of dicts in creation order: the cycle's objectives (of one team when
-    given), their key results (plain rows), their check-ins made up to stamp (a UTC timestamp as stored) as
-    (key_result_seq, value, confidence, created_at) tuples, grouped by key result and oldest first, and the
-    objectives of any cycle carried over from the kept ones (with their cycle's name)."""
+    given); their key results, each with its check-ins made up to stamp (a UTC timestamp as stored) as history,
+    "confidence value created_at" triples oldest first, space-separated (None without any); and the objectives
+    of any cycle carried over from the kept ones (with their cycle's name)."""
     kept, params = cycle_condition(cycle_id, team_id)
-    where = "k.cycle_id = ?" if team_id is None else \
-        f"k.cycle_id = ? AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
-    key_params = [cycle_id] if team_id is None else [cycle_id, *params]
+    where, key_params = "k.cycle_id = ?", [cycle_id]
+    if team_id is not None:
+        where += f" AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
+        key_params += params
     objectives = dict_rows(db, f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params)
-    key_results = dict_rows(db, f"SELECT * FROM key_results k WHERE {where} ORDER BY k.seq", key_params)
-    cursor = db.cursor()
-    cursor.row_factory = None
-    checkins = cursor.execute(RETROSPECTIVE_CHECKINS.format(where=where), [*key_params, stamp]).fetchall()
+    key_results = dict_rows(db, KEY_RESULTS_WITH_CHECKINS.format(where=where), [stamp, *key_params])
     copies = dict_rows(db, CARRIED_COPIES.format(kept=kept), params)
-    return objectives, key_results, checkins, copies
+    return objectives, key_results, copies
 
 
 def first_checkin_at(db, cycle_id):

@@ -102,7 +102,7 @@ def test_the_last_third_of_a_dated_cycle_starts_two_thirds_through_its_days():
 
 
 def test_means_are_rounded_once_half_to_even():
-    entries = [({"id": "k", "name": "k", "objective_id": "o", "owner_id": None}, None, "0.00",
-                [("0.5", "2026-01-01T00:00:00Z"), ("0", "2026-01-01T00:00:00Z")])]
+    entries = [({"id": "k", "name": "k", "objective_id": "o", "owner_id": None}, None, "0.00", ["0.5", "0"],
+                ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"])]
     [group] = calibration.calibrate(entries, lambda created_at: False, {}, {})["owners"]
     assert (group["brier"], group["over_confidence"]) == ("0.12", "0.25")  # 0.125 rounds to the even 0.12

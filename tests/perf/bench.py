@@ -4,9 +4,9 @@
                                [--report-objectives 1000] [--report-repetitions 5]
                                [--sign-ins 20] [--pin] [--webhooks-only | --replicate-only]
                                [--sign-in-flood-only [--flood-seconds 10]]
-                               [--events-only [--large-events 4000]]
+                               [--events-only [--large-events 4000]] [--retrospective-only]
 
-Needs wrk (apt-get install wrk), but for --events-only and --sign-in-flood-only. Seeds a fresh database in a temporary
+Needs wrk (apt-get install wrk), but for --events-only, --sign-in-flood-only and --retrospective-only. Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
 ("hello", 4 waitress threads) as separate processes, and prints a table.
 Throughput and latency goals are ratios to figures taken in the same round,
@@ -108,6 +108,11 @@ one); its page (GET /cycles/:id, as a browser asks, gzip taken) first shown, sho
 page's own link) and its key results at risk or off track, each over a new connection: seconds to the body's
 first byte (goal: under 1 s on the first view) and to its end, and the server's peak resident memory with its
 children above its idle figure (goal: under 200 MB).
+A cycle's retrospective and calibration (issue 36), run alone with --retrospective-only: a server as users start
+it, on a cycle of --report-objectives objectives seeded as the reports' (4 key results and 40 check-ins each on
+average); its report, its retrospective and its calibration (the API's JSON, read and parsed), timed in turn over
+one keep-alive connection, --report-repetitions times a round, the order reversed every other time: each ratio is
+the median of its time over the report's in the same repetition (goal: at most 1.5 each).
 Worker processes (issue 25; --workers-only runs this section alone): on a database of 1,000
 objectives with a service key, the service as users start it (default workers: one per CPU, at most
 8) and the same with --workers 1, on the same file; in each round a signed GET by id at 8 connections
@@ -1393,6 +1398,78 @@ def review_only(args, placement):
     print(f"\n{sum(goals)} of {len(goals)} goals met; {args.rounds} rounds, {placement}")
 
 
+# --- a cycle's retrospective and calibration (issue 36) --------------------------------------------------------
+
+
+def time_json(connection, path):
+    """Seconds to GET path over an open keep-alive connection and parse its JSON; and the parsed body."""
+    started = time.perf_counter()
+    body = json.loads(fetch_body(connection, path)[0])
+    return time.perf_counter() - started, body
+
+
+def time_retrospectives(folder, args):
+    """Per round, against a fresh server on the --report-objectives cycle (seeded as the reports' section seeds
+    it): the cycle's report, its retrospective and its calibration (API JSON, read and parsed as a client does),
+    timed in turn over one keep-alive connection, --report-repetitions times, the order reversed every other
+    repetition. Returns {name: [seconds, ...]} and the retrospective's counts."""
+    database = os.path.join(folder, "retrospective.db")
+    print(f"seeding a cycle of {args.report_objectives:,} objectives ...", flush=True)
+    [(cycle, _)] = seed_report_cycles(database, (args.report_objectives,))
+    paths = {"report": f"/v1/cycles/{cycle}/report", "retrospective": f"/v1/cycles/{cycle}/retrospective",
+             "calibration": f"/v1/cycles/{cycle}/calibration"}
+    timings, counts = {name: [] for name in paths}, None
+    for round_number in range(1, args.rounds + 1):
+        print(f"retrospective round {round_number}/{args.rounds} ...", flush=True)
+        port = free_port()
+        with running_on(PLACEMENT["okr"]), open(os.path.join(folder, "retrospective.log"), "ab") as log:
+            server = subprocess.Popen(okr_command(database, port, args.threads), stdout=log, stderr=log)
+        try:
+            wait_until_up(port, "/healthz", time.perf_counter())
+            connection = keep_alive(port)
+            for path in paths.values():  # warm: the first request of a process pays for its imports
+                time_json(connection, path)
+            for repetition in range(args.report_repetitions):
+                order = list(paths) if repetition % 2 == 0 else list(reversed(paths))
+                for name in order:
+                    seconds, body = time_json(connection, paths[name])
+                    timings[name].append(seconds)
+                    if name == "retrospective":
+                        counts = (body["objectives_count"], body["key_results_count"])
+            connection.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    return timings, counts
+
+
+def retrospective_rows(timings, counts):
+    """The table's rows of the retrospective section, and their goals' verdicts: each ratio is the median over the
+    repetitions of its time over the report's in the same repetition."""
+    report = statistics.median(timings["report"])
+    rows = [(f"GET /v1/cycles/:id/report, {counts[0]:,} objectives, {counts[1]:,} key results",
+             f"{report * 1000:,.0f} ms", "", "")]
+    goals = []
+    for name in ("retrospective", "calibration"):
+        ratio = statistics.median(mine / theirs for mine, theirs in zip(timings[name], timings["report"]))
+        rows.append((f"GET /v1/cycles/:id/{name}", f"{statistics.median(timings[name]) * 1000:,.0f} ms",
+                     f"{ratio:.2f} x report", "<= 1.5 x report"))
+        goals.append(ratio <= 1.5)
+    return rows, goals
+
+
+def retrospective_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        timings, counts = time_retrospectives(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = retrospective_rows(timings, counts)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; {args.rounds} rounds of {args.report_repetitions} "
+          f"repetitions, {placement}")
+
+
 # --- worker processes (issue 25) -------------------------------------------------------------------------------
 
 
@@ -1949,6 +2026,9 @@ def main():
     parser.add_argument("--review-only", action="store_true",
                         help="run the section of the cycle page of a --concurrent-report-objectives cycle alone")
     parser.add_argument("--events-only", action="store_true", help="run the activity feed's memory section alone")
+    parser.add_argument("--retrospective-only", action="store_true",
+                        help="run the section of the retrospective and calibration of a --report-objectives cycle "
+                             "alone (needs no wrk)")
     parser.add_argument("--sign-in-flood-only", action="store_true",
                         help="run the section of check-ins under a flood of wrong passwords alone (needs no wrk)")
     parser.add_argument("--flood-seconds", type=int, default=10,
@@ -1964,6 +2044,9 @@ def main():
         return
     if args.review_only:
         review_only(args, placement)
+        return
+    if args.retrospective_only:
+        retrospective_only(args, placement)
         return
     if args.sign_in_flood_only:
         sign_in_flood_only(args, placement)
