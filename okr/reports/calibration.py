@@ -59,9 +59,8 @@ class Exact(dict):
 
 
 class Tally:
-    """One owner's or team's figures as key results are added: exact sums, so that adding a key result's own
-    sums (n check-ins, the sum of their confidences c and of their squares) is the same as adding each check-in:
-    the sum of (c - a)^2 is the sum of c^2 - 2a times the sum of c + a n, as a is 0 or 1."""
+    """One owner's or team's figures as key results are added: exact sums of (c - a)^2 and of (c - a) over their
+    check-ins, each key result's worked out once from the sums of its c and c^2 (a is 0 or 1)."""
 
     __slots__ = ("key_results", "checkins", "squares", "differences", "green_red")
 
@@ -70,11 +69,12 @@ class Tally:
         self.squares, self.differences = Decimal(0), Decimal(0)
         self.green_red = []
 
-    def add(self, count, total, squares, hit, called):
+    def add(self, count, squares, differences, called):
+        """A key result's check-ins: how many, and the sums of their (c - a)^2 and (c - a)."""
         self.key_results += 1
         self.checkins += count
-        self.squares += squares - 2 * hit * total + hit * count
-        self.differences += total - hit * count
+        self.squares += squares
+        self.differences += differences
         if called is not None:
             self.green_red.append(called)
 
@@ -87,10 +87,8 @@ class Tally:
 
 
 def called_green(key_result, final_score, confidences, times, late):
-    """The key result as called green, landed red (with the confidence and time of its last green check-in in the
-    last third), or None: a final score below okr.progress.LANDED_RED after such a check-in."""
-    if Decimal(final_score) >= progress.LANDED_RED:
-        return None
+    """The key result (whose final score is below okr.progress.LANDED_RED) as called green, landed red, with the
+    confidence and time of its last green check-in in the last third; None without one."""
     for confidence, created_at in zip(reversed(confidences), reversed(times)):
         if progress.status(confidence) == "on_track" and late(created_at):
             return {"id": key_result["id"], "name": key_result["name"], "objective_id": key_result["objective_id"],
@@ -109,15 +107,20 @@ def calibrate(entries, late, owner_names, team_names):
     for key_result, team_id, final_score, confidences, times in entries:
         if final_score is None:
             continue
-        hit = achieved(final_score)
+        final = Decimal(final_score)
+        hit = 1 if final >= progress.ACHIEVED else 0
+        count = len(confidences)
         total = sum(map(values.__getitem__, confidences), Decimal(0))
         squares = sum(map(squared.__getitem__, confidences), Decimal(0))
-        called = called_green(key_result, final_score, confidences, times, late)
+        if hit:  # (c - 1)^2 = c^2 - 2c + 1
+            squares, total = squares - 2 * total + count, total - count
+        called = called_green(key_result, final_score, confidences, times, late) \
+            if final < progress.LANDED_RED else None
         for groups, key in ((owners, key_result["owner_id"]), (teams, team_id)):
             tally = groups.get(key)
             if tally is None:
                 tally = groups[key] = Tally()
-            tally.add(len(confidences), total, squares, hit, called)
+            tally.add(count, squares, total, called)
     return {"owners": listed(owners, owner_names, "owner_id", NO_OWNER),
             "teams": listed(teams, team_names, "team_id", NO_TEAM)}
 

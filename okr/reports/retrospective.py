@@ -5,8 +5,8 @@ calibration (okr.reports.calibration), as of the cycle's close (or now, while it
 From a fixed number of queries (okr.store.reports.retrospective_rows: no query per row), every figure from
 okr.progress; neither SQL nor Flask. docs/dashboard.md#the-retrospective says what each part means.
 """
-import heapq
 from datetime import timezone
+from decimal import Decimal
 
 from .. import progress
 from ..records import cycle_details_json
@@ -36,6 +36,7 @@ class Closing:
             db, cycle["id"], self.stamp, team_id)
         self.owner_names, self.team_names = report_rows.names_in_cycle(db, cycle["id"])
         self.team_of = {row["id"]: row["team_id"] for row in self.objectives}
+        self.by_objective = {}
         dated = cycle["starts_on"] is not None and cycle["ends_on"] is not None
         self.first_checkin_at = None if dated else report_rows.first_checkin_at(db, cycle["id"])
         for row in self.key_results:
@@ -53,6 +54,7 @@ class Closing:
             row["exact_at_start"] = progress.key_result_progress(kind, start, start, low, high)
             exact = row["exact_at_close"] = progress.key_result_progress(kind, start, row["current_value"], low, high)
             row["final_score"] = row["score"] if row["score"] is not None else progress.figure(exact)
+            self.by_objective.setdefault(row["objective_id"], []).append(row)
 
     def calibration(self):
         late = calibration.late_test(self.cycle["starts_on"], self.cycle["ends_on"], self.first_checkin_at,
@@ -78,20 +80,16 @@ def retrospective(db, cycle, now, team=None):
     """GET /v1/cycles/<id>/retrospective: everything the retrospective page shows, of one team's objectives when
     team (its id and name) is given."""
     closing = Closing(db, cycle, now, team and team["id"])
-    report = alignment.cycle_tree(cycle, closing.moment, closing.objectives, closing.key_results)
-    nodes = {node["id"]: node for node in alignment.flattened(report["objectives"])}
-    by_id = {row["id"]: row for row in closing.key_results}
-    objectives = [objective_entry(nodes[row["id"]], by_id, closing) for row in closing.objectives]
+    nodes, cycle_progress = at_close(closing)
     return {
         **heading(cycle, closing, team),
-        "progress": report["progress"],
-        "objectives_count": report["objectives_count"],
-        "key_results_count": report["key_results_count"],
+        "progress": cycle_progress,
+        "objectives_count": len(closing.objectives),
+        "key_results_count": len(closing.key_results),
         "outcome_counts": outcome_counts(row["outcome"] for row in closing.objectives),
-        "objectives": objectives,
+        "objectives": [objective_entry(row, nodes[row["id"]], closing) for row in closing.objectives],
         "movers": movers(closing.key_results),
-        "went_off_track": went_off_track(closing, {entry["id"] for node in nodes.values()
-                                                   for entry in node["key_results"] if entry["status"] == "off_track"}),
+        "went_off_track": went_off_track(closing),
         "carried_over": {
             "objectives": [{"id": row["id"], "name": row["name"]} for row in closing.objectives
                            if row["outcome"] == "carried_over"],
@@ -99,6 +97,30 @@ def retrospective(db, cycle, now, team=None):
         },
         "calibration": closing.calibration(),
     }
+
+
+def at_close(closing):
+    """Each key result's status at the close (status_at_close, as its report showed it then), each objective's
+    progress and status then ({id: node}, by okr.reports.alignment's roll-up, as the report rolls them up), and
+    the cycle's progress: the report's figures at the close, without the rest of its nodes."""
+    cycle, today = closing.cycle, closing.moment.date()
+    expected = progress.elapsed(cycle["starts_on"], cycle["ends_on"], today)
+    ended = progress.cycle_state(cycle["starts_on"], cycle["ends_on"], today) == "finished"
+    nodes = {row["id"]: {"id": row["id"], "cycle_id": row["cycle_id"], "key_results": [], "children": []}
+             for row in closing.objectives}
+    exact_of = {row["id"]: [] for row in closing.objectives}
+    for row in closing.key_results:
+        status = row["status_at_close"] = progress.key_result_status(
+            row["confidence"], row["updated"], row["type"], row["exact_at_close"], expected, ended)
+        nodes[row["objective_id"]]["key_results"].append({"status": status})
+        exact_of[row["objective_id"]].append(row["exact_at_close"])
+    roots = []
+    for row in closing.objectives:
+        exact_of[row["id"]] = progress.mean(exact_of[row["id"]])
+        parent = nodes.get(row["parent_objective_id"])
+        (parent["children"] if parent is not None else roots).append(nodes[row["id"]])
+    alignment.roll_up(roots, exact_of)
+    return nodes, progress.mean_figure(exact_of.values())
 
 
 def outcome_counts(outcomes):
@@ -109,26 +131,27 @@ def outcome_counts(outcomes):
     return counts
 
 
-def objective_entry(node, by_id, closing):
+def objective_entry(row, node, closing):
     """An objective of the retrospective: its close-out, its progress and status at the close, and its key results
     with their progress at the start and the close and their final score."""
-    team_id = node["team_id"]
+    team_id = row["team_id"]
     return {
-        "id": node["id"], "name": node["name"], "parent_objective_id": node["parent_objective_id"],
+        "id": row["id"], "name": row["name"], "parent_objective_id": row["parent_objective_id"],
         "team_id": team_id, "team_name": closing.team_names.get(team_id) if team_id else None,
-        "outcome": node["outcome"], "score": node["score"], "reflection": node["reflection"],
-        "carried_from_id": node["carried_from_id"], "progress": node["progress"], "status": node["status"],
-        "key_results": [key_result_entry(entry, by_id[entry["id"]], closing) for entry in node["key_results"]],
+        "outcome": row["outcome"], "score": row["score"], "reflection": row["reflection"],
+        "carried_from_id": row["carried_from_id"], "progress": node["progress"], "status": node["status"],
+        "key_results": [key_result_entry(entry, closing) for entry in closing.by_objective.get(row["id"], ())],
     }
 
 
-def key_result_entry(node, row, closing):
+def key_result_entry(row, closing):
     owner_id = row["owner_id"]
     return {
         "id": row["id"], "name": row["name"], "type": row["type"], "owner_id": owner_id,
         "owner_name": closing.owner_names.get(owner_id) if owner_id else None,
         "score": row["score"], "progress_at_start": progress.figure(row["exact_at_start"]),
-        "progress_at_close": node["progress"], "status": node["status"], "final_score": row["final_score"],
+        "progress_at_close": progress.figure(row["exact_at_close"]), "status": row["status_at_close"],
+        "final_score": row["final_score"],
         "achieved": None if row["final_score"] is None else bool(calibration.achieved(row["final_score"])),
     }
 
@@ -143,8 +166,17 @@ def movers(key_results):
         if start is not None and close is not None:
             change = close if start is progress.ZERO else close - start  # most start at nothing
             (rose if change > 0 else fell).append((change, row["seq"], row, start, close))
-    return {"rose": [mover(c) for c in heapq.nsmallest(MOVERS, rose, key=lambda c: (-c[0], c[1]))],
-            "fell": [mover(c) for c in heapq.nsmallest(MOVERS, fell, key=lambda c: (c[0], c[1]))]}
+    return {"rose": [mover(c) for c in least(rose, -1)], "fell": [mover(c) for c in least(fell, 1)]}
+
+
+def least(changes, sign):
+    """The MOVERS changes least by sign * change, then creation order: first by their floats, then exactly among
+    those that may be in (exact comparisons of thousands of fractions cost more than the rest of a mover)."""
+    if len(changes) <= MOVERS:
+        return sorted(changes, key=lambda c: (sign * c[0], c[1]))
+    near = sorted(sign * float(c[0]) for c in changes)[MOVERS - 1] + 1e-9
+    kept = [c for c in changes if sign * float(c[0]) <= near]
+    return sorted(kept, key=lambda c: (sign * c[0], c[1]))[:MOVERS]
 
 
 def mover(change):
@@ -170,31 +202,54 @@ def checkin_status(row, index, cycle, days):
 
 
 GOOD = ("on_track", "done")
+# Kinds whose progress moves one way with the value: done at some check-in only if at its highest or lowest value.
+MONOTONIC = ("positive", "negative", "milestone")
 
 
-def went_off_track(closing, off_at_close):
+def ever_done(row):
+    """Whether the key result may have been done (progress 1) at some check-in: a range may always have been;
+    a monotonic kind only if at its highest or lowest value; a baseline never."""
+    if row["type"] not in MONOTONIC:
+        return row["type"] == "range"
+    values = sorted(row["values"], key=Decimal)
+    return any(progress.key_result_progress(row["type"], row["start_value"], value, row["target_value_min"],
+                                            row["target_value_max"]) == 1 for value in (values[0], values[-1]))
+
+
+def went_off_track(closing):
     """The key results that were on track (or done) after some check-in and off track after their last one before
     the close, each with the time of the first check-in after which it stayed off track (off_track_since).
 
-    off_at_close: the ids of the key results off track at the close; only those can be off track after their last
-    check-in (the pace expected at the close is at least that of any day before)."""
+    Only those off track at the close (at_close) are walked: the pace expected at the close is at least that of
+    any day before, so none other is off track after its last check-in. A check-in whose confidence is off track
+    is off track (the worse of confidence and pace) unless the key result was done then, which ever_done rules
+    out for most, without working out each check-in's progress."""
     found, days, cycle = [], {}, closing.cycle
     for row in closing.key_results:
-        if row["id"] not in off_at_close:
+        if row["status_at_close"] != "off_track":
             continue
-        index = len(row["values"]) - 1
-        while index > 0 and checkin_status(row, index, cycle, days) == "off_track":
+        confidences, last = row["confidences"], len(row["values"]) - 1
+        maybe_done = ever_done(row)
+
+        def status(index):
+            if index > 0 and not maybe_done and progress.status(confidences[index]) == "off_track":
+                return "off_track"
+            return checkin_status(row, index, cycle, days)
+
+        index = last
+        while index > 0 and status(index) == "off_track":
             index -= 1
-        if index == len(row["values"]) - 1:
+        if index == last:
             continue  # not off track after its last check-in
         since = row["times"][index + 1]
-        while index >= 0 and checkin_status(row, index, cycle, days) not in GOOD:
+        if not maybe_done and not any(progress.status(c) == "on_track" for c in confidences[:index + 1]):
+            continue  # never on track: no confidence of ON_TRACK, never done
+        while index >= 0 and status(index) not in GOOD:
             index -= 1
         if index >= 0:
             found.append({"id": row["id"], "name": row["name"], "objective_id": row["objective_id"],
                           "owner_id": row["owner_id"], "off_track_since": since})
     return found
-
 
 # The CSV download: a row per objective, then one per each of its key results (kind says which); TEXT_COLUMNS are
 # free text, the others ids, fixed words and figures.
