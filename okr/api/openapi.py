@@ -499,7 +499,6 @@ class Retrospective(RetrospectiveHeading):
     went_off_track = fields.List(fields.Nested(WentOffTrack), required=True, metadata={
         "description": "Key results on track (or done) after some check-in and off track after their last one."})
     carried_over = fields.Nested(CarriedOver, required=True)
-    calibration = fields.Nested(CalibrationGroups, required=True)
 
 
 class ApiError(Schema):
@@ -679,7 +678,7 @@ OPERATIONS = [
      None, CycleReport, ("team_id", "assignee_id")),
     ("getCycleRetrospective", "/v1/cycles/{cycle_id}/retrospective", "get",
      "A cycle's retrospective: scores, outcomes, reflections, movers, what went off track or was carried over, "
-     "and the confidence calibration, maybe for one team", None, Retrospective, ("team_id",)),
+     "maybe for one team", None, Retrospective, ("team_id",)),
     ("getCycleCalibration", "/v1/cycles/{cycle_id}/calibration", "get",
      "A cycle's confidence calibration per owner and per team: Brier score, over-confidence, called green and "
      "landed red", None, Calibration, ("team_id",)),
@@ -826,9 +825,11 @@ DESCRIPTIONS = {
         "the report's figures.",
     ("/v1/cycles/{cycle_id}/retrospective", "get"):
         "As of the cycle's close, or now while it is open (closed is then false). Viewers may read it. With "
-        "team_id, only that team's objectives and their key results. " + RETROSPECTIVE_RULES,
+        "team_id, only that team's objectives and their key results. Its calibration is "
+        "GET /v1/cycles/{cycle_id}/calibration's. " + RETROSPECTIVE_RULES,
     ("/v1/cycles/{cycle_id}/calibration", "get"):
-        "What the retrospective's calibration holds, with the cycle and the threshold. Viewers may read it. "
+        "Per key-result owner and per team, as of the cycle's close (or now while it is open). Viewers may read "
+        "it. With team_id, only that team's objectives and their key results. "
         + RETROSPECTIVE_RULES,
     ("/v1/events", "get"):
         "Each create, update and delete of a cycle, team, membership, objective, key result, check-in, comment, "

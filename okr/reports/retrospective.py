@@ -29,11 +29,13 @@ class Closing:
     its check-ins' confidences, values and times (lists, oldest first), its start and close (the exact progress
     of its first and last value) and its final score."""
 
-    def __init__(self, db, cycle, now, team_id=None):
-        self.cycle = cycle
+    def __init__(self, db, cycle, now, team_id=None, confidences=True):
+        """confidences=False leaves each key result's confidences out (None) but its last one (confidence): the
+        calibration needs them all, a retrospective only those it walks back (with_confidences)."""
+        self.db, self.cycle = db, cycle
         self.moment, self.stamp = moment_of(cycle, now)
         self.objectives, self.key_results, self.copies = report_rows.retrospective_rows(
-            db, cycle["id"], self.stamp, team_id)
+            db, cycle["id"], self.stamp, team_id, confidences)
         self.owner_names, self.team_names = report_rows.names_in_cycle(db, cycle["id"])
         self.team_of = {row["id"]: row["team_id"] for row in self.objectives}
         self.by_objective = {}
@@ -41,20 +43,34 @@ class Closing:
         self.first_checkin_at = None if dated else report_rows.first_checkin_at(db, cycle["id"])
         for row in self.key_results:
             history = row["history"]
-            if history:
+            if history and confidences:
                 parts = history.split(" ")
                 row["confidences"], row["values"], row["times"] = parts[0::3], parts[1::3], parts[2::3]
+                row["confidence"] = row["confidences"][-1]
+            elif history:
+                parts = history.split(" ")
+                row["confidences"], row["values"], row["times"] = None, parts[0::2], parts[1::2]
+                row["confidence"] = row["confidence_then"]
             else:  # a row written behind the API's back: its present values
                 row["confidences"], row["values"], row["times"] = (
                     [row["confidence"]], [row["current_value"]], [row["modified_at"]])
             start = row["start_value"] = row["values"][0]
-            row["current_value"], row["confidence"] = row["values"][-1], row["confidences"][-1]
+            row["current_value"] = row["values"][-1]
             row["last_checkin_at"], row["updated"] = row["times"][-1], len(row["values"]) > 1
             kind, low, high = row["type"], row["target_value_min"], row["target_value_max"]
             row["exact_at_start"] = progress.key_result_progress(kind, start, start, low, high)
             exact = row["exact_at_close"] = progress.key_result_progress(kind, start, row["current_value"], low, high)
             row["final_score"] = row["score"] if row["score"] is not None else progress.figure(exact)
             self.by_objective.setdefault(row["objective_id"], []).append(row)
+
+    def with_confidences(self, rows):
+        """These key rows given their confidences, when they were left out: one read for them all."""
+        wanted = [row for row in rows if row["confidences"] is None]
+        if wanted:
+            found = report_rows.checkin_confidences(self.db, (row["seq"] for row in wanted), self.stamp)
+            for row in wanted:
+                row["confidences"] = found[row["seq"]].split(" ")
+        return rows
 
     def calibration(self):
         late = calibration.late_test(self.cycle["starts_on"], self.cycle["ends_on"], self.first_checkin_at,
@@ -77,9 +93,19 @@ def cycle_calibration(db, cycle, now, team=None):
 
 
 def retrospective(db, cycle, now, team=None):
-    """GET /v1/cycles/<id>/retrospective: everything the retrospective page shows, of one team's objectives when
-    team (its id and name) is given."""
+    """GET /v1/cycles/<id>/retrospective: what the retrospective page shows but the calibration, of one team's
+    objectives when team (its id and name) is given."""
+    return retrospective_of(Closing(db, cycle, now, team and team["id"], confidences=False), team)
+
+
+def retrospective_page(db, cycle, now, team=None):
+    """The retrospective page's figures: the retrospective, with its calibration (one read for both)."""
     closing = Closing(db, cycle, now, team and team["id"])
+    return {**retrospective_of(closing, team), "calibration": closing.calibration()}
+
+
+def retrospective_of(closing, team):
+    cycle = closing.cycle
     nodes, cycle_progress = at_close(closing)
     return {
         **heading(cycle, closing, team),
@@ -95,7 +121,6 @@ def retrospective(db, cycle, now, team=None):
                            if row["outcome"] == "carried_over"],
             "copies": closing.copies,
         },
-        "calibration": closing.calibration(),
     }
 
 
@@ -225,9 +250,7 @@ def went_off_track(closing):
     is off track (the worse of confidence and pace) unless the key result was done then, which ever_done rules
     out for most, without working out each check-in's progress."""
     found, days, cycle = [], {}, closing.cycle
-    for row in closing.key_results:
-        if row["status_at_close"] != "off_track":
-            continue
+    for row in closing.with_confidences([row for row in closing.key_results if row["status_at_close"] == "off_track"]):
         confidences, last = row["confidences"], len(row["values"]) - 1
         maybe_done = ever_done(row)
 

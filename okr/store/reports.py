@@ -291,11 +291,23 @@ def recent_checkins(db, key_result_ids, count):
 # pages show, and the objectives carried over from the kept ones into any cycle.
 # Each key result with its history up to the close, joined into one string of "confidence value created_at"
 # triples, oldest first (the join follows the ORDER BY subquery it reads, as recent_values relies on): Python
-# gets 4,000 rows for 40,000 check-ins, which costs a third of reading them as rows.
+# gets 4,000 rows for 40,000 check-ins, which costs a third of reading them as rows. Without confidences (a
+# retrospective's own read: only the calibration needs them all), "value created_at" pairs from the index alone,
+# and the last confidence up to the close (confidence_then).
 KEY_RESULTS_WITH_CHECKINS = """
 SELECT k.*, (SELECT group_concat(confidence || ' ' || value || ' ' || created_at, ' ') FROM (
                  SELECT c.confidence, c.value, c.created_at FROM checkins c
-                 WHERE c.key_result_seq = k.seq AND c.created_at <= ? ORDER BY c.seq)) AS history
+                 WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp ORDER BY c.seq)) AS history
+FROM key_results k
+WHERE {where}
+ORDER BY k.seq
+"""
+KEY_RESULTS_WITH_VALUES = """
+SELECT k.*, (SELECT group_concat(value || ' ' || created_at, ' ') FROM (
+                 SELECT c.value, c.created_at FROM checkins c
+                 WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp ORDER BY c.seq)) AS history,
+    (SELECT c.confidence FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp
+     ORDER BY c.seq DESC LIMIT 1) AS confidence_then
 FROM key_results k
 WHERE {where}
 ORDER BY k.seq
@@ -309,20 +321,35 @@ ORDER BY o.seq
 """
 
 
-def retrospective_rows(db, cycle_id, stamp, team_id=None):
+def retrospective_rows(db, cycle_id, stamp, team_id=None, confidences=True):
     """A retrospective's rows, each a list of dicts in creation order: the cycle's objectives (of one team when
     given); their key results, each with its check-ins made up to stamp (a UTC timestamp as stored) as history,
-    "confidence value created_at" triples oldest first, space-separated (None without any); and the objectives
-    of any cycle carried over from the kept ones (with their cycle's name)."""
+    "confidence value created_at" triples oldest first, space-separated (None without any; without confidences,
+    "value created_at" pairs and the last confidence as confidence_then); and the objectives of any cycle carried
+    over from the kept ones (with their cycle's name)."""
     kept, params = cycle_condition(cycle_id, team_id)
-    where, key_params = "k.cycle_id = ?", [cycle_id]
+    where, key_params = "k.cycle_id = :cycle", {"cycle": cycle_id, "stamp": stamp}
     if team_id is not None:
-        where += f" AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})"
-        key_params += params
+        where += " AND k.objective_id IN (SELECT id FROM objectives WHERE cycle_id = :cycle AND team_id = :team)"
+        key_params["team"] = team_id
     objectives = dict_rows(db, f"SELECT * FROM objectives WHERE {kept} ORDER BY seq", params)
-    key_results = dict_rows(db, KEY_RESULTS_WITH_CHECKINS.format(where=where), [stamp, *key_params])
+    query = KEY_RESULTS_WITH_CHECKINS if confidences else KEY_RESULTS_WITH_VALUES
+    key_results = dict_rows(db, query.format(where=where), key_params)
     copies = dict_rows(db, CARRIED_COPIES.format(kept=kept), params)
     return objectives, key_results, copies
+
+
+def checkin_confidences(db, key_result_seqs, stamp):
+    """{key result seq: the confidences of its check-ins up to stamp, oldest first, space-separated} for these key
+    results, in one query."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    cursor.execute(
+        """SELECT k.value, (SELECT group_concat(confidence, ' ') FROM (
+                               SELECT c.confidence FROM checkins c WHERE c.key_result_seq = k.value
+                               AND c.created_at <= ? ORDER BY c.seq))
+           FROM json_each(?) k""", (stamp, json.dumps(list(key_result_seqs))))
+    return dict(cursor.fetchall())
 
 
 def first_checkin_at(db, cycle_id):

@@ -36,7 +36,7 @@ def chosen(cycle_id):
 def show_retrospective(cycle_id):
     """Shows a cycle's retrospective, of one team's objectives with ?team_id=."""
     db, cycle, team = chosen(cycle_id)
-    retro = retrospective.retrospective(db, cycle, parse_timestamp(clock.utc_now()), team)
+    retro = retrospective.retrospective_page(db, cycle, parse_timestamp(clock.utc_now()), team)
     return render_template("retrospective.html", cycle=cycle, retro=retro, team=team,
                            teams=teams.pick_list(db), OUTCOME_WORDS=OUTCOME_WORDS, points=percentages.points)
 
