@@ -38,9 +38,7 @@ class Closing:
             db, cycle["id"], self.stamp, team_id, confidences)
         self.owner_names, self.team_names = report_rows.names_in_cycle(db, cycle["id"])
         self.team_of = {row["id"]: row["team_id"] for row in self.objectives}
-        self.by_objective = {}
-        dated = cycle["starts_on"] is not None and cycle["ends_on"] is not None
-        self.first_checkin_at = None if dated else report_rows.first_checkin_at(db, cycle["id"])
+        self.by_objective, self.team_id = {}, team_id
         for row in self.key_results:
             history = row["history"]
             if history and confidences:
@@ -60,7 +58,8 @@ class Closing:
             kind, low, high = row["type"], row["target_value_min"], row["target_value_max"]
             row["exact_at_start"] = progress.key_result_progress(kind, start, start, low, high)
             exact = row["exact_at_close"] = progress.key_result_progress(kind, start, row["current_value"], low, high)
-            row["final_score"] = row["score"] if row["score"] is not None else progress.figure(exact)
+            row["progress_at_close"] = progress.figure(exact)
+            row["final_score"] = row["score"] if row["score"] is not None else row["progress_at_close"]
             self.by_objective.setdefault(row["objective_id"], []).append(row)
 
     def with_confidences(self, rows):
@@ -72,9 +71,17 @@ class Closing:
                 row["confidences"] = found[row["seq"]].split(" ")
         return rows
 
+    def first_checkin_at(self):
+        """When the cycle's first check-in was made (None without any): from the rows when they are the whole
+        cycle's, else read."""
+        if self.team_id is not None:
+            return report_rows.first_checkin_at(self.db, self.cycle["id"])
+        return min((row["times"][0] for row in self.key_results), default=None)
+
     def calibration(self):
-        late = calibration.late_test(self.cycle["starts_on"], self.cycle["ends_on"], self.first_checkin_at,
-                                     self.moment)
+        dated = self.cycle["starts_on"] is not None and self.cycle["ends_on"] is not None
+        late = calibration.late_test(self.cycle["starts_on"], self.cycle["ends_on"],
+                                     None if dated else self.first_checkin_at(), self.moment)
         entries = ((row, self.team_of.get(row["objective_id"]), row["final_score"], row["confidences"][1:],
                     row["times"][1:]) for row in self.key_results)
         return calibration.calibrate(entries, late, self.owner_names, self.team_names)
@@ -175,7 +182,7 @@ def key_result_entry(row, closing):
         "id": row["id"], "name": row["name"], "type": row["type"], "owner_id": owner_id,
         "owner_name": closing.owner_names.get(owner_id) if owner_id else None,
         "score": row["score"], "progress_at_start": progress.figure(row["exact_at_start"]),
-        "progress_at_close": progress.figure(row["exact_at_close"]), "status": row["status_at_close"],
+        "progress_at_close": row["progress_at_close"], "status": row["status_at_close"],
         "final_score": row["final_score"],
         "achieved": None if row["final_score"] is None else bool(calibration.achieved(row["final_score"])),
     }

@@ -306,8 +306,10 @@ KEY_RESULTS_WITH_VALUES = """
 SELECT k.*, (SELECT group_concat(value || ' ' || created_at, ' ') FROM (
                  SELECT c.value, c.created_at FROM checkins c
                  WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp ORDER BY c.seq)) AS history,
-    (SELECT c.confidence FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp
-     ORDER BY c.seq DESC LIMIT 1) AS confidence_then
+    CASE WHEN (SELECT c.created_at FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq DESC LIMIT 1)
+              <= :stamp THEN k.confidence  -- its latest check-in's, read from the index alone
+         ELSE (SELECT c.confidence FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp
+               ORDER BY c.seq DESC LIMIT 1) END AS confidence_then
 FROM key_results k
 WHERE {where}
 ORDER BY k.seq
@@ -353,9 +355,10 @@ def checkin_confidences(db, key_result_seqs, stamp):
 
 
 def first_checkin_at(db, cycle_id):
-    """When the first check-in of a cycle's key results was made (its earliest starting check-in), or None."""
-    return db.execute("SELECT min(c.created_at) FROM checkins c WHERE c.key_result_seq IN "
-                      "(SELECT seq FROM key_results WHERE cycle_id = ?)", (cycle_id,)).fetchone()[0]
+    """When the first check-in of a cycle's key results was made (the earliest of their starting check-ins, one
+    probe of the index each), or None."""
+    return db.execute("SELECT min((SELECT c.created_at FROM checkins c WHERE c.key_result_seq = k.seq "
+                      "ORDER BY c.seq LIMIT 1)) FROM key_results k WHERE k.cycle_id = ?", (cycle_id,)).fetchone()[0]
 
 
 def names_in_cycle(db, cycle_id):
