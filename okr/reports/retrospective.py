@@ -206,8 +206,9 @@ def least(changes, sign):
     those that may be in (exact comparisons of thousands of fractions cost more than the rest of a mover)."""
     if len(changes) <= MOVERS:
         return sorted(changes, key=lambda c: (sign * c[0], c[1]))
-    near = sorted(sign * float(c[0]) for c in changes)[MOVERS - 1] + 1e-9
-    kept = [c for c in changes if sign * float(c[0]) <= near]
+    rough = [(sign * c[0].numerator / c[0].denominator, c) for c in changes]
+    near = sorted(value for value, _ in rough)[MOVERS - 1] + 1e-9
+    kept = [c for value, c in rough if value <= near]
     return sorted(kept, key=lambda c: (sign * c[0], c[1]))[:MOVERS]
 
 
