@@ -6,7 +6,7 @@ from .. import clock
 from ..clock import new_id
 from ..rules.body_schemas import DEFAULT_CONFIDENCE
 from ..records import cycle_dates_json, objective_json
-from . import events
+from . import events, locks
 from .checkins import record, with_team
 from .common import count, deleted_or_missing, fetch, keyset_page, rename_group
 from .key_results import key_result_created
@@ -32,13 +32,17 @@ def updated(db, before, row):
 
 
 def rename(db, cycle_id, name):
-    """The cycle renamed (its row; its revision moves on); NotFound when it does not exist."""
+    """The cycle renamed (its row; its revision moves on); NotFound when it does not exist, CycleClosed when it is
+    closed."""
+    locks.require_open(db, cycle_id)
     return updated(db, *rename_group("cycles", "cycle", db, cycle_id, name))
 
 
 def update(db, cycle_id, values):
-    """The cycle with a CycleUpdateSchema's name and dates (its revision moves on); NotFound when it does not exist."""
+    """The cycle with a CycleUpdateSchema's name and dates (its revision moves on); NotFound when it does not exist,
+    CycleClosed when it is closed."""
     before = get(db, cycle_id)
+    locks.require_open(db, cycle_id)
     row = db.execute(
         "UPDATE cycles SET name = ?, starts_on = ?, ends_on = ?, revision = revision + 1 WHERE id = ? RETURNING *",
         (values["name"], values["starts_on"], values["ends_on"], cycle_id),
@@ -101,7 +105,9 @@ def copy(db, source_id, values, author_id=None):
 
 
 def delete(db, cycle_id):
-    """Deletes a cycle with its objectives, their key results and the key results' check-ins."""
+    """Deletes a cycle with its objectives, their key results and the key results' check-ins; CycleClosed when it
+    is closed."""
+    locks.require_open(db, cycle_id)
     with bulk_delete(db):
         # The foreign keys would cascade to the key results too, but a range delete
         # on the cycle's index is twice as fast as a cascade step per objective.

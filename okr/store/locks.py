@@ -23,15 +23,19 @@ def require_open(db, *cycle_ids):
                 raise CycleClosed(closed)
 
 
-def require_open_key_result(db, key_result_id):
-    """CycleClosed when the key result's cycle is closed (nothing when it does not exist)."""
-    row = db.execute("SELECT cycle_id FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
-    if row is not None:
-        require_open(db, row["cycle_id"])
+CYCLE_OF = {
+    "cycles": "SELECT id FROM cycles WHERE id = ?",
+    "objectives": "SELECT cycle_id FROM objectives WHERE id = ?",
+    "key_results": "SELECT cycle_id FROM key_results WHERE id = ?",
+    "checkins": "SELECT k.cycle_id FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq WHERE c.id = ?",
+    "comments": """SELECT coalesce(o.cycle_id, k.cycle_id) FROM comments c
+                   LEFT JOIN objectives o ON o.id = c.objective_id LEFT JOIN key_results k ON k.id = c.key_result_id
+                   WHERE c.id = ?""",
+}
 
 
-def require_open_objective(db, objective_id):
-    """CycleClosed when the objective's cycle is closed (nothing when it does not exist)."""
-    row = db.execute("SELECT cycle_id FROM objectives WHERE id = ?", (objective_id,)).fetchone()
-    if row is not None:
-        require_open(db, row["cycle_id"])
+def cycle_of(db, table, row_id):
+    """The id of the cycle a row of table (cycles, objectives, key_results, checkins, comments) is in; None when
+    there is no such row."""
+    row = db.execute(CYCLE_OF[table], (row_id,)).fetchone()
+    return row[0] if row else None

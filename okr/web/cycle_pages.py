@@ -66,6 +66,7 @@ def new_cycle():
 
 @bp.route("/cycles/<cycle_id>/edit", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def edit_cycle(cycle_id):
     """Shows a cycle's form, and saves its name and dates unless someone changed them meanwhile."""
     db = get_db()
@@ -81,6 +82,7 @@ def edit_cycle(cycle_id):
 
 @bp.route("/cycles/<cycle_id>/delete", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def delete_cycle(cycle_id):
     """Asks before deleting a cycle (saying what goes with it), and deletes it."""
     db = get_db()
