@@ -35,3 +35,10 @@ def require_open_objective(db, objective_id):
     row = db.execute("SELECT cycle_id FROM objectives WHERE id = ?", (objective_id,)).fetchone()
     if row is not None:
         require_open(db, row["cycle_id"])
+
+
+def closed_cycles(db):
+    """Every closed cycle's row (with closed_by_name), by id: what an import may not change."""
+    return {row["id"]: row for row in db.execute(
+        """SELECT c.*, u.name AS closed_by_name FROM cycles c LEFT JOIN users u ON u.id = c.closed_by
+           WHERE c.closed_at IS NOT NULL""")}
