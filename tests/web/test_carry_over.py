@@ -2,6 +2,8 @@
 achieved and dropped objectives and key results at 100 % unchecked at first; only what is checked goes, each
 copy linked to the objective it came from."""
 import sqlite3
+import uuid
+from contextlib import closing
 
 import pytest
 
@@ -122,3 +124,25 @@ def test_a_cycle_without_objectives_says_the_copy_starts_empty(client):
     cycle = make_cycle(client, "Empty")
     tree = get(client, f"/cycles/{cycle['id']}/copy")
     assert boxes(tree, "objective") == {} and "has no objectives: the new cycle starts empty" in tree.text
+
+
+def test_a_cycle_of_a_thousand_objectives_is_one_form_that_copies_whole(app, client):
+    """Every box checked sends 4,000 ids (about 190 kB): under the form's size limit, so the copy goes through."""
+    big = make_cycle(client, "Big")
+    stamp = "2026-01-05T09:00:00Z"
+    objectives = [(str(uuid.uuid4()), f"Objective {n}") for n in range(1000)]
+    key_results = [(str(uuid.uuid4()), objective_id, f"KR {n}") for objective_id, _ in objectives for n in range(3)]
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
+        db.executemany("""INSERT INTO objectives (id, name, is_company, is_personal, cycle_id, created_at, modified_at)
+                          VALUES (?, ?, 0, 0, ?, ?, ?)""", [(i, name, big["id"], stamp, stamp) for i, name in objectives])
+        db.executemany("""INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,
+                              target_value_min, created_at, modified_at)
+                          VALUES (?, ?, ?, ?, 'positive', '0.50', '10', '100', ?, ?)""",
+                       [(i, o, big["id"], name, stamp, stamp) for i, o, name in key_results])
+    tree = get(client, f"/cycles/{big['id']}/copy")
+    picks = {name: [value for value, on in boxes(tree, name).items() if on] for name in ("objective", "key_result")}
+    assert (len(picks["objective"]), len(picks["key_result"])) == (1000, 3000)
+    response = post_form(client, f"/cycles/{big['id']}/copy", "/cycles/new", name="Big again", starts_on="",
+                         ends_on="", picked="yes", **picks)
+    assert response.status_code == 200
+    assert "1,000 objectives and 3,000 key results were copied" in parse(response.get_data(as_text=True)).text
