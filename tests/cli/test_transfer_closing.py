@@ -2,6 +2,8 @@
 results' scores, out and back in; a closed cycle imported stays closed; and okr import --merge refuses any change
 inside a cycle closed in the database, with one line naming it and nothing written."""
 import re
+import sqlite3
+from contextlib import closing as closed_after
 
 import pytest
 
@@ -10,6 +12,8 @@ from okr.db import transaction
 from okr.progress import parse_timestamp
 from okr.reports import closing as closing_report
 from okr.store import closing, cycles
+from okr.transfer.importer import check_stored
+from okr.transfer.rows import Refusal
 import helpers
 from test_transfer import (assert_same_but_the_imports_events, dump, export, exported, invoke, new_app, ok,
                            refused_unchanged, seed, stored, with_commands, write_json)
@@ -213,3 +217,13 @@ def test_the_okr_command_says_it_in_one_okr_line_and_fails(app, scored, tmp_path
     assert done.stderr.splitlines()[-1].startswith("okr: cannot import change.json: nothing imported: objectives[")
     assert done.stderr.splitlines()[-1].endswith(CLOSED)
     assert dump(app.config["DATABASE"]) == before
+
+
+def test_a_backup_holding_a_closed_cycle_passes_the_restores_check_and_a_bad_closing_does_not(app, scored):
+    with app.app_context(), transaction(write=False) as db:
+        check_stored(db)  # what okr restore checks a backup with, row by row as okr import checks a file
+    with closed_after(sqlite3.connect(app.config["DATABASE"])) as db, db:
+        db.execute("UPDATE cycles SET closed_by = 'someone' WHERE id = ?", (scored["cycle"],))
+    with app.app_context(), transaction(write=False) as db, pytest.raises(Refusal, match="closed_by: must be a "
+                                                                          "lowercase UUID"):
+        check_stored(db)
