@@ -7,11 +7,14 @@ writer; asking here first lets the API refuse before it looks at If-Match, and w
 from ..errors import CycleClosed
 
 
+# The closed cycles, each with the name of who closed it.
+CLOSED = """SELECT c.*, u.name AS closed_by_name FROM cycles c LEFT JOIN users u ON u.id = c.closed_by
+            WHERE c.closed_at IS NOT NULL"""
+
+
 def closed_cycle(db, cycle_id):
     """The cycle's row (with closed_by_name) when it is closed, else None."""
-    return db.execute(
-        """SELECT c.*, u.name AS closed_by_name FROM cycles c LEFT JOIN users u ON u.id = c.closed_by
-           WHERE c.id = ? AND c.closed_at IS NOT NULL""", (cycle_id,)).fetchone()
+    return db.execute(CLOSED + " AND c.id = ?", (cycle_id,)).fetchone()
 
 
 def require_open(db, *cycle_ids):
@@ -39,3 +42,8 @@ def cycle_of(db, table, row_id):
     there is no such row."""
     row = db.execute(CYCLE_OF[table], (row_id,)).fetchone()
     return row[0] if row else None
+
+
+def closed_cycles(db):
+    """Every closed cycle's row (with closed_by_name), by id: what an import may not change."""
+    return {row["id"]: row for row in db.execute(CLOSED)}
