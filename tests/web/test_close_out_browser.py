@@ -1,10 +1,12 @@
 """Closing a quarter in a real browser (Debian's Chromium): Ed, an editor, closes it out over two sittings (an
 outcome and a reflection saved, then a key result's score changed and the cycle closed); the lock is refused
-through the page and through the API; Ed may not reopen it; Maya, an admin, reopens it on a phone's width. Each
+through the page, through the API and by `okr import`; Ed may not reopen it; Maya, an admin, reopens it on a phone's width. Each
 step's page passes axe, and is photographed at 1280 and 375 px."""
+import json
+
 import pytest
 
-from helpers import HttpClient, served_in_thread, signed, user_with_password
+from helpers import HttpClient, run_okr, served_in_thread, signed, user_with_password
 from okr.db import transaction
 from okr.store import keys
 
@@ -32,7 +34,7 @@ def shot(app, page, name):
     page.screenshot(path=f"{app.config['DATABASE']}-{name}.png", full_page=True)
 
 
-def test_ed_closes_the_quarter_in_two_sittings_and_maya_reopens_it(app, chromium):  # noqa: F811
+def test_ed_closes_the_quarter_in_two_sittings_and_maya_reopens_it(app, chromium, tmp_path):  # noqa: F811
     with served_in_thread(app) as served:
         api = HttpClient(f"127.0.0.1:{served.port}")
         cycle = api.post("/v1/cycles", {"name": "2026 Q3", "starts_on": "2026-07-01", "ends_on": "2026-09-30"}).ok()
@@ -93,6 +95,18 @@ def test_ed_closes_the_quarter_in_two_sittings_and_maya_reopens_it(app, chromium
         refused = app.test_client().post(f"/v1/keyresults/{revenue['id']}/checkins", json={"value": "60000"},
                                          headers=signed({"credential": credential, "secret": secret}))
         assert (refused.status_code, refused.get_json()["message"]) == (409, "cycle is closed")
+        exported = run_okr("--database", app.config["DATABASE"], "export", "all.json", cwd=tmp_path)
+        assert exported.returncode == 0, exported.stderr
+        data = json.loads((tmp_path / "all.json").read_text())
+        [stored] = [row for row in data["objectives"] if row["id"] == objective["id"]]
+        stored["name"] = "Grow revenue fast"
+        (tmp_path / "all.json").write_text(json.dumps(data))
+        imported = run_okr("--database", app.config["DATABASE"], "import", "--merge", "all.json", cwd=tmp_path)
+        said = imported.stderr.splitlines()[-1]  # after the line naming the database
+        assert imported.returncode == 1 and "Traceback" not in imported.stderr
+        assert said.startswith("okr: cannot import all.json: nothing imported: ") and 'cycle "2026 Q3" is closed' in said
+        assert app.test_client().get(f"/v1/objectives/{objective['id']}", headers=signed(
+            {"credential": credential, "secret": secret})).get_json()["name"] == "Grow revenue"
         ed.context.close()
 
         # Maya reopens it, on a phone.
