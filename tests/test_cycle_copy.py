@@ -87,3 +87,50 @@ def test_a_copy_that_fails_midway_leaves_nothing(app, client, quarter, monkeypat
         db.rollback()
     assert rows(app, "SELECT count(*) AS n FROM objectives")[0]["n"] == before
     assert [row["name"] for row in rows(app, "SELECT name FROM cycles ORDER BY seq")] == ["2026", "Q1"]
+
+
+# --- carry over by choice (issue 36): only what is picked goes, each copy linked to where it came from
+
+
+def copy_of(app, source_id, **picks):
+    with app.test_request_context():
+        copy = cycles.copy(get_db(), source_id, {"name": "Q2", "starts_on": None, "ends_on": None}, **picks)
+        get_db().commit()
+    return copy
+
+
+def by_name(app, table, cycle_id):
+    return {row["name"]: row for row in rows(app, f"SELECT * FROM {table} WHERE cycle_id = ?", cycle_id)}
+
+
+def test_a_copy_of_everything_links_each_objective_to_the_one_it_came_from(app, client, quarter):
+    copy = copy_of(app, quarter["q1"]["id"])
+    sources = by_name(app, "objectives", quarter["q1"]["id"])
+    copies = by_name(app, "objectives", copy["id"])
+    assert {name: row["carried_from_id"] for name, row in copies.items()} == {
+        name: row["id"] for name, row in sources.items()}
+    assert {row["carried_from_id"] for row in sources.values()} == {None}
+
+
+def test_a_copy_takes_only_the_picked_objectives_and_key_results(app, client, quarter):
+    sources = by_name(app, "objectives", quarter["q1"]["id"])
+    krs = by_name(app, "key_results", quarter["q1"]["id"])
+    # Team is picked without its parent Company; Company's key result Ship is picked but Company is not.
+    copy = copy_of(app, quarter["q1"]["id"], objective_ids={sources["Team"]["id"], sources["Outward"]["id"]},
+                   key_result_ids={krs["Reach"]["id"], krs["Ship"]["id"]})
+    copies = by_name(app, "objectives", copy["id"])
+    assert set(copies) == {"Team", "Outward"}
+    # A parent left behind stays the parent, as one of another cycle does.
+    assert copies["Team"]["parent_objective_id"] == sources["Company"]["id"]
+    assert copies["Outward"]["parent_objective_id"] == quarter["yearly"]["id"]
+    assert copies["Team"]["carried_from_id"] == sources["Team"]["id"]
+    copied_krs = by_name(app, "key_results", copy["id"])
+    assert set(copied_krs) == {"Reach"}  # Ship's objective stayed; Stay was not picked
+    assert copied_krs["Reach"]["objective_id"] == copies["Team"]["id"]
+
+
+def test_a_copy_with_nothing_picked_is_an_empty_cycle_and_ids_of_other_cycles_are_no_picks(app, client, quarter):
+    empty = copy_of(app, quarter["q1"]["id"], objective_ids=set(), key_result_ids=set())
+    assert by_name(app, "objectives", empty["id"]) == {}
+    foreign = copy_of(app, quarter["q1"]["id"], objective_ids={quarter["yearly"]["id"]}, key_result_ids=set())
+    assert by_name(app, "objectives", foreign["id"]) == {}

@@ -309,6 +309,12 @@ def board_managers_only(view):
     return view
 
 
+def reopeners_only(view):
+    """Marks a dashboard view that reopens a closed cycle, which only admins may do."""
+    ADMIN_ENDPOINTS[f"web.{view.__name__}"] = "reopening"
+    return view
+
+
 def require_csrf():
     """Guard: every form a page posts carries this session's CSRF token (signing in and out included)."""
     if request.blueprint == "web" and request.method not in READ_METHODS and not csrf_ok():

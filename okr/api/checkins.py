@@ -23,7 +23,7 @@ bp = Blueprint("checkins", __name__, url_prefix="/v1")
 @bp.post("/keyresults/<key_result_id>/checkins")
 def create_checkin(key_result_id):
     """Records a check-in, which becomes the key result's current value and confidence."""
-    locks.require_open_key_result(get_db(), key_result_id)
+    locks.require_open(get_db(), locks.cycle_of(get_db(), "key_results", key_result_id))
     if "If-Match" in request.headers:
         current_key_result(key_result_id)  # the precondition needs the stored ETag
         return check_in(key_result_id, load_body(checkin_schema))

@@ -34,7 +34,7 @@ def write_new_file(path, write, **open_options):
 def export_command(path, include_keys, file_format, cycle_id):
     """Write every user, team, cycle, objective, key result, check-in and comment to PATH, with the activity feed.
 
-    The JSON file (format okr-export, version 3) is what okr import reads: every
+    The JSON file (format okr-export, version 5) is what okr import reads: every
     field of every row, in creation order, after the events the server has not
     pruned; API keys only with --include-keys (they are secrets). Passwords,
     sessions, invitations, password resets and webhooks are never written. With
@@ -80,7 +80,8 @@ def import_command(path, merge, include_keys):
     Without --merge the database must be empty (no users, teams, cycles,
     objectives, key results, check-ins or comments; okr init-db makes one), and
     every row keeps its id, times and order. With --merge, rows are matched by
-    id: new ones are added, changed ones updated, and nothing is deleted. The
+    id: new ones are added, changed ones updated, and nothing is deleted; a
+    change inside a cycle closed in the database is refused, naming it. The
     file's events come in as they are (an event already stored is left as it
     is), and the import records one event of its own, data.imported. The whole
     file is checked first, and written in one transaction: any problem is

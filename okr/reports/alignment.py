@@ -51,12 +51,13 @@ def cycle_tree(cycle, moment, objectives, key_results):
 
 
 def current_cycles(db, today):
-    """The cycle rows whose state is "current" today, newest first.
+    """The cycle rows whose state is "current" today and that are open (a closed one takes no check-ins: Your
+    week and the weekly emails leave it out), newest first.
 
     okr.store.cycles.around narrows them by their dates; okr.progress.cycle_state decides.
     """
     return [row for row in stored_cycles.around(db, today)
-            if progress.cycle_state(row["starts_on"], row["ends_on"], today) == "current"]
+            if progress.cycle_state(row["starts_on"], row["ends_on"], today) == "current" and row["closed_at"] is None]
 
 
 def flattened(nodes):

@@ -38,3 +38,20 @@ def suggestions(db, cycle, now):
         for key_result in node["key_results"]:
             key_results[key_result["id"]] = key_result["suggested_score"]
     return {"objectives": objectives, "key_results": key_results}
+
+
+# What a copy of a cycle leaves unchecked at first: an objective that ended so, and a key result at full progress.
+LEFT_BEHIND = ("achieved", "dropped")
+FULL = "1.00"
+
+
+def carry_choices(db, cycle, now):
+    """The cycle's objectives as a copy of it offers them (parents before children, as its report has them), each
+    a report node with carry: whether it is picked at first (not when achieved or dropped), and each of its key
+    results with carry (not when its progress is 1.00)."""
+    nodes = flattened(cycle_report(db, cycle, now)["objectives"])
+    for node in nodes:
+        node["carry"] = node["outcome"] not in LEFT_BEHIND
+        for key_result in node["key_results"]:
+            key_result["carry"] = key_result["progress"] != FULL
+    return nodes

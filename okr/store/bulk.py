@@ -35,20 +35,25 @@ FIELDS = {
               "oidc_subject"),
     "teams": ("id", "name", "created_at", "revision"),
     "team_members": ("team_id", "user_id", "joined_at"),
-    "cycles": ("id", "name", "created_at", "revision", "starts_on", "ends_on"),
+    "cycles": ("id", "name", "created_at", "revision", "starts_on", "ends_on", "closed_at", "closed_by"),
     "objectives": ("id", "name", "description", "is_company", "is_personal", "cycle_id", "team_id", "assignee_id",
-                   "parent_objective_id", "created_at", "modified_at", "revision"),
+                   "parent_objective_id", "created_at", "modified_at", "revision", "outcome", "score", "reflection",
+                   "carried_from_id"),
     "key_results": ("id", "objective_id", "name", "type", "confidence", "current_value", "target_value_min",
-                    "target_value_max", "created_at", "modified_at", "revision", "owner_id", "unit", "unit_position"),
+                    "target_value_max", "created_at", "modified_at", "revision", "owner_id", "unit", "unit_position",
+                    "score"),
     "checkins": ("id", "key_result_id", "value", "confidence", "comment", "author_id", "created_at"),
     "comments": ("id", "objective_id", "key_result_id", "author_id", "body", "created_at", "modified_at", "revision"),
     "api_keys": ("credential", "secret", "name", "read_only", "created_at", "revoked_at", "user_id"),
 }
 # Fields a row may come without: a new row then gets the column's default (schema.sql: a user's role
 # editor, weekly emails on and no identity-provider link, an API key's user_id null, a service key, a cycle's
-# dates and a key result's owner and unit null), and a stored row keeps its own.
+# dates and closing, an objective's close-out and carried-from link, a key result's owner, unit and score null),
+# and a stored row keeps its own.
 OPTIONAL = {"users": ("role", "weekly_email", "oidc_issuer", "oidc_subject"), "api_keys": ("user_id",),
-            "cycles": ("starts_on", "ends_on"), "key_results": ("owner_id", "unit", "unit_position")}
+            "cycles": ("starts_on", "ends_on", "closed_at", "closed_by"),
+            "objectives": ("outcome", "score", "reflection", "carried_from_id"),
+            "key_results": ("owner_id", "unit", "unit_position", "score")}
 # A user's private settings, which no API field shows (okr.store.users): a change of them alone leaves the
 # revision, hence the ETag, as it is.
 PRIVATE = {"users": ("weekly_email", "oidc_issuer", "oidc_subject")}
@@ -117,6 +122,22 @@ def write_statement(name, omitted=()):
             "oidc_issuer": "CASE WHEN oidc_subject IS NULL THEN excluded.oidc_issuer ELSE oidc_issuer END",
             "oidc_subject": "coalesce(oidc_subject, excluded.oidc_subject)"})
     return upsert(name, "id", fields)
+
+
+# A cycle closed as an okr-export file has it, once everything inside it is written: schema.sql's triggers refuse
+# writes into a closed cycle. Its revision is the file's when its row was just written from the file, else it moves
+# on as an upsert's does.
+CLOSE_CYCLE = """UPDATE cycles SET closed_at = :closed_at, closed_by = :closed_by,
+    revision = CASE WHEN :written THEN revision ELSE max(revision + 1, :revision) END
+    WHERE id = :id AND (closed_at IS NOT :closed_at OR closed_by IS NOT :closed_by) RETURNING seq"""
+
+
+def close_cycle(db, cycle_id, closed_at, closed_by, revision, written):
+    """Sets the cycle's closed_at and closed_by (either may be None: open, or closed by a user since deleted);
+    written: its row was just added or updated from the same record. Its seq when that changed it, else None."""
+    answer = db.execute(CLOSE_CYCLE, {"id": cycle_id, "closed_at": closed_at, "closed_by": closed_by,
+                                      "revision": revision, "written": written}).fetchone()
+    return None if answer is None else answer[0]
 
 
 ADD_CHECKIN = """INSERT INTO checkins (id, key_result_seq, value, confidence, comment, author_id, created_at)

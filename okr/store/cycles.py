@@ -6,7 +6,7 @@ from .. import clock
 from ..clock import new_id
 from ..rules.body_schemas import DEFAULT_CONFIDENCE
 from ..records import cycle_dates_json, objective_json
-from . import events
+from . import events, locks
 from .checkins import record, with_team
 from .common import count, deleted_or_missing, fetch, keyset_page, rename_group
 from .key_results import key_result_created
@@ -32,13 +32,17 @@ def updated(db, before, row):
 
 
 def rename(db, cycle_id, name):
-    """The cycle renamed (its row; its revision moves on); NotFound when it does not exist."""
+    """The cycle renamed (its row; its revision moves on); NotFound when it does not exist, CycleClosed when it is
+    closed."""
+    locks.require_open(db, cycle_id)
     return updated(db, *rename_group("cycles", "cycle", db, cycle_id, name))
 
 
 def update(db, cycle_id, values):
-    """The cycle with a CycleUpdateSchema's name and dates (its revision moves on); NotFound when it does not exist."""
+    """The cycle with a CycleUpdateSchema's name and dates (its revision moves on); NotFound when it does not exist,
+    CycleClosed when it is closed."""
     before = get(db, cycle_id)
+    locks.require_open(db, cycle_id)
     row = db.execute(
         "UPDATE cycles SET name = ?, starts_on = ?, ends_on = ?, revision = revision + 1 WHERE id = ? RETURNING *",
         (values["name"], values["starts_on"], values["ends_on"], cycle_id),
@@ -56,26 +60,31 @@ def doomed(db, cycle_id):
     }
 
 
-def copy(db, source_id, values, author_id=None):
+def copy(db, source_id, values, author_id=None, objective_ids=None, key_result_ids=None):
     """A new cycle (its row) from a CycleUpdateSchema's values, with copies of the source cycle's objectives and
     key results; the caller's transaction makes it all or nothing.
 
+    objective_ids and key_result_ids pick what goes (ids of the source cycle's rows; None: every one): a key
+    result goes only with its objective. Each copy's carried_from_id is the objective it was copied from.
     An objective keeps its name, description, kind, team and assignee; its parent is the copy of its parent when
-    that is in the source cycle, else the same parent (an objective of another cycle, a year's, say). A key result
-    keeps its name, type, targets and owner and starts from the source's current value (a milestone not done),
-    with the default confidence, its first check-in by author_id.
+    that is copied too, else the same parent (an objective of the source cycle left behind, or of another cycle,
+    a year's, say). A key result keeps its name, type, targets and owner and starts from the source's current
+    value (a milestone not done), with the default confidence, its first check-in by author_id.
     """
     get(db, source_id)
     cycle = create(db, values["name"], values["starts_on"], values["ends_on"])
     now = clock.utc_now()
-    sources = db.execute("SELECT * FROM objectives WHERE cycle_id = ? ORDER BY seq", (source_id,)).fetchall()
+    sources = [row for row in db.execute("SELECT * FROM objectives WHERE cycle_id = ? ORDER BY seq",
+                                         (source_id,)).fetchall()
+               if objective_ids is None or row["id"] in objective_ids]
     copies = {row["id"]: new_id() for row in sources}
     db.executemany(
         """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id, team_id, assignee_id,
-               parent_objective_id, created_at, modified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               parent_objective_id, created_at, modified_at, carried_from_id)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         [(copies[row["id"]], row["name"], row["description"], row["is_company"], row["is_personal"], cycle["id"],
           row["team_id"], row["assignee_id"],
-          None if row["parent_objective_id"] in copies else row["parent_objective_id"], now, now)
+          None if row["parent_objective_id"] in copies else row["parent_objective_id"], now, now, row["id"])
          for row in sources],
     )
     # Parents within the cycle once every copy exists: a parent may have been made after its child.
@@ -86,6 +95,8 @@ def copy(db, source_id, values, author_id=None):
         events.record(db, "objective", "created", copied["id"], objective_json(copied), cycle_id=cycle["id"],
                       team_id=copied["team_id"])
     for row in db.execute("SELECT * FROM key_results WHERE cycle_id = ? ORDER BY seq", (source_id,)).fetchall():
+        if row["objective_id"] not in copies or key_result_ids is not None and row["id"] not in key_result_ids:
+            continue
         start = "0.00" if row["type"] == "milestone" else row["current_value"]
         copied = with_team(db, db.execute(
             """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence, current_value,
@@ -101,7 +112,9 @@ def copy(db, source_id, values, author_id=None):
 
 
 def delete(db, cycle_id):
-    """Deletes a cycle with its objectives, their key results and the key results' check-ins."""
+    """Deletes a cycle with its objectives, their key results and the key results' check-ins; CycleClosed when it
+    is closed."""
+    locks.require_open(db, cycle_id)
     with bulk_delete(db):
         # The foreign keys would cascade to the key results too, but a range delete
         # on the cycle's index is twice as fast as a cascade step per objective.

@@ -7,11 +7,14 @@ writer; asking here first lets the API refuse before it looks at If-Match, and w
 from ..errors import CycleClosed
 
 
+# The closed cycles, each with the name of who closed it.
+CLOSED = """SELECT c.*, u.name AS closed_by_name FROM cycles c LEFT JOIN users u ON u.id = c.closed_by
+            WHERE c.closed_at IS NOT NULL"""
+
+
 def closed_cycle(db, cycle_id):
     """The cycle's row (with closed_by_name) when it is closed, else None."""
-    return db.execute(
-        """SELECT c.*, u.name AS closed_by_name FROM cycles c LEFT JOIN users u ON u.id = c.closed_by
-           WHERE c.id = ? AND c.closed_at IS NOT NULL""", (cycle_id,)).fetchone()
+    return db.execute(CLOSED + " AND c.id = ?", (cycle_id,)).fetchone()
 
 
 def require_open(db, *cycle_ids):
@@ -23,15 +26,24 @@ def require_open(db, *cycle_ids):
                 raise CycleClosed(closed)
 
 
-def require_open_key_result(db, key_result_id):
-    """CycleClosed when the key result's cycle is closed (nothing when it does not exist)."""
-    row = db.execute("SELECT cycle_id FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
-    if row is not None:
-        require_open(db, row["cycle_id"])
+CYCLE_OF = {
+    "cycles": "SELECT id FROM cycles WHERE id = ?",
+    "objectives": "SELECT cycle_id FROM objectives WHERE id = ?",
+    "key_results": "SELECT cycle_id FROM key_results WHERE id = ?",
+    "checkins": "SELECT k.cycle_id FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq WHERE c.id = ?",
+    "comments": """SELECT coalesce(o.cycle_id, k.cycle_id) FROM comments c
+                   LEFT JOIN objectives o ON o.id = c.objective_id LEFT JOIN key_results k ON k.id = c.key_result_id
+                   WHERE c.id = ?""",
+}
 
 
-def require_open_objective(db, objective_id):
-    """CycleClosed when the objective's cycle is closed (nothing when it does not exist)."""
-    row = db.execute("SELECT cycle_id FROM objectives WHERE id = ?", (objective_id,)).fetchone()
-    if row is not None:
-        require_open(db, row["cycle_id"])
+def cycle_of(db, table, row_id):
+    """The id of the cycle a row of table (cycles, objectives, key_results, checkins, comments) is in; None when
+    there is no such row."""
+    row = db.execute(CYCLE_OF[table], (row_id,)).fetchone()
+    return row[0] if row else None
+
+
+def closed_cycles(db):
+    """Every closed cycle's row (with closed_by_name), by id: what an import may not change."""
+    return {row["id"]: row for row in db.execute(CLOSED)}

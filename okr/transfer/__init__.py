@@ -10,13 +10,13 @@ app or request: rows are checked with the API's own marshmallow schemas
 (okr.rules.body_schemas), written by okr.store.bulk, and CSV figures come from the
 report's query and okr.progress, so that a rule lives in one place.
 
-The okr-export format, version 3
+The okr-export format, version 5
 --------------------------------
 
 One JSON object in UTF-8. okr export writes it like this, one record to a line,
 and okr import reads it as it streams by, whatever its layout:
 
-    {"format": "okr-export", "version": 3,
+    {"format": "okr-export", "version": 5,
     "events": [
     {"id": "9b1f…", "type": "objective.updated", "created_at": "2026-11-22T10:15:30Z",
      "actor": {"type": "user", "id": "5c0e…", "name": "Ada Lovelace"}, "person_id": "5c0e…", …},
@@ -51,12 +51,13 @@ null:
                  oidc_subject
     teams        id, name, created_at, revision
     team_members team_id, user_id, joined_at
-    cycles       id, name, created_at, revision, starts_on, ends_on
+    cycles       id, name, created_at, revision, starts_on, ends_on, closed_at, closed_by
     objectives   id, name, description, is_company, is_personal, cycle_id, team_id,
-                 assignee_id, parent_objective_id, created_at, modified_at, revision
+                 assignee_id, parent_objective_id, created_at, modified_at, revision,
+                 outcome, score, reflection, carried_from_id
     key_results  id, objective_id, name, type, confidence, current_value,
                  target_value_min, target_value_max, created_at, modified_at, revision,
-                 owner_id, unit, unit_position
+                 owner_id, unit, unit_position, score
     checkins     id, key_result_id, value, confidence, comment, author_id, created_at
     comments     id, objective_id, key_result_id, author_id, body, created_at, modified_at, revision
     api_keys     credential, secret, name, read_only, created_at, revoked_at, user_id
@@ -66,7 +67,12 @@ UTC to the second ("2026-11-22T10:15:30Z"), decimals the stored strings
 ("0.50", "-5.00"), is_* and read_only true or false, revision the row's update
 counter (part of its ETag), a cycle's starts_on and ends_on ISO dates
 ("2026-10-01") or null, a key result's owner_id a user's id or null, its unit text
-of up to 12 characters or null and unit_position "before", "after" or null. A key result's cycle is its objective's, so it is
+of up to 12 characters or null and unit_position "before", "after" or null. A cycle's
+closed_at and closed_by are when it was closed and by whom (a user's id; null once
+deleted), both null while open; an objective's outcome, score, reflection and a key
+result's score are its close-out (okr.rules.body_schemas' rules, as PATCH takes them),
+null until given; an objective's carried_from_id the objective it was copied from
+(okr.store.cycles.copy), or null. A key result's cycle is its objective's, so it is
 not written; a check-in names its key result by id. A user's role is admin,
 editor or viewer; weekly_email whether the weekly reminders and digest go to
 them (the account page's switch); oidc_issuer and oidc_subject who they are at
@@ -128,7 +134,17 @@ editor, or a stored user whose role stays as it is; one without weekly_email
 is a new user who gets them, or a stored user whose choice stays; one without
 oidc_issuer and oidc_subject a new user with no link, or a stored user whose
 link stays. An API key without a user_id is a new service key, or a stored key
-whose user stays. A version 3 file may leave those fields out the same way.
+whose user stays. A version 3 file may leave those fields out the same way. Version 4
+has no closing fields: a new cycle is open and a new objective or key result has no
+close-out and no carried-from link; a stored one keeps its own.
+
+A closed cycle: the file's cycles are written without their closing, and once every
+section is written each is closed as the file says (okr.store.bulk.close_cycle), so that
+schema.sql's triggers, which refuse any write inside a closed cycle, let the file's own
+rows in. A cycle closed in the database refuses a merge that would change anything inside
+it: a record in it (or moved in or out) that differs from what is stored, a new one, or
+its own row or closing changed; the refusal names the record and the cycle
+(rows.closed_refusal). A record identical to the stored one is left alone, unwritten.
 
 okr import checks the whole file before it writes anything, and then writes it
 in one transaction: a problem anywhere leaves the database as it was. It

@@ -35,6 +35,11 @@ What a run does:
   creation (its first, the start of its progress) and whenever an update moves
   its current_value or confidence. It is dated the key result's modified_at,
   when the source set that value.
+- A cycle closed here is locked (okr.store.locks): before writing anything, a
+  run reads that cycle, its objectives and its key results from the source,
+  and stops, naming the cycle, when any of them is new or differs from what is
+  stored. A row the source has moved out of a closed cycle (listed under
+  another cycle) fails alone, with the same words.
 - A dry run does all of this on a private copy of the database, which it then
   deletes: the counts are the real run's, and the database is not touched.
 
@@ -53,13 +58,13 @@ from ..clock import new_id
 from ..rules import names
 from ..rules.email_addresses import RULE_WORDS
 from ..rules.ids import UUID_PATTERN
-from ..store import bulk, sections, users
+from ..store import bulk, locks, sections, users
 from ..store import objectives as stored_objectives
 from ..store.bulk import NOT_GIVEN, OPTIONAL
 from ..store.schema import connect, migrate
 from ..store.scratch import remove_leftovers, scratch_folder
 from .api_client import ApiError
-from .rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record
+from .rows import FIELDS, NULLABLE, SINGULAR, Refusal, checked_record, closed_refusal
 
 RESOURCES = ("users", "teams", "cycles", "objectives", "key_results")
 OUTCOMES = ("created", "updated", "unchanged", "failed")
@@ -253,10 +258,14 @@ class Importer:
         self.batch = batch or OBJECTIVES_BATCH
         self.progress = progress or (lambda **event: None)
         self.failed = {name: {} for name in RESOURCES}  # id -> reason, for rows failed in this run
+        self.closed = {}  # the cycles closed here, by id: nothing in them may change
 
     # --- the run
 
     def run(self):
+        self.closed = locks.closed_cycles(self.db)
+        if self.closed:
+            self.require_closed_unchanged()
         cycles = []
         for name in ("users", "teams", "cycles"):
             self.progress(stage=name)
@@ -279,6 +288,31 @@ class Importer:
             for page in self.source.pages("key_results", cycle_id=cycle_id):
                 self.write_page("key_results", page)
         self.result.complete = True
+
+    def require_closed_unchanged(self):
+        """SourceError naming the cycle, before anything is written, when the source would change anything in a
+        cycle closed here: the cycle itself, or an objective or key result it lists in it (new or different)."""
+        listed = []  # closed here and listed by the source: a cycle only here has nothing to compare
+        for page in self.source.pages("cycles"):
+            for item in page:
+                if item_id(item) in self.closed:
+                    self.require_unchanged("cycles", item, item_id(item))
+                    listed.append(item_id(item))
+        for cycle_id in listed:
+            for name in ("objectives", "key_results"):
+                for page in self.source.pages(name, cycle_id=cycle_id):
+                    for item in page:
+                        self.require_unchanged(name, item, cycle_id)
+
+    def require_unchanged(self, name, item, cycle_id):
+        row_id, values, reason = self.checked(name, item)
+        if reason:
+            return  # the run reports it as a failed row, and writes nothing of it
+        stored = sections.stored(self.db, name, row_id)
+        if stored is None or self.differs(name, dict(zip(FIELDS[name], values)), stored):
+            what = "changes" if stored is not None else "adds"
+            raise SourceError(f"{closed_refusal(self.closed[cycle_id])} (the source {what} {SINGULAR[name]} "
+                              f"{row_id} in it): nothing imported")
 
     def checked(self, name, item):
         """(id, the row's values as stored, None) for a source object the API's schemas take; (id, None, why)
@@ -423,6 +457,9 @@ class Importer:
             self.db.execute("ROLLBACK TO import_row")
             self.db.execute("RELEASE import_row")
             reason = str(problem) if isinstance(problem, Refusal) else f"the database refuses it: {problem}"
+            closed = [cycle_id for cycle_id in sections.cycles_of(self.db, name, row) if cycle_id in self.closed]
+            if closed:  # moved in or out of a closed cycle: schema.sql's triggers refused it
+                reason = str(closed_refusal(self.closed[closed[0]]))
             raise RowRefused(name, row["id"], reason) from None
         self.db.execute("RELEASE import_row")
         return outcome
@@ -430,7 +467,6 @@ class Importer:
     def upsert(self, name, row, values):
         """Creates or updates the row when it differs from the stored one; ("created" | "updated" |
         "unchanged", the fields that differ)."""
-        fields = FIELDS[name]
         stored = sections.stored(self.db, name, row["id"])
         if name == "users":
             holder = users.other_with_email(self.db, row["email"], row["id"])
@@ -442,15 +478,20 @@ class Importer:
             if name == "key_results":
                 self.check_in(row)
             return "created", []
-        # created_at never changes; revision is this database's own count.
-        changed = [field for field in fields if field not in ("id", "created_at", "revision")
-                   and row[field] is not NOT_GIVEN and stored[field] != row[field]]
+        changed = self.differs(name, row, stored)
         if not changed:
             return "unchanged", []
         bulk.write_row(self.db, name, values)
         if name == "key_results" and ("current_value" in changed or "confidence" in changed):
             self.check_in(row)
         return "updated", changed
+
+    @staticmethod
+    def differs(name, row, stored):
+        """The fields whose value the row would change in the stored one."""
+        # created_at never changes; revision is this database's own count.
+        return [field for field in FIELDS[name] if field not in ("id", "created_at", "revision")
+                and row[field] is not NOT_GIVEN and stored[field] != row[field]]
 
     def check_in(self, row):
         """The check-in the API records when a key result is created or its value moves."""

@@ -7,11 +7,11 @@ import uuid
 from ..rules.email_addresses import RULE_WORDS, email_key
 from ..rules.ids import UUID_RE
 from ..rules.strict_json import reject_constant, reject_duplicate_keys
-from ..store import bulk, events, objectives, sections, users
+from ..store import bulk, events, locks, objectives, sections, users
 from ..store import database as database_rows
 from .export import section_rows
 from .reader import file_digest, records
-from .rows import DATA_SECTIONS, FIELDS, NOT_GIVEN, PLURAL, SECTIONS, SINGULAR, Refusal, checked
+from .rows import DATA_SECTIONS, FIELDS, NOT_GIVEN, PLURAL, SECTIONS, SINGULAR, Refusal, checked, closed_refusal
 
 
 def contents(db):
@@ -48,6 +48,7 @@ class Check:
         self.links = {}  # (oidc_issuer, oidc_subject) -> index in users
         self.parents = {}  # objective id -> its parent's id, or None
         self.forward = []  # (index, parent id) of parents not seen yet when checked
+        self.carried = []  # (index, carried_from_id) of objectives carried from one not seen yet when checked
 
     def in_database(self, name, value):
         return self.merge and sections.exists(self.db, name, value)
@@ -115,7 +116,9 @@ class Check:
 
     check_events = check_teams  # an event's ids name rows that may be gone: no references to resolve
 
-    check_cycles = check_teams
+    def check_cycles(self, where, index, row, key):
+        if row["closed_by"] not in (None, NOT_GIVEN) and not self.exists("users", row["closed_by"]):
+            raise self.missing(where, "closed_by", row["closed_by"], "users")
 
     def check_team_members(self, where, index, row, key):
         for field, name in (("team_id", "teams"), ("user_id", "users")):
@@ -130,6 +133,9 @@ class Check:
         self.parents[key] = None if parent is None else compact(parent)
         if parent is not None and not self.exists("objectives", parent):
             self.forward.append((index, parent))  # perhaps further down the file
+        source = row["carried_from_id"]
+        if source not in (None, NOT_GIVEN) and not self.exists("objectives", source):
+            self.carried.append((index, source))  # likewise
 
     def check_key_results(self, where, index, row, key):
         if not self.exists("objectives", row["objective_id"]):
@@ -159,6 +165,10 @@ class Check:
                 if compact(parent) not in self.parents:
                     raise self.missing(f"objectives[{index}]", "parent_objective_id", parent, "objectives")
             self.forward = []
+            for index, source in self.carried:
+                if compact(source) not in self.ids["objectives"]:
+                    raise self.missing(f"objectives[{index}]", "carried_from_id", source, "objectives")
+            self.carried = []
             self.check_loops()
 
     def parent_of(self, objective):
@@ -228,6 +238,8 @@ def import_file(db, path, merge=False, include_keys=False):
     if not include_keys:
         counts["api_keys"] = {"left_out": 0}
     newest = {name: sections.newest_seq(db, name) for name in SECTIONS}
+    closed = locks.closed_cycles(db) if merge else {}  # what may not change: an empty database has none
+    closings = []  # how the file's cycles are closed, set once what is inside them is written
     written = []
     try:
         for name, index, record in records(path, written):
@@ -237,23 +249,29 @@ def import_file(db, path, merge=False, include_keys=False):
             # Values stored as the file has them need no second check: the file is the same (see below).
             values = (tuple(record.get(field, NOT_GIVEN) for field in FIELDS[name]) if canonical
                       else checked(name, index, record))
-            try:
-                if name == "events":
-                    seq = bulk.add_event(db, values)
-                elif name == "checkins":
-                    seq = bulk.add_checkin(db, dict(zip(FIELDS[name], values)), skip_recorded=merge, record=False)
-                else:
-                    seq = bulk.write_row(db, name, values, new=not merge, record=False)
-            except sqlite3.IntegrityError as error:
-                raise Refusal(f"{name}[{index}]: the database refuses it: {error}") from None
+            if name == "cycles":
+                values, closing = open_for_now(values)
+            if closed and inside_closed(db, closed, name, index, values):
+                seq = None  # the same as stored: nothing to write (schema.sql's triggers would refuse even that)
+            else:
+                seq = write(db, name, index, values, merge)
             outcome = "unchanged" if seq is None else "added" if seq > newest[name] else "updated"
             counts[name][outcome] += 1
+            if name == "cycles" and closing is not None:
+                closings.append((index, *closing, seq is not None))
     except (Refusal, KeyError, TypeError, sqlite3.Error):
         if file_digest(path) != hashes[0]:  # what failed was not what was checked
             raise Refusal("it changed while it was being imported") from None
         raise
     if written != hashes:
         raise Refusal("it changed while it was being imported")
+    for index, cycle_id, closed_at, closed_by, revision, row_written in closings:
+        if bulk.close_cycle(db, cycle_id, closed_at, closed_by, revision, row_written) is not None:
+            if cycle_id in closed:  # reopened, or closed at another time, by the file
+                raise Refusal(f"cycles[{index}]: {closed_refusal(closed[cycle_id])}")
+            if not row_written:
+                counts["cycles"]["unchanged"] -= 1
+                counts["cycles"]["updated"] += 1
     if had_an_admin and not users.any_active_admin(db):
         # As okr.store.users keeps one: someone must be left to manage people.
         raise Refusal("it would leave no active admin: it demotes or deactivates every admin the database has; "
@@ -262,6 +280,45 @@ def import_file(db, path, merge=False, include_keys=False):
     events.record(db, "data", "imported", hashes[0], {"file": os.path.basename(path), "sha256": hashes[0],
                                                       "merge": merge, "counts": counts})
     return counts
+
+
+def write(db, name, index, values, merge):
+    """Writes one checked record: its seq when added or updated, None when left as it was."""
+    try:
+        if name == "events":
+            return bulk.add_event(db, values)
+        if name == "checkins":
+            return bulk.add_checkin(db, dict(zip(FIELDS[name], values)), skip_recorded=merge, record=False)
+        return bulk.write_row(db, name, values, new=not merge, record=False)
+    except sqlite3.IntegrityError as error:
+        raise Refusal(f"{name}[{index}]: the database refuses it: {error}") from None
+
+
+CLOSED_AT, CLOSED_BY, CYCLE_REVISION = (FIELDS["cycles"].index(field) for field in ("closed_at", "closed_by",
+                                                                                     "revision"))
+
+
+def open_for_now(values):
+    """A cycle's values to write first, without its closing (a stored row keeps its own, a new one is open: the
+    rows inside it come after it in the file, and schema.sql's triggers refuse them in a closed cycle), and
+    (id, closed_at, closed_by, revision) to set after them; None when the record does not say (an older format)."""
+    closed_at, closed_by = values[CLOSED_AT], values[CLOSED_BY]
+    if closed_at is NOT_GIVEN:
+        return values, None
+    opened = tuple(NOT_GIVEN if position in (CLOSED_AT, CLOSED_BY) else value for position, value in enumerate(values))
+    return opened, (values[0], closed_at, None if closed_by is NOT_GIVEN else closed_by, values[CYCLE_REVISION])
+
+
+def inside_closed(db, closed, name, index, values):
+    """Whether the record is, or would be, inside a cycle closed in the database (closed: by id), holding what is
+    stored; Refusal naming the cycle when it would change anything there: an import changes nothing in one."""
+    row = dict(zip(FIELDS[name], values))
+    touched = [cycle_id for cycle_id in sections.cycles_of(db, name, row) if cycle_id in closed]
+    if not touched:
+        return False
+    if not sections.unchanged(db, name, row):
+        raise Refusal(f"{name}[{index}]: {closed_refusal(closed[touched[0]])}")
+    return True
 
 
 STRICT_JSON = json.JSONDecoder(parse_constant=reject_constant, object_pairs_hook=reject_duplicate_keys)

@@ -12,8 +12,9 @@ from marshmallow import ValidationError, validate, validates_schema
 from ..rules.fields import StrictBool, Text
 from ..rules.ids import UUID_RE
 from ..rules.messages import flatten
-from ..rules.body_schemas import (NAME_MAX, BodySchema, CommentSchema, UserSchema, checkin_schema, cycle_update_schema,
-                             KeyResultSchema, UnitFields, group_update_schema, objective_schema)
+from ..rules.body_schemas import (NAME_MAX, BodySchema, ClosingFields, CommentSchema, KeyResultEditSchema,
+                                  KeyResultSchema, ObjectiveSchema, UnitFields, UserSchema, checkin_schema,
+                                  cycle_update_schema, group_update_schema)
 from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL, event_text
 from ..store.events import MAX_ID_LENGTH as MAX_EVENT_ID
 from ..store.users import ROLES
@@ -21,8 +22,9 @@ from ..store.users import ROLES
 FORMAT = "okr-export"
 # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner;
 # 3 the comments section, and users' weekly_email, oidc_issuer and oidc_subject; 4 key results' unit and
-# unit_position.
-VERSION = 4
+# unit_position; 5 cycles' closed_at and closed_by, objectives' outcome, score, reflection and carried_from_id, key
+# results' score.
+VERSION = 5
 
 SECTIONS = tuple(FIELDS)  # in file order: events, the data, api_keys
 WRITTEN = SECTIONS[:-1]  # always written; api_keys only when asked for
@@ -32,11 +34,14 @@ DATA_SECTIONS = WRITTEN[1:]  # what makes a database not empty: events alone do 
 OPTIONAL_SECTIONS = frozenset({"events", "team_members", "comments"})
 REQUIRED_SECTIONS = tuple(name for name in DATA_SECTIONS if name not in OPTIONAL_SECTIONS)
 BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only", "weekly_email"})
-TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at"})
+TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at", "closed_at"})
+# Ids whose field name does not end in _id: who closed a cycle.
+OTHER_IDS = frozenset({"closed_by"})
 # Fields that may be null (a team member's user_id may not: its schema refuses null).
 NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
                       "target_value_max", "comment", "author_id", "revoked_at", "user_id", "starts_on", "ends_on",
-                      "owner_id", "oidc_issuer", "oidc_subject", "unit", "unit_position"})
+                      "owner_id", "oidc_issuer", "oidc_subject", "unit", "unit_position", "closed_at", "closed_by",
+                      "outcome", "score", "reflection", "carried_from_id"})
 # And fields that may be null in one section only: a comment is on an objective or on a key result.
 NULLABLE_IN = {"comments": frozenset({"objective_id", "key_result_id"})}
 SINGULAR = {"events": "event", "users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",
@@ -48,6 +53,12 @@ PLURAL = {name: f"{word}s" for name, word in SINGULAR.items()}
 
 class Refusal(Exception):
     """Why a file cannot be imported, in one line (where, then what)."""
+
+
+def closed_refusal(cycle):
+    """The refusal of a change inside a closed cycle (its row), naming it: every importer's words."""
+    return Refusal(f"cycle {json.dumps(cycle['name'] or 'Unnamed cycle', ensure_ascii=False)} is closed; an admin "
+                   "must reopen it before this import")
 
 
 # What a file never holds, and why: {table, or table.column: (what, why)}. okr import's report names them,
@@ -131,8 +142,15 @@ class CommentRowSchema(CommentSchema):
 
 
 class KeyResultRowSchema(KeyResultSchema, UnitFields):
-    """A key result as the file holds it: as the API creates one, with its unit as PATCH sets it (absent from
-    files before version 4: see OPTIONAL)."""
+    """A key result as the file holds it: as the API creates one, with its unit and score as PATCH sets them
+    (absent from files before versions 4 and 5: see OPTIONAL)."""
+
+    score = KeyResultEditSchema._declared_fields["score"]  # PATCH's own rule (each schema copies its fields)
+
+
+class ObjectiveRowSchema(ObjectiveSchema, ClosingFields):
+    """An objective as the file holds it: as the API creates one, with its close-out as PATCH sets it (absent
+    from files before version 5)."""
 
 
 class TeamMemberSchema(BodySchema):
@@ -148,7 +166,7 @@ SCHEMAS = {
     "teams": group_update_schema,
     "team_members": TeamMemberSchema(),
     "cycles": cycle_update_schema,
-    "objectives": objective_schema,
+    "objectives": ObjectiveRowSchema(),
     "key_results": KeyResultRowSchema(),
     "checkins": checkin_schema,
     "comments": CommentRowSchema(),
@@ -269,13 +287,18 @@ def checked_record(name, record):
         value = record.get(field, NOT_GIVEN)
         if value is NOT_GIVEN or value is None and field in nullable:
             continue
-        if (field == "id" or field.endswith("_id")) and not (isinstance(value, str) and UUID_RE.fullmatch(value)):
+        if (field == "id" or field.endswith("_id") or field in OTHER_IDS) and not (isinstance(value, str) and UUID_RE.fullmatch(value)):
             raise Refusal(f"{field}: must be a lowercase UUID, not {json.dumps(value, default=str)}")
         if field in TIMESTAMPS and not valid_timestamp(value):
             raise Refusal(f"{field}: must be an RFC 3339 UTC time to the second, such as "
                           f"2026-11-22T10:15:30Z, not {json.dumps(value, default=str)}")
         if field == "revision" and not (type(value) is int and value >= 0):
             raise Refusal(f"revision: must be a whole number from 0, not {json.dumps(value, default=str)}")
+    if name == "cycles" and record.get("closed_by") not in (None, NOT_GIVEN) and \
+            record.get("closed_at") in (None, NOT_GIVEN):
+        raise Refusal("closed_by: given without closed_at (a cycle closed by someone has the time it was closed)")
+    if name == "objectives" and record.get("carried_from_id") == record["id"]:
+        raise Refusal("carried_from_id: must be another objective's id, not its own")
     try:
         loaded = SCHEMAS[name].load(record)  # the schemas leave out the fields they do not know
     except ValidationError as error:

@@ -40,6 +40,7 @@ def back_to(row):
 
 @bp.route("/checkins/<checkin_id>/edit", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def edit_checkin(checkin_id):
     """Shows a check-in's correction form, and saves its value, confidence and comment."""
     db = get_db()
@@ -63,6 +64,7 @@ def edit_checkin(checkin_id):
 
 @bp.route("/checkins/<checkin_id>/delete", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def delete_checkin(checkin_id):
     """Asks before deleting a check-in, and deletes it; the key result goes back to its latest remaining one."""
     stored = changeable(checkin_id)

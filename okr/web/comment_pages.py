@@ -58,6 +58,7 @@ def written(kind, parent_id, show):
 
 @bp.post("/objectives/<objective_id>/comments")
 @sessions.editors_only
+@editing.unlocked
 def comment_on_objective(objective_id):
     """Adds a comment to an objective from the form under it."""
     return written("objective", objective_id, show_objective)
@@ -65,6 +66,7 @@ def comment_on_objective(objective_id):
 
 @bp.post("/keyresults/<key_result_id>/comments")
 @sessions.editors_only
+@editing.unlocked
 def comment_on_key_result(key_result_id):
     """Adds a comment to a key result from the form under it."""
     return written("key_result", key_result_id, render_key_result)
@@ -87,6 +89,7 @@ def changeable(comment_id):
 
 @bp.route("/comments/<comment_id>/edit", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def edit_comment(comment_id):
     """Shows a comment's form, and saves it unless someone changed it meanwhile."""
     stored = changeable(comment_id)
@@ -106,6 +109,7 @@ def edit_comment(comment_id):
 
 @bp.route("/comments/<comment_id>/delete", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def delete_comment(comment_id):
     """Asks before deleting a comment, and deletes it."""
     stored = changeable(comment_id)

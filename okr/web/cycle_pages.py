@@ -13,10 +13,11 @@ from flask import redirect, render_template, request, url_for
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
+from ..reports import closing
 from ..rules.body_schemas import cycle_schema, cycle_update_schema
 from ..store import cycles
 from . import editing
-from .views import bp
+from .views import bp, now
 
 FIELDS = ("name", "starts_on", "ends_on")
 LABELS = {"name": "the name", "starts_on": "the start date", "ends_on": "the end date"}
@@ -66,6 +67,7 @@ def new_cycle():
 
 @bp.route("/cycles/<cycle_id>/edit", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def edit_cycle(cycle_id):
     """Shows a cycle's form, and saves its name and dates unless someone changed them meanwhile."""
     db = get_db()
@@ -81,6 +83,7 @@ def edit_cycle(cycle_id):
 
 @bp.route("/cycles/<cycle_id>/delete", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def delete_cycle(cycle_id):
     """Asks before deleting a cycle (saying what goes with it), and deletes it."""
     db = get_db()
@@ -97,21 +100,46 @@ def delete_cycle(cycle_id):
 @bp.route("/cycles/<cycle_id>/copy", methods=["GET", "POST"])
 @sessions.editors_only
 def copy_cycle(cycle_id):
-    """Shows the form for a copy of a cycle (the next one, its name and dates suggested), and makes it."""
+    """Shows the form for a copy of a cycle (the next one, its name and dates suggested, what goes picked), and
+    makes it with the objectives and key results picked."""
     db = get_db()
     source = cycles.get(db, cycle_id)
+    choices = closing.carry_choices(db, source, now())
     if request.method == "GET":
-        return render_template("cycle-copy.html", source=source, form=suggested(source), errors={})
+        return copy_form(source, choices, suggested(source), default_picks(choices))
     form = editing.typed(FIELDS)
+    picks = posted_picks()
     try:
         values = checked(cycle_update_schema, form)
     except Invalid as error:
-        return render_template("cycle-copy.html", source=source, form=form, errors=error.fields), 400
-    cycle = cycles.copy(db, cycle_id, values, author_id=access.person_id())
+        return copy_form(source, choices, form, picks or default_picks(choices), error.fields), 400
+    objective_ids, key_result_ids = picks or (None, None)
+    cycle = cycles.copy(db, cycle_id, values, author_id=access.person_id(), objective_ids=objective_ids,
+                        key_result_ids=key_result_ids)
     held = cycles.doomed(db, cycle["id"])  # what the new cycle holds: the copies
     copied = (f"{editing.counted(held['objectives'], 'objective')} and "
               f"{editing.counted(held['key_results'], 'key result')} were")
     return render_template("cycle-copy.html", source=source, cycle=cycle, copied=copied)
+
+
+def copy_form(source, choices, form, picks, errors=None):
+    objective_ids, key_result_ids = picks
+    return render_template("cycle-copy.html", source=source, form=form, errors=errors or {}, choices=choices,
+                           objective_ids=objective_ids, key_result_ids=key_result_ids)
+
+
+def default_picks(choices):
+    """The ids checked at first: okr.reports.closing.carry_choices says which."""
+    return ({node["id"] for node in choices if node["carry"]},
+            {key_result["id"] for node in choices for key_result in node["key_results"] if key_result["carry"]})
+
+
+def posted_picks():
+    """The ids of the objectives and key results checked in the posted form, or None when it sent no boxes (a form
+    without them copies everything, as before there were boxes; with them, none checked is a pick too)."""
+    if not request.form.get("picked"):
+        return None
+    return set(request.form.getlist("objective")), set(request.form.getlist("key_result"))
 
 
 def suggested(source):

@@ -5,6 +5,7 @@ The pages for cycles, teams, objectives and key results (okr.web.edit_*) build o
 okr.store's, the rules okr.rules.body_schemas', so that a page accepts exactly what the API accepts.
 """
 import json
+from functools import wraps
 
 from flask import render_template, request
 from marshmallow import ValidationError
@@ -12,13 +13,31 @@ from marshmallow import ValidationError
 from ..db import get_db
 from ..errors import Invalid
 from ..rules import merging
-from ..store import events
+from ..store import events, locks
 from ..rules.messages import flatten
 from . import forms
 
 # The hidden fields every edit form carries: the revision it was made from, and what its fields held then.
 REVISION_FIELD = "revision"
 ORIGINAL_FIELD = "original"
+
+
+def unlocked(view):
+    """A page's view that changes something in a cycle: a 409 page (okr.store.locks) when that cycle is closed,
+    found from the view's objective, key result, check-in, comment or cycle id, or the form's query."""
+    @wraps(view)
+    def guarded(**ids):
+        db = get_db()
+        given = {**request.args.to_dict(), **ids}
+        if "checkin_id" in given or "comment_id" in given:
+            table = "checkins" if "checkin_id" in given else "comments"
+            locks.require_open(db, locks.cycle_of(db, table, given.get("checkin_id") or given["comment_id"]))
+        for name, table in (("cycle_id", "cycles"), ("objective_id", "objectives"),
+                            ("parent_objective_id", "objectives"), ("key_result_id", "key_results")):
+            if given.get(name):
+                locks.require_open(db, locks.cycle_of(db, table, given[name]))
+        return view(**ids)
+    return guarded
 
 
 def typed(names):

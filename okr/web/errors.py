@@ -7,9 +7,10 @@ from ..accounts.password_links import INVITATION, LinkNotValid
 from ..accounts.sessions import FormRefused, NotAllowed, SessionUnavailable
 from ..accounts.sign_in import SignInsBusy
 from ..accounts.throttle import Throttled
-from ..errors import Busy, Conflict, DatabaseTrouble, DatabaseUnusable, DiskFull, Invalid, NotFound
+from ..errors import Busy, Conflict, CycleClosed, DatabaseTrouble, DatabaseUnusable, DiskFull, Invalid, NotFound
 from ..rules.messages import flatten
 from ..store.invitations import VALID_FOR as INVITATION_LIFE
+from .wording import closed_note
 
 
 class PageError(HTTPException):
@@ -71,6 +72,10 @@ def answer(error):
     if isinstance(error, (Invalid, ValidationError)):
         fields = error.fields if isinstance(error, Invalid) else flatten(error.messages)
         return page(400, "Not saved", " ".join(f"{field}: {text}" for field, text in fields.items()))
+    if isinstance(error, CycleClosed):
+        return page(409, "This cycle is closed", closed_note(error.cycle) if error.cycle is not None else
+                    "Nothing in a closed cycle can be changed, checked in or commented on until an admin reopens "
+                    "it.")
     if isinstance(error, Conflict):
         return page(409, "Not saved", str(error))
     if isinstance(error, SessionUnavailable):

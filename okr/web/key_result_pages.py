@@ -153,6 +153,7 @@ def owner_note(user):
 
 @bp.route("/keyresults/new", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def new_key_result():
     """Shows the new key result form, and creates the key result, with its first check-in, from it."""
     db = get_db()
@@ -171,6 +172,7 @@ def new_key_result():
 
 @bp.route("/keyresults/<key_result_id>/edit", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def edit_key_result(key_result_id):
     """Shows a key result's form, and saves it unless someone changed it meanwhile (a new value is a check-in)."""
     db = get_db()
@@ -195,6 +197,7 @@ def edit_key_result(key_result_id):
 
 @bp.route("/keyresults/<key_result_id>/delete", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def delete_key_result(key_result_id):
     """Asks before deleting a key result (saying how many check-ins go with it), and deletes it."""
     db = get_db()

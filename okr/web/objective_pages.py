@@ -19,7 +19,7 @@ from ..rules.body_schemas import objective_schema, objective_update_schema
 from ..store import cycles, objectives, teams, users
 from . import charts, editing
 from .tree import key_result_html
-from .views import bp, now
+from .views import bp, mark_closed, now
 
 FIELDS = ("name", "description", "kind", "team_id", "assignee_id", "parent_objective_id", "cycle_id")
 # The form's kind, and the API's (is_company, is_personal) it stands for.
@@ -141,6 +141,7 @@ def show_objective(objective_id):
         raise NotFound("objective")
     node = report["objective"]
     cycle = cycles.get(db, node["cycle_id"])
+    mark_closed(db, cycle["id"])
     people = {row["id"]: row["name"] for row in users.names_of(
         db, [node["assignee_id"], *(k.get("owner_id") for k in node["key_results"])])}
     team = teams.named(db, node["team_id"])
@@ -157,6 +158,7 @@ def show_objective(objective_id):
 
 @bp.route("/objectives/new", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def new_objective():
     """Shows the new objective form, and creates the objective from it."""
     db = get_db()
@@ -179,6 +181,7 @@ def new_objective():
 
 @bp.route("/objectives/<objective_id>/edit", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def edit_objective(objective_id):
     """Shows an objective's form, and saves it unless someone changed it meanwhile."""
     db = get_db()
@@ -197,6 +200,7 @@ def edit_objective(objective_id):
 
 @bp.route("/objectives/<objective_id>/delete", methods=["GET", "POST"])
 @sessions.editors_only
+@editing.unlocked
 def delete_objective(objective_id):
     """Asks before deleting an objective (saying what goes with it), and deletes it."""
     db = get_db()

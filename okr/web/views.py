@@ -15,7 +15,7 @@ from pathlib import Path
 
 from urllib.parse import unquote, urlsplit
 
-from flask import (Blueprint, current_app, make_response, redirect, render_template, request, stream_template,
+from flask import (Blueprint, current_app, g, make_response, redirect, render_template, request, stream_template,
                    url_for)
 from markupsafe import Markup
 
@@ -28,7 +28,7 @@ from ..records import cycle_details_json
 from ..reports import alignment, review, spooled, streaming, timelines
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
-from ..store import checkins, cycles, key_results, objectives, teams, users
+from ..store import checkins, cycles, key_results, locks, objectives, teams, users
 from ..store import reports as report_rows
 from ..store import timelines as stored_timelines
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
@@ -62,6 +62,10 @@ def page_globals():
         "signed_out": signed_out,
         "may_write": lambda: not signed_out() and access.may_write(page_actor(), "POST"),
         "may_manage_people": lambda: not signed_out() and access.may_manage_people(page_actor()),
+        "may_change": lambda: not signed_out() and access.may_write(page_actor(), "POST") and
+        g.get("closed_cycle") is None,
+        "closed_cycle": lambda: g.get("closed_cycle"),
+        "may_reopen": lambda: not signed_out() and access.may_reopen_cycles(page_actor()),
         "has_endpoint": has_endpoint,
         "service_root": proxies.service_root,
         "limits": LIMITS,
@@ -72,6 +76,12 @@ def page_globals():
 def quantity_filter(decimal_text, unit=None, position=None):
     """{{ value|quantity(kr.unit, kr.unit_position) }}: a stored decimal as people read it ("$42,000", "12 ms")."""
     return quantities.shown(decimal_text, unit, position)
+
+
+def mark_closed(db, cycle_id):
+    """Draws this page as one of a cycle: when it is closed, a note says so (who, when) and may_change() is false,
+    so that no control offers a change the lock would refuse."""
+    g.closed_cycle = locks.closed_cycle(db, cycle_id)
 
 
 def signed_out():
@@ -205,6 +215,7 @@ def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
     """The review page's context, its costly parts Lazy; big: a cycle whose burn-up is read as its check-ins
     stream (a point a week), too big to replay them in memory."""
     moment = now()
+    mark_closed(db, cycle["id"])
     kept = {"team_id": chosen["team_id"], "assignee_id": chosen["assignee_id"]}
     # What tells whether the figures and the burn-up kept still hold: read once for both (a big cycle's walks
     # millions of check-ins).
@@ -403,6 +414,7 @@ def render_key_result(key_result_id, form=None, errors=None, confirm=None):
     history = checkins.latest(db, key_result_id, HISTORY_ROWS + 1)
     shown = history[:HISTORY_ROWS]
     cycle = cycles.get(db, objective["cycle_id"])
+    mark_closed(db, cycle["id"])
     # A key result always has a first check-in, unless rows were deleted behind the API's back.
     line = timelines.key_result_timeline(db, node, cycle["starts_on"], cycle["ends_on"])
     chart = None if line is None else charts.value_chart(

@@ -129,3 +129,16 @@ def time_gone(starts_on, ends_on, today, elapsed):
     if today > end:
         return f"Ended {day(ends_on)} · {said}"
     return f"Week {week} of {weeks} · {said}"
+
+
+OUTCOME_WORDS = {"achieved": "Achieved", "partly_achieved": "Partly achieved", "missed": "Missed",
+                 "dropped": "Dropped", "carried_over": "Carried over"}
+
+
+def closed_note(cycle):
+    """What a page says of a closed cycle (a row with name, closed_at and closed_by_name): who closed it, when,
+    and that nothing in it changes until an admin reopens it."""
+    who = cycle["closed_by_name"] or "someone without a name (an API key, or while sign-in was off)"
+    name = cycle["name"] or "Unnamed cycle"
+    return (f"{name} is closed: {who} closed it on {day(cycle['closed_at'][:10])}. Nothing in it can be "
+            "changed, checked in or commented on until an admin reopens it.")

@@ -155,8 +155,9 @@ def fix_decimals(body):
     for name in ("current_value", "target_value_min", "target_value_max", "value"):
         if body.get(name) is not None and not valid_decimal(body[name]):
             body[name] = chance.choice(["0", "12.5", "-3.25", 100])
-    if "confidence" in body and not valid_decimal(body["confidence"], 0, 1):
-        body["confidence"] = chance.choice(["0", "0.75", 1])
+    for name in ("confidence", "score"):  # a fraction from 0 to 1 (a score may also be null)
+        if body.get(name) is not None and not valid_decimal(body[name], 0, 1):
+            body[name] = chance.choice(["0", "0.75", 1])
 
 
 def fix_targets(body):
@@ -204,6 +205,7 @@ def make_patch_consistent(case, app, body):
     if table == "objectives":
         if body.get("is_company", stored["is_company"]) and body.get("is_personal", stored["is_personal"]):
             body["is_personal"] = False
+        fix_decimals(body)  # its close-out score
         return
     if table == "checkins":
         fix_decimals(body)  # the stored value and confidence are valid; what the patch sends must be too

@@ -18,7 +18,7 @@ from okr.transfer import from_simpleokr
 from okr.cli.import_simpleokr import Progress
 from okr.transfer.api_client import Client
 from okr.db import init_db, transaction
-from okr.store import users
+from okr.store import closing as cycle_closing, users
 
 KR_TYPES = {"positive": {"target_value_min": "500"}, "negative": {"target_value_min": "5", "current_value": "40"},
             "range": {"target_value_min": "1", "target_value_max": "4"}, "milestone": {}, "baseline": {}}
@@ -474,3 +474,49 @@ def test_imported_users_are_editors_and_a_stored_users_role_stays(app, runner, s
     assert changed["updated"] == [{"resource": "users", "id": ada["id"], "fields": ["name"]}]
     with app.app_context(), transaction(write=False) as db:
         assert tuple(db.execute("SELECT name, role FROM users").fetchone()) == ("Ada King", "viewer")
+
+
+# --- a cycle closed here (issue 36): the source may not change anything inside it
+
+
+@pytest.mark.slow
+def test_a_change_inside_a_cycle_closed_here_stops_the_run_naming_it_before_anything_is_written(
+        app, runner, source, capsys, tmp_path):
+    named = fill(source)
+    report(run(runner, source, "--json"))
+    with app.app_context(), transaction() as db:
+        cycle_closing.close(db, named["q1"]["id"], None, {"objectives": {}, "key_results": {}})
+    # The source holds what the closed cycle holds: the run goes through, leaving it as it is.
+    assert counts(report(run(runner, source, "--json"))) == same("unchanged", **SIZES)
+
+    source.api.rename_team(named["platform"]["id"], "Plateforme")  # outside the cycle: nothing goes in either
+    source.api.patch_objective(named["early"]["id"], name="Changed after closing")
+    before = dumped(app)
+    key = ["--credential", source.key["credential"], "--secret", source.key["secret"]]
+    for dry_run in ([], ["--dry-run"]):
+        line = okr_line(capsys, tmp_path, "--base-url", source.url, *key, *dry_run)
+        assert line == (f'okr: cycle "2026 Q1" is closed; an admin must reopen it before this import (the source '
+                        f'changes objective {named["early"]["id"]} in it): nothing imported')
+    assert dumped(app) == before
+
+
+def dumped(app):
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        return list(db.iterdump())
+
+
+@pytest.mark.slow
+def test_a_row_the_source_moved_out_of_a_cycle_closed_here_fails_alone_naming_it(app, runner, source):
+    named = fill(source)
+    report(run(runner, source, "--json"))
+    with app.app_context(), transaction() as db:
+        cycle_closing.close(db, named["q1"]["id"], None, {"objectives": {}, "key_results": {}})
+    source.api.patch_objective(named["late"]["id"], cycle_id=named["q2"]["id"])
+    moved = report(run(runner, source, "--json"), status=1)
+    closed = 'cycle "2026 Q1" is closed; an admin must reopen it before this import'
+    reasons = {(row["resource"], row["id"]): row["reason"] for row in moved["failed"]}
+    assert reasons[("objectives", named["late"]["id"])] == closed
+    # What hangs on it (its child, the child's key results) fails with it; nothing else fails.
+    assert reasons[("objectives", named["early"]["id"])].endswith("that objective was not imported")
+    assert all(reason == closed or reason.endswith("that objective was not imported") for reason in reasons.values())
+    assert moved["cycles"]["updated"] == 0
