@@ -111,7 +111,8 @@ def test_an_invited_person_chooses_a_password_and_checks_in_as_themselves(browse
         assert history_rows(page).count() == rows + 1
         newest = history_rows(page).first.locator("td")
         assert text_of(newest.nth(3)) == "Referral programme, by Lin"
-        assert text_of(newest.last) == "Lin Invited"  # the Author column
+        assert text_of(newest.nth(4)) == "Lin Invited"  # the Author column
+        assert text_of(newest.last) == "Correct · Delete"  # hers, made just now: she may change it
 
         # The API, signed with the service key, names the same author by id.
         recorded = [c for c in service.checkins(key_result) if c["comment"] == "Referral programme, by Lin"]
