@@ -75,12 +75,7 @@ def cycle_and_team(cycle_id):
     team_id = uuid_arg("team_id")
     db = get_db()
     cycle = cycles.get(db, cycle_id)
-    if team_id is None:
-        return db, cycle, None
-    found = teams.named(db, team_id)
-    if found is None:
-        raise NotFound("team")
-    return db, cycle, {"id": found["id"], "name": found["name"]}
+    return db, cycle, teams.chosen(db, team_id)
 
 
 @bp.get("/cycles/<cycle_id>/retrospective")

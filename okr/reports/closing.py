@@ -28,16 +28,12 @@ def close_out(db, cycle, now):
     return nodes
 
 
-def suggestions(db, cycle, now):
-    """What closing gives whatever is not scored: {"objectives": {id: (score, outcome)}, "key_results": {id:
-    score}}, the outcome suggested from the objective's own score when it has one."""
-    objectives, key_results = {}, {}
-    for node in close_out(db, cycle, now):
-        score = node["score"] or node["suggested_score"]
-        objectives[node["id"]] = (node["suggested_score"], progress.suggested_outcome(score))
-        for key_result in node["key_results"]:
-            key_results[key_result["id"]] = key_result["suggested_score"]
-    return {"objectives": objectives, "key_results": key_results}
+def suggestions(nodes):
+    """The scores closing gives whatever is not scored, from close_out's nodes: {"objectives": {id: score},
+    "key_results": {id: score}} (None for a baseline)."""
+    return {"objectives": {node["id"]: node["suggested_score"] for node in nodes},
+            "key_results": {key_result["id"]: key_result["suggested_score"]
+                            for node in nodes for key_result in node["key_results"]}}
 
 
 # What a copy of a cycle leaves unchecked at first: an objective that ended so, and a key result at full progress.

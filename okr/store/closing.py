@@ -1,11 +1,11 @@
 """Closing out a cycle: each objective's outcome, score and reflection and each key result's score, saved in as
 many sittings as people need; then the cycle closed (locked: okr.store.locks) and maybe reopened by an admin."""
-from .. import clock
+from .. import clock, progress
 from ..errors import Conflict
-from . import events, locks
+from ..records import cycle_dates_json
+from . import events
 from .checkins import with_team
 from .common import fetch
-from ..records import cycle_dates_json
 
 CLOSING_FIELDS = ("outcome", "score", "reflection")
 
@@ -16,8 +16,8 @@ def closing_json(row):
 
 def score_objective(db, stored, values):
     """The objective (its stored row) with the close-out fields values holds (outcome, score, reflection; absent
-    ones stay); its revision moves on when any changed, with an objective.scored event."""
-    locks.require_open(db, stored["cycle_id"])
+    ones stay); its revision moves on when any changed, with an objective.scored event. Its callers have asked
+    okr.store.locks (schema.sql's triggers refuse it in a closed cycle anyway)."""
     merged = {**closing_json(stored), **{field: values[field] for field in CLOSING_FIELDS if field in values}}
     if merged == closing_json(stored):
         return stored
@@ -32,8 +32,7 @@ def score_objective(db, stored, values):
 
 def score_key_result(db, stored, score):
     """The key result (its stored row) with this final score (two-decimal text or None); its revision moves on
-    when it changed, with a key_result.scored event."""
-    locks.require_open(db, stored["cycle_id"])
+    when it changed, with a key_result.scored event (its callers have asked okr.store.locks)."""
     if score == stored["score"]:
         return stored
     row = with_team(db, db.execute(
@@ -50,16 +49,16 @@ def closed_json(row):
 
 
 def close(db, cycle_id, person_id, suggestions):
-    """Closes the cycle (its row back): what is not scored yet takes its suggestion first, suggestions being
-    {"objectives": {id: (score, outcome)}, "key_results": {id: score}}; Conflict when it is closed already."""
+    """Closes the cycle (its row back): what is not scored yet takes its suggested score first, suggestions being
+    okr.reports.closing.suggestions' {"objectives": {id: score}, "key_results": {id: score}}, and an objective
+    without an outcome the one its final score suggests; Conflict when it is closed already."""
     cycle = fetch("cycles", "cycle", db, cycle_id)
     if cycle["closed_at"] is not None:
         raise Conflict("cycle is already closed")
     for row in db.execute("SELECT * FROM objectives WHERE cycle_id = ? AND (score IS NULL OR outcome IS NULL) "
                           "ORDER BY seq", (cycle_id,)).fetchall():
-        score, outcome = suggestions["objectives"].get(row["id"], (None, None))
-        score_objective(db, row, {"score": row["score"] if row["score"] is not None else score,
-                                  "outcome": row["outcome"] or outcome})
+        score = row["score"] if row["score"] is not None else suggestions["objectives"].get(row["id"])
+        score_objective(db, row, {"score": score, "outcome": row["outcome"] or progress.suggested_outcome(score)})
     for row in db.execute("SELECT * FROM key_results WHERE cycle_id = ? AND score IS NULL ORDER BY seq",
                           (cycle_id,)).fetchall():
         if suggestions["key_results"].get(row["id"]) is not None:

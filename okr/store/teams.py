@@ -1,6 +1,7 @@
 """Teams."""
 from functools import partial
 
+from ..errors import NotFound
 from ..records import team_json
 from . import events
 from .common import count, create_group, deleted_or_missing, fetch, keyset_page, rename_group
@@ -43,6 +44,16 @@ def pick_list(db):
 def named(db, team_id):
     """The team's id and name, or None."""
     return db.execute("SELECT id, name FROM teams WHERE id = ?", (team_id,)).fetchone()
+
+
+def chosen(db, team_id):
+    """A filter's team as {"id", "name"}: None without one (team_id None), NotFound when there is no such team."""
+    if team_id is None:
+        return None
+    found = named(db, team_id)
+    if found is None:
+        raise NotFound("team")
+    return {"id": found["id"], "name": found["name"]}
 
 
 def oldest_first(db):

@@ -12,11 +12,10 @@ from ..reports import retrospective
 from ..rules import percentages
 from ..store import cycles, teams
 from ..transfer.export import CSV_ENCODING, spreadsheet_text
-from .errors import PageError
+from . import wording
 from .views import bp, csv_file_name, filter_arg
 
-OUTCOME_WORDS = {"achieved": "Achieved", "partly_achieved": "Partly achieved", "missed": "Missed",
-                 "dropped": "Dropped", "carried_over": "Carried over", "not_scored": "Not scored yet"}
+OUTCOME_WORDS = {**wording.OUTCOME_WORDS, "not_scored": "Not scored yet"}
 
 
 def chosen(cycle_id):
@@ -24,12 +23,7 @@ def chosen(cycle_id):
     team_id = filter_arg("team_id")
     db = get_db()
     cycle = cycles.get(db, cycle_id)
-    if team_id is None:
-        return db, cycle, None
-    found = teams.named(db, team_id)
-    if found is None:
-        raise PageError(404, "No such team", "The team in this link does not exist (it may have been deleted).")
-    return db, cycle, {"id": found["id"], "name": found["name"]}
+    return db, cycle, teams.chosen(db, team_id)
 
 
 @bp.get("/cycles/<cycle_id>/retrospective")

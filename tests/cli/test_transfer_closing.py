@@ -28,7 +28,7 @@ def close(app, cycle_id, person_id):
     with app.app_context(), transaction() as db:
         cycle = cycles.get(db, cycle_id)
         now = parse_timestamp(okr_clock.utc_now())
-        closing.close(db, cycle_id, person_id, closing_report.suggestions(db, cycle, now))
+        closing.close(db, cycle_id, person_id, closing_report.suggestions(closing_report.close_out(db, cycle, now)))
 
 
 @pytest.fixture

@@ -157,3 +157,14 @@ def test_your_week_and_the_weekly_emails_leave_a_closed_cycle_out(app, client, c
     assert current() == [cycle["id"]]
     assert client.post(f"/v1/cycles/{cycle['id']}/close").status_code == 200
     assert current() == []
+
+
+def test_closing_suggests_the_outcome_from_the_score_saved_with_it(client, cycle, objective, key_result):
+    """A score typed on the page that closes, with no outcome chosen: the outcome follows that score (0.9:
+    achieved), not the progress's suggestion (0.3: partly achieved)."""
+    path = f"/cycles/{cycle['id']}/close"
+    page = client.get(path, headers=HTML).text
+    assert client.post(path, data={"csrf_token": csrf(page), "action": "close", f"o-{objective['id']}-outcome": "",
+                                   f"o-{objective['id']}-score": "0.9"}).status_code == 303
+    node = report_of(client, cycle)["objectives"][0]
+    assert (node["score"], node["outcome"]) == ("0.90", "achieved")
