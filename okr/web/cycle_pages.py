@@ -104,15 +104,14 @@ def copy_cycle(cycle_id):
     makes it with the objectives and key results picked."""
     db = get_db()
     source = cycles.get(db, cycle_id)
-    choices = closing.carry_choices(db, source, now())
     if request.method == "GET":
-        return copy_form(source, choices, suggested(source), default_picks(choices))
+        return copy_form(db, source, suggested(source))
     form = editing.typed(FIELDS)
     picks = posted_picks()
     try:
         values = checked(cycle_update_schema, form)
     except Invalid as error:
-        return copy_form(source, choices, form, picks or default_picks(choices), error.fields), 400
+        return copy_form(db, source, form, picks, error.fields), 400
     objective_ids, key_result_ids = picks or (None, None)
     cycle = cycles.copy(db, cycle_id, values, author_id=access.person_id(), objective_ids=objective_ids,
                         key_result_ids=key_result_ids)
@@ -122,8 +121,11 @@ def copy_cycle(cycle_id):
     return render_template("cycle-copy.html", source=source, cycle=cycle, copied=copied)
 
 
-def copy_form(source, choices, form, picks, errors=None):
-    objective_ids, key_result_ids = picks
+def copy_form(db, source, form, picks=None, errors=None):
+    """The copy form, its boxes checked as picks says (None: as okr.reports.closing.carry_choices says), which is
+    read only here: a copy made needs no report of the source."""
+    choices = closing.carry_choices(db, source, now())
+    objective_ids, key_result_ids = picks or default_picks(choices)
     return render_template("cycle-copy.html", source=source, form=form, errors=errors or {}, choices=choices,
                            objective_ids=objective_ids, key_result_ids=key_result_ids)
 
