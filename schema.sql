@@ -492,3 +492,60 @@ WHEN (SELECT closed_at FROM cycles WHERE id = coalesce(
 BEGIN
     SELECT RAISE(ABORT, 'cycle is closed');
 END;
+
+-- Metric sources (version 14). A connection is an admin's: a kind, an address and a secret, the secret sealed
+-- with the server's key (okr.sources.sealing: Fernet, the key outside the database), never in clear. A
+-- source is an editor's: one key result read through one connection by a query (and a JSONPath or a cell),
+-- run by the background process every every_minutes. state: active, failing (failures in a row since
+-- failing_since, the last's reason in last_error; the last good value stays) or stopped (after 20 failures;
+-- an editor starts it again). A connection in use is not deleted (the store refuses first).
+CREATE TABLE IF NOT EXISTS connections (
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    id             TEXT NOT NULL UNIQUE,
+    name           TEXT NOT NULL UNIQUE CHECK (length(name) BETWEEN 1 AND 100),
+    kind           TEXT NOT NULL CHECK (kind IN ('http_json', 'csv', 'postgresql', 'sqlite', 'prometheus')),
+    address        TEXT NOT NULL CHECK (length(address) BETWEEN 1 AND 2000),
+    headers        TEXT NOT NULL DEFAULT '{}',
+    sealed_secret  TEXT,
+    inside_network INTEGER NOT NULL DEFAULT 0 CHECK (inside_network IN (0, 1)),
+    created_at     TEXT NOT NULL,
+    modified_at    TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sources (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    id              TEXT NOT NULL UNIQUE,
+    key_result_seq  INTEGER NOT NULL UNIQUE REFERENCES key_results (seq) ON DELETE CASCADE,
+    connection_seq  INTEGER NOT NULL REFERENCES connections (seq) ON DELETE CASCADE,
+    query           TEXT NOT NULL CHECK (length(query) BETWEEN 1 AND 10000),
+    path            TEXT CHECK (path IS NULL OR length(path) BETWEEN 1 AND 1000),
+    every_minutes   INTEGER NOT NULL DEFAULT 60 CHECK (every_minutes BETWEEN 15 AND 1440),
+    state           TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'failing', 'stopped')),
+    failures        INTEGER NOT NULL DEFAULT 0,
+    failing_since   TEXT,
+    last_error      TEXT,
+    last_run_at     TEXT,
+    next_run_at     TEXT NOT NULL,
+    created_by      TEXT REFERENCES users (id) ON DELETE SET NULL,
+    created_at      TEXT NOT NULL,
+    modified_at     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sources_by_connection ON sources (connection_seq);
+CREATE INDEX IF NOT EXISTS sources_due ON sources (next_run_at) WHERE state != 'stopped';
+CREATE INDEX IF NOT EXISTS sources_by_maker ON sources (created_by) WHERE created_by IS NOT NULL;
+-- What a value a source wrote was read from: the request as run (secrets as ***), what replays it exactly
+-- (JSON, no secret), the moment asked for, when it was read, the SHA-256 of the whole answer and its first
+-- 64 KB. The check-in's author is the source: source_name is its connection's name then. connection_seq lets
+-- Recompute run it again (NULL once that connection is gone).
+CREATE TABLE IF NOT EXISTS evidence (
+    checkin_seq    INTEGER PRIMARY KEY REFERENCES checkins (seq) ON DELETE CASCADE,
+    connection_seq INTEGER REFERENCES connections (seq) ON DELETE SET NULL,
+    source_name    TEXT NOT NULL,
+    request        TEXT NOT NULL,
+    replay         TEXT NOT NULL,
+    as_of          TEXT,
+    read_at        TEXT NOT NULL,
+    sha256         TEXT NOT NULL,
+    answer         BLOB NOT NULL,
+    answer_size    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS evidence_by_connection ON evidence (connection_seq) WHERE connection_seq IS NOT NULL;

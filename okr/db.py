@@ -158,6 +158,35 @@ def get_db():
     return db
 
 
+def reads_first(view):
+    """Marks a view that reads, does slow work (a metric source read over the network), then writes in own_write:
+    its request's transaction only reads until then, and holds no write lock (okr.pipeline.request_writes)."""
+    view.reads_first = True
+    return view
+
+
+def finish_reading():
+    """Ends the request's reading transaction, so that no snapshot is held over slow work."""
+    db = g.get("db")
+    if db is not None and db.in_transaction:
+        db.execute("COMMIT")
+
+
+class InRequest:
+    """okr.sources.syncing's Transactions inside a reads_first request: its reading transaction (ended before
+    the slow work), then writes of their own (own_write)."""
+
+    @contextmanager
+    def reading(self):
+        yield get_db()
+        finish_reading()
+
+    @contextmanager
+    def writing(self):
+        with own_write() as db:
+            yield db
+
+
 def request_writes():
     """Whether the request now served may write: the pipeline decides (okr.pipeline.request_writes), from its method."""
     return current_app.extensions["okr_request_writes"]()

@@ -165,7 +165,10 @@ def answers_in_json():
 def request_writes():
     """Whether this request may write: its connection then checks the file first, and its transaction takes the
     write lock up front (okr.db); a read gets a snapshot."""
-    return request.method not in READ_METHODS
+    if request.method in READ_METHODS:
+        return False
+    # A view that reads a metric source over the network writes only after, in a transaction of its own (okr.db).
+    return not getattr(current_app.view_functions.get(request.endpoint), "reads_first", False)
 
 
 def answer_failure(error):

@@ -119,3 +119,60 @@ def comment_json(row):
         "created_at": row["created_at"],
         "modified_at": row["modified_at"],
     }
+
+
+def connection_json(row, needs_secret=False):
+    """A connection of metric sources as the API shows it to admins: never its secret, only whether it has one
+    and whether it needs it again (a database restored where its key is not)."""
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "kind": row["kind"],
+        "address": row["address"],
+        "headers": row["headers"],
+        "has_secret": row["sealed_secret"] is not None,
+        "needs_secret": needs_secret,
+        "inside_network": row["inside_network"],
+        "sources": row.get("sources"),
+        "created_at": row["created_at"],
+        "modified_at": row["modified_at"],
+    }
+
+
+def source_json(row, takes_as_of):
+    """A key result's source as the API shows it to editors: its query, path, schedule and state."""
+    return {
+        "id": row["id"],
+        "key_result_id": row["key_result_id"],
+        "connection_id": row["connection_id"],
+        "connection_name": row["connection_name"],
+        "kind": row["kind"],
+        "query": row["query"],
+        "path": row["path"],
+        "every_minutes": row["every_minutes"],
+        "takes_as_of": takes_as_of,
+        "state": row["state"],
+        "failures": row["failures"],
+        "failing_since": row["failing_since"],
+        "last_error": row["last_error"],
+        "last_run_at": row["last_run_at"],
+        "next_run_at": row["next_run_at"],
+        "created_at": row["created_at"],
+        "modified_at": row["modified_at"],
+    }
+
+
+def evidence_json(row):
+    """What a source-written check-in's value was read from (the answer's bytes are their own endpoint)."""
+    return {
+        "checkin_id": row["checkin_id"],
+        "key_result_id": row["key_result_id"],
+        "value": row["value"],
+        "source_name": row["source_name"],
+        "request": row["request"],
+        "as_of": row["as_of"],
+        "read_at": row["read_at"],
+        "sha256": row["sha256"],
+        "answer_size": row["answer_size"],
+        "answer_kept": len(row["answer"]),
+    }

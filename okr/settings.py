@@ -227,6 +227,7 @@ EMAIL = "Email"
 WEBHOOKS = "Webhooks"
 OIDC = "Sign-in by OpenID Connect"
 SIGN_IN = "Sign-in throttle and sessions"
+SOURCES = "Metric sources"
 
 DAY = 86_400
 AUTO_WORKERS_MOST = 8  # --workers auto: one per CPU the server may use, at most this many
@@ -310,6 +311,17 @@ SETTINGS = (
     setting("SESSION_HOURS", Integer(1, 24 * 366), 12, "hours a dashboard session lasts", SIGN_IN),
     setting("READ_ONLY_KEY_SESSION_DAYS", Integer(1, 3660), 30, "days a read-only API key's session lasts",
             SIGN_IN),
+
+    # No flag: every user's `ps` shows flags.
+    setting("SECRET_KEY", Text(), None, "the key that seals connections' secrets (a Fernet key); unset: the key "
+            "file DATABASE.key, made on first use", SOURCES),
+    setting("SOURCE_TIMEOUT", Seconds(1, 600), 30, "seconds a source's read may take, connect to last byte",
+            SOURCES),
+    setting("SOURCE_RETRY_SCHEDULE", SecondsList(60, 7 * DAY), (5 * 60, 30 * 60, 6 * 3600),
+            "seconds before each retry of a failing source (each ±10 %); the last repeats", SOURCES),
+    setting("SOURCE_STOP_AFTER", Integer(1, 10_000), 20, "failures in a row after which a source stops", SOURCES),
+    setting("SOURCE_MAIL_AFTER", Integer(1, 10_000), 3, "failures in a row after which the owner is emailed",
+            SOURCES),
 )
 
 BY_NAME = {entry.name: entry for entry in SETTINGS}

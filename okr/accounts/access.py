@@ -196,7 +196,9 @@ def require_write(actor, method):
 # The rights a page may need beyond reading, each as a refusal names it: what was refused.
 RIGHTS = {"editing": "change anything", "people": "manage people (invite them, change their roles, deactivate "
                                                   "them)",
-          "webhooks": "manage webhooks", "boards": "make or revoke board links", "reopening": "reopen a closed cycle"}
+          "webhooks": "manage webhooks", "boards": "make or revoke board links", "reopening": "reopen a closed cycle",
+          "connections": "manage the connections of metric sources",
+          "sources": "see or change a key result's source (its query, its evidence)"}
 
 
 def refusal(actor, right):
@@ -227,6 +229,19 @@ def may_reopen_cycles(actor):
     """Whether this actor (None: auth is off) may reopen a closed cycle: an admin, with a key or session that may
     write (closing one needs editing only)."""
     return actor is None or (actor.role == "admin" and not actor.read_only)
+
+
+def may_manage_connections(actor):
+    """Whether this actor (None: auth is off) may add, change, delete and list the connections of metric sources
+    (their addresses and secrets): an admin, with a key or session that may write."""
+    return actor is None or (actor.role == "admin" and not actor.read_only)
+
+
+def may_see_sources(actor):
+    """Whether this actor (None: auth is off) may see key results' sources (their queries and paths) and the
+    evidence of their values, and change them: whoever may write (an editor, an admin, a service key). Never a
+    viewer or a read-only key: a query can name the company's systems."""
+    return may_write(actor, "PUT")
 
 
 def may_change_comment(actor, comment):

@@ -4,10 +4,10 @@ HTTP only: the rules live in okr.rules, the writes in okr.store; okr.pipeline ru
 check and answers failures through errors.answer.
 """
 from . import (checkins, comments, cycles, events, health, key_results, me, objectives, openapi, reports, search,
-               team_members, teams, users)
+               sources, team_members, teams, users)
 
 
 def init_app(app):
     for module in (objectives, key_results, checkins, comments, reports, cycles, teams, team_members, users, me, events,
-                   search, openapi, health):
+                   search, sources, openapi, health):
         app.register_blueprint(module.bp)

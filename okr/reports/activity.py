@@ -171,6 +171,8 @@ def actor_name(actor):
         return name + (f" (with the API key “{actor['key']['name']}”)" if actor.get("key") else "")
     if actor["type"] == "key":
         return f"The API key “{actor.get('name') or actor.get('id')}”"
+    if actor["type"] == "source":
+        return f"The source “{actor.get('name') or actor.get('id')}”"
     return {"okr": "The service", "open access": "Someone (sign-in off)",
             "single sign-on": "A first sign-in with the identity provider"}.get(actor.get("name"),
                                                                             f"The command “{actor.get('name')}”")
@@ -270,6 +272,10 @@ def what(event, names):
         return ["was refused for ", data.get("name") or "someone", ", whose account is linked to another sign-in"]
     if kind == "data" and action == "imported":
         return [imported(data)]
+    if kind == "key_result" and action == "source_failed":
+        stopped = " and has stopped" if data.get("state") == "stopped" else ""
+        return [f"failed ({data.get('error') or 'no reason given'}){stopped}, {data.get('failures')} times in a "
+                "row; key result ", subject(event, names), f" keeps its value {data.get('value')}"]
     it = subject(event, names)
     if action == "created":
         if kind == "key_result":

@@ -1,9 +1,10 @@
 """The marshmallow schema of every request body: what the API, the pages, the commands and the importers accept."""
 import copy
+import re
 import unicodedata
 from decimal import Decimal
 
-from marshmallow import EXCLUDE, Schema, ValidationError, missing, post_load, pre_load, validate, validates_schema
+from marshmallow import EXCLUDE, Schema, fields, ValidationError, missing, post_load, pre_load, validate, validates_schema
 
 from .fields import DateText, DecimalString, PersonName, StrictBool, Text, UnitPosition, UnitText
 
@@ -269,3 +270,87 @@ class UserSchema(BodySchema):
 
 
 user_schema = UserSchema()
+
+
+# Metric sources (okr.sources): an admin's connection, an editor's source, a fill-back.
+SOURCE_KINDS = ("http_json", "csv", "postgresql", "sqlite", "prometheus")
+SECRET_MAX = 10_000
+HEADERS_MOST = 20
+HEADER_NAME = re.compile(r"[A-Za-z0-9-]+")
+
+
+class Headers(fields.Dict):
+    """A connection's headers: {name: value} of text, at most HEADERS_MOST, names of HTTP token characters,
+    no line breaks anywhere."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, dict):
+            raise ValidationError("Must be an object of header names and values.")
+        if len(value) > HEADERS_MOST:
+            raise ValidationError(f"At most {HEADERS_MOST} headers.")
+        for name, text in value.items():
+            if not (isinstance(name, str) and name and len(name) <= 100 and HEADER_NAME.fullmatch(name)):
+                raise ValidationError("Each header name must be letters, digits and -, up to 100 characters.")
+            if not isinstance(text, str) or len(text) > 2000 or any(ord(char) < 32 or ord(char) == 127
+                                                                    for char in text):
+                raise ValidationError(f"The value of {name} must be text of up to 2,000 characters on one line.")
+        return dict(value)
+
+
+class ConnectionSchema(BodySchema):
+    """Adds a connection (an admin's): its secret is sealed, never shown again."""
+
+    name = Text(required=True, max_length=100, not_blank=True)
+    kind = Text(required=True, validate=validate.OneOf(SOURCE_KINDS))
+    address = Text(required=True, max_length=2000, not_blank=True)
+    headers = Headers(load_default=dict)
+    secret = Text(max_length=SECRET_MAX, allow_none=True, load_default=None)
+    inside_network = StrictBool(load_default=False)
+
+
+class ConnectionPatchSchema(BodySchema):
+    """Changes a connection: the fields sent; secret: a new one, or null for none (absent: it stays)."""
+
+    name = Text(max_length=100, not_blank=True)
+    kind = Text(validate=validate.OneOf(SOURCE_KINDS))
+    address = Text(max_length=2000, not_blank=True)
+    headers = Headers()
+    secret = Text(max_length=SECRET_MAX, allow_none=True)
+    inside_network = StrictBool()
+
+
+class SourceSchema(BodySchema):
+    """Attaches a key result to a connection (an editor's): the query (and JSONPath or cell) and how often."""
+
+    connection_id = Text(required=True, max_length=100)
+    query = Text(required=True, max_length=10_000, not_blank=True)
+    path = Text(max_length=1000, allow_none=True, load_default=None)
+    every_minutes = fields.Integer(strict=True, load_default=60, validate=validate.Range(15, 1440))
+
+
+class SourceTestSchema(BodySchema):
+    """Tests a source before it is saved; all absent: the key result's own."""
+
+    connection_id = Text(max_length=100)
+    query = Text(max_length=10_000, not_blank=True)
+    path = Text(max_length=1000, allow_none=True)
+
+
+class FillSchema(BodySchema):
+    """Fills a key result's history back from its source: from (the cycle's start), to (yesterday), step."""
+
+    first = DateText(data_key="from", allow_none=True, load_default=None)
+    last = DateText(data_key="to", allow_none=True, load_default=None)
+    step = Text(load_default="daily", validate=validate.OneOf(("daily", "weekly")))
+
+    @validates_schema
+    def in_order(self, data, **kwargs):
+        if data.get("first") and data.get("last") and data["last"] < data["first"]:
+            raise ValidationError({"to": ["Must not be before from."]})
+
+
+connection_schema = ConnectionSchema()
+connection_patch_schema = ConnectionPatchSchema()
+source_schema = SourceSchema()
+source_test_schema = SourceTestSchema()
+fill_schema = FillSchema()

@@ -25,11 +25,11 @@ def record(db, key_result, value, confidence, now, comment=None, author_id=None)
         "id": new_id(), "key_result_id": key_result["id"], "value": value, "confidence": confidence,
         "comment": comment, "author_id": author_id, "created_at": now,
     }
-    db.execute(
+    checkin["seq"] = db.execute(
         """INSERT INTO checkins (id, key_result_seq, value, confidence, comment, author_id, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?)""",
         (checkin["id"], key_result["seq"], value, confidence, comment, author_id, now),
-    )
+    ).lastrowid
     events.record(db, "checkin", "created", checkin["id"], checkin_json(checkin), parent_id=key_result["id"],
                   cycle_id=key_result["cycle_id"], team_id=key_result["team_id"])
     return checkin
@@ -56,6 +56,70 @@ def check_in(db, key_result_id, value, confidence=None, comment=None, author_id=
     ).fetchone())
     key_result_updated(db, before, key_result)
     return record(db, key_result, value, key_result["confidence"], now, comment, author_id)
+
+
+def in_effect(db, key_result_seq, moment):
+    """The value and confidence a key result had at moment (RFC 3339): its latest check-in dated then or before
+    (the starting one when none is), as (value, confidence)."""
+    row = db.execute("""SELECT value, confidence FROM checkins WHERE key_result_seq = ? AND created_at <= ?
+                        ORDER BY created_at DESC, seq DESC LIMIT 1""", (key_result_seq, moment)).fetchone()
+    if row is None:
+        row = db.execute("SELECT value, confidence FROM checkins WHERE key_result_seq = ? ORDER BY seq LIMIT 1",
+                         (key_result_seq,)).fetchone()
+    return (row[0], row[1]) if row else (None, None)
+
+
+def starting_date(db, key_result_seq):
+    """When a key result's starting check-in was made (RFC 3339), or None."""
+    row = db.execute("SELECT created_at FROM checkins WHERE key_result_seq = ? ORDER BY seq LIMIT 1",
+                     (key_result_seq,)).fetchone()
+    return row[0] if row else None
+
+
+def record_dated(db, key_result_id, value, moment):
+    """Records a check-in dated moment (RFC 3339, in the past) with the confidence in effect then, keeping the
+    history in date order (resequence); the key result follows its latest check-in. Returns the check-in as
+    written (with its seq)."""
+    before = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
+    if before is None:
+        raise NotFound("key result")
+    _, confidence = in_effect(db, before["seq"], moment)
+    key_result = with_team(db, before)
+    checkin = record(db, key_result, value, confidence or before["confidence"], moment)
+    return checkin
+
+
+def resequence(db, key_result_seq):
+    """Puts a key result's check-ins after its starting one in date order again, once check-ins dated in the past
+    were added (seq is the order every history and report reads). Those out of place are written again with new
+    seqs, keeping their ids, authors and evidence. {old seq: new seq} of those moved."""
+    rows = db.execute("SELECT * FROM checkins WHERE key_result_seq = ? ORDER BY seq", (key_result_seq,)).fetchall()
+    rest = rows[1:]
+    ordered = sorted(rest, key=lambda row: (row["created_at"], row["seq"]))
+    first_out = next((index for index, (a, b) in enumerate(zip(rest, ordered)) if a["seq"] != b["seq"]), None)
+    if first_out is None:
+        return {}
+    moving = ordered[first_out:]
+    seqs = [row["seq"] for row in moving]
+    marks = ",".join("?" * len(seqs))
+    kept = {row["checkin_seq"]: dict(row) for row in db.execute(
+        f"SELECT * FROM evidence WHERE checkin_seq IN ({marks})", seqs)}
+    db.execute(f"DELETE FROM checkins WHERE seq IN ({marks})", seqs)
+    moved = {}
+    for row in moving:
+        moved[row["seq"]] = db.execute(
+            """INSERT INTO checkins (id, key_result_seq, value, confidence, comment, author_id, created_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?)""",
+            (row["id"], key_result_seq, row["value"], row["confidence"], row["comment"], row["author_id"],
+             row["created_at"])).lastrowid
+        evidence = kept.get(row["seq"])
+        if evidence is not None:
+            evidence["checkin_seq"] = moved[row["seq"]]
+            columns = ", ".join(evidence)
+            db.execute(f"INSERT INTO evidence ({columns}) VALUES ({', '.join('?' * len(evidence))})",
+                       tuple(evidence.values()))
+    follow_latest(db, key_result_seq)
+    return moved
 
 
 def key_result_updated(db, before, row):

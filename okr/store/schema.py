@@ -44,6 +44,41 @@ def connect(path, busy_timeout_ms):
     return db
 
 
+class OwnTransactions:
+    """Transactions on a connection of its own, outside any request (the background process, the commands): a
+    context manager that closes it; reading() and writing() each yield it inside a transaction, committed at the
+    end of the block, rolled back should it raise."""
+
+    def __init__(self, path, busy_timeout_ms):
+        self.db = connect(path, busy_timeout_ms)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.db.close()
+
+    @contextmanager
+    def reading(self):
+        with self.transaction("BEGIN") as db:
+            yield db
+
+    @contextmanager
+    def writing(self):
+        with self.transaction("BEGIN IMMEDIATE") as db:
+            yield db
+
+    @contextmanager
+    def transaction(self, begin):
+        self.db.execute(begin)
+        try:
+            yield self.db
+            self.db.execute("COMMIT")
+        finally:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+
+
 def leave_checkpoints_to_litestream():
     """From now on, this process's connections (and those of the processes it forks) never checkpoint.
 
@@ -99,7 +134,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 def holds_tables(db):
@@ -257,8 +292,8 @@ def add_closing(db):
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
-# Versions 3, 5 and 12 added the web_secrets, web_sessions and board_links tables, which schema.sql creates: no
-# step of their own.
+# Versions 3, 5, 12 and 14 added the web_secrets, web_sessions, board_links and metric sources' tables, which
+# schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
               9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing}

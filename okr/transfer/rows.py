@@ -189,7 +189,7 @@ def checked(name, index, record):
 
 EVENT_TYPE = re.compile(r"[a-z_]+\.[a-z_]+")
 RESOURCE_TYPE = re.compile(r"[a-z_]+")
-ACTOR_TYPES = ("user", "key", "system")
+ACTOR_TYPES = ("user", "key", "system", "source")
 # An event's ids (MAX_EVENT_ID) may name rows that are gone.
 MAX_EVENT_TEXT = NAME_MAX  # an actor's name: a user's or a key's
 
