@@ -188,7 +188,7 @@ RESOURCE_ID = f"^[^\\u0000-\\u001f]{{1,{MAX_ID_LENGTH}}}$"
 
 
 class EventActor(Schema):
-    type = fields.String(required=True, metadata={"enum": ["user", "key", "system"]})
+    type = fields.String(required=True, metadata={"enum": ["user", "key", "system", "source"]})
     id = fields.String(required=True, allow_none=True, metadata={
         "pattern": RESOURCE_ID, "description": "A user's id, an API key's credential; null for the system."})
     name = fields.String(required=True, allow_none=True)
@@ -227,6 +227,111 @@ class Comment(Schema):
     modified_at = timestamp_field()
 
 
+def text_field(description, allow_none=True, **metadata):
+    return fields.String(required=True, allow_none=allow_none, metadata={"description": description, **metadata})
+
+
+def moment_field(description):
+    return fields.String(required=True, allow_none=True, metadata={
+        "format": "date-time", "example": "2026-11-22T10:15:30Z", "description": description})
+
+
+SHA256 = {"pattern": "^[0-9a-f]{64}$"}
+
+
+class Connection(Schema):
+    id = uuid_field()
+    name = text_field("What people call it (unique).", allow_none=False)
+    kind = fields.String(required=True, metadata={"enum": list(body_schemas.SOURCE_KINDS)})
+    address = text_field("A base URL (http_json, csv, prometheus), postgresql://user@host:port/db, or an SQLite "
+                         "file's path.", allow_none=False)
+    headers = fields.Dict(required=True, keys=fields.String(), values=fields.String(), metadata={
+        "description": "Headers sent with each request (HTTP kinds); {secret} in a value stands for the secret."})
+    has_secret = fields.Boolean(required=True, metadata={"description": "Whether it has a secret (never shown)."})
+    needs_secret = fields.Boolean(required=True, metadata={
+        "description": "Its secret is sealed under a key this server does not have (a restored database): give "
+                       "it again; its sources fail until then."})
+    inside_network = fields.Boolean(required=True, metadata={
+        "description": "Private and loopback addresses allowed (HTTP kinds); link-local and metadata never."})
+    sources = fields.Integer(required=True, metadata={"description": "How many key results read it."})
+    created_at = timestamp_field()
+    modified_at = timestamp_field()
+
+
+class Source(Schema):
+    id = uuid_field()
+    key_result_id = uuid_field()
+    connection_id = uuid_field()
+    connection_name = text_field("The connection's name: the author of the values it writes.", allow_none=False)
+    kind = fields.String(required=True, metadata={"enum": list(body_schemas.SOURCE_KINDS)})
+    query = text_field("The URL's path and query, the SQL or the PromQL.", allow_none=False)
+    path = text_field("The JSONPath (http_json) or the cell (csv), else null.")
+    every_minutes = fields.Integer(required=True, metadata={"minimum": 15, "maximum": 1440})
+    takes_as_of = fields.Boolean(required=True, metadata={
+        "description": "Whether it reads a past moment ({as_of}, :as_of, or Prometheus): it can fill back."})
+    state = fields.String(required=True, metadata={"enum": ["active", "failing", "stopped"]})
+    failures = fields.Integer(required=True, metadata={"description": "Failures in a row."})
+    failing_since = moment_field("The first of the failures in a row, or null.")
+    last_error = text_field("Why the last run failed, in plain words, or null.")
+    last_run_at = moment_field("When it last ran, or null.")
+    next_run_at = moment_field("When it runs next (stopped: not until started again).")
+    created_at = timestamp_field()
+    modified_at = timestamp_field()
+
+
+class SourceTest(Schema):
+    ok = fields.Boolean(required=True, metadata={"description": "Whether it read a number."})
+    error = text_field("Why it read none, in plain words; null when ok.")
+    value = fields.String(required=True, allow_none=True, metadata={"pattern": DECIMAL_OUT})
+    request = text_field("The URL or query as run, secrets as ***; null when it failed.")
+    sha256 = fields.String(required=True, allow_none=True, metadata=SHA256)
+    answer_size = fields.Integer(required=True, allow_none=True)
+    answer_excerpt = text_field("The answer's first 2,000 bytes as text.")
+
+
+class SourceRun(Schema):
+    outcome = fields.String(required=True, metadata={"enum": ["written", "unchanged", "failed", "idle"]})
+    reason = text_field("idle: why nothing was read (its cycle has not begun, has ended, or is closed).")
+    value = fields.String(required=True, allow_none=True, metadata={"pattern": DECIMAL_OUT})
+    checkin_id = uuid_field(allow_none=True)  # written: the new check-in
+    error = text_field("failed: why, in plain words.")
+    failures = fields.Integer(required=True, allow_none=True)
+    state = fields.String(required=True, allow_none=True, metadata={"enum": ["active", "failing", "stopped", None]})
+
+
+class SourceFill(Schema):
+    outcome = fields.String(required=True, metadata={"enum": ["filled", "failed"]})
+    read = fields.Integer(required=True, metadata={"description": "The moments read."})
+    written = fields.Integer(required=True, metadata={"description": "The check-ins written (changes only)."})
+    error = text_field("failed: why, in plain words (nothing was written).")
+
+
+class Evidence(Schema):
+    checkin_id = uuid_field()
+    key_result_id = uuid_field()
+    value = decimal_field()
+    source_name = text_field("The connection's name when it wrote the value.", allow_none=False)
+    request = text_field("The URL or query as run, secrets as ***.", allow_none=False)
+    as_of = moment_field("The moment asked for.")
+    read_at = timestamp_field()
+    sha256 = fields.String(required=True, metadata=SHA256)
+    answer_size = fields.Integer(required=True)
+    answer_kept = fields.Integer(required=True, metadata={"description": "Bytes kept (the first 64 KB)."})
+
+
+class Recomputation(Schema):
+    checkin_id = uuid_field()
+    matches = fields.Boolean(required=True, metadata={"description": "The answer has the same SHA-256."})
+    value_matches = fields.Boolean(required=True)
+    value = fields.String(required=True, allow_none=True, metadata={"pattern": DECIMAL_OUT})
+    value_then = fields.String(required=True, allow_none=True, metadata={"pattern": DECIMAL_OUT})
+    sha256 = fields.String(required=True, allow_none=True, metadata=SHA256)
+    sha256_then = fields.String(required=True, allow_none=True, metadata=SHA256)
+    read_at = moment_field("When it was read again.")
+    read_at_then = moment_field("When the value was read.")
+    error = text_field("Why it read nothing now, or null.")
+
+
 def page_of(name, item, title=None):
     return type(title or f"{item.__name__}Page", (Schema,), {
         "next_page_token": fields.String(required=True, allow_none=True, metadata={
@@ -237,6 +342,7 @@ def page_of(name, item, title=None):
 
 
 ObjectivePage = page_of("objectives", Objective)
+ConnectionPage = page_of("connections", Connection)
 KeyResultPage = page_of("keyresults", KeyResult)
 CyclePage = page_of("cycles", Cycle)
 TeamPage = page_of("teams", Team)
@@ -596,6 +702,7 @@ def decimal_properties(self, field, **kwargs):
 
 
 CSV = "text/csv"  # a response that is a CSV file, not JSON
+BYTES = "application/octet-stream"  # a response of bytes as kept
 
 # (operationId, path, method, summary, request schema, response schema, query parameters)
 LIST = ("page_token", "page_size")
@@ -682,6 +789,39 @@ OPERATIONS = [
     ("getCycleCalibration", "/v1/cycles/{cycle_id}/calibration", "get",
      "A cycle's confidence calibration per owner and per team: Brier score, over-confidence, called green and "
      "landed red", None, Calibration, ("team_id",)),
+    ("listConnections", "/v1/connections", "get", "List the connections of metric sources (an admin only)", None,
+     ConnectionPage, LIST),
+    ("createConnection", "/v1/connections", "post", "Add a connection (an admin only); its secret is sealed and never "
+     "shown again", body_schemas.ConnectionSchema, Connection, ()),
+    ("getConnection", "/v1/connections/{connection_id}", "get", "Get a connection, without its secret", None,
+     Connection, ()),
+    ("updateConnection", "/v1/connections/{connection_id}", "patch",
+     "Change a connection (JSON Merge Patch): secret sets a new one, null removes it",
+     body_schemas.ConnectionPatchSchema, Connection, ()),
+    ("deleteConnection", "/v1/connections/{connection_id}", "delete", "Delete a connection no source reads", None,
+     None, ()),
+    ("putSource", "/v1/keyresults/{key_result_id}/source", "put",
+     "Attach a key result to a connection with its query, or change its source (an editor)",
+     body_schemas.SourceSchema, Source, ()),
+    ("getSource", "/v1/keyresults/{key_result_id}/source", "get",
+     "Get a key result's source: its query, path, schedule and state (an editor)", None, Source, ()),
+    ("deleteSource", "/v1/keyresults/{key_result_id}/source", "delete",
+     "Detach a key result from its source; its values and their evidence stay", None, None, ()),
+    ("testSource", "/v1/keyresults/{key_result_id}/source/test", "post",
+     "Read a source now and show the value it would write, writing nothing", body_schemas.SourceTestSchema,
+     SourceTest, ()),
+    ("syncSource", "/v1/keyresults/{key_result_id}/source/sync", "post",
+     "Run a key result's source now: a changed value becomes a check-in with its evidence", None, SourceRun, ()),
+    ("fillSource", "/v1/keyresults/{key_result_id}/source/fill", "post",
+     "Fill a key result's history back from its source, daily or weekly, from the cycle's start to yesterday",
+     body_schemas.FillSchema, SourceFill, ()),
+    ("getEvidence", "/v1/checkins/{checkin_id}/evidence", "get",
+     "What a source-written check-in's value was read from", None, Evidence, ()),
+    ("getEvidenceAnswer", "/v1/checkins/{checkin_id}/evidence/answer", "get",
+     "The bytes of the answer a value was read from, as kept (the first 64 KB)", None, BYTES, ()),
+    ("recomputeEvidence", "/v1/checkins/{checkin_id}/recompute", "post",
+     "Run a value's request again and say whether the answer still matches, writing nothing", None,
+     Recomputation, ()),
     ("createTeam", "/v1/teams", "post", "Create a team", body_schemas.GroupSchema, Team, ()),
     ("listTeams", "/v1/teams", "get", "List teams", None, TeamPage, LIST),
     ("getTeam", "/v1/teams/{team_id}", "get", "Get a team", None, Team, ()),
@@ -885,6 +1025,11 @@ BUSY_REPORT = ("The database stayed busy past the busy timeout, or its file is n
 REPORT_PATHS = ("/v1/cycles/{cycle_id}/report", "/v1/cycles/{cycle_id}/report.csv",
                 "/v1/objectives/{objective_id}/report")
 # Where a code means something else than ERRORS says, and carries no header.
+# Paths whose every operation, reads included, needs a right beyond reading: connections an admin's, sources and
+# evidence an editor's (a query can name the company's systems).
+ADMIN_ONLY = ("/v1/connections", "/v1/connections/{connection_id}")
+EDITOR_ONLY = ("/v1/keyresults/{key_result_id}/source", "/v1/checkins/{checkin_id}/evidence",
+               "/v1/checkins/{checkin_id}/evidence/answer")
 PATH_ERRORS = {
     ("/v1/events", 404): "after names no event the service keeps: none had that id, or it was pruned",
     ("/healthz", 503): "The database file is missing or does not answer a query, and details.database says why; "
@@ -905,6 +1050,13 @@ PATH_ERRORS = {
     ("/v1/cycles/{cycle_id}/reopen", 403): "Signed by anyone but an admin; or a write from a page of another "
                                            "origin (Origin)",
     ("/v1/cycles/{cycle_id}/reopen", 409): "The cycle is not closed",
+    **{(path, 403): "Signed by anyone but an admin, or with a read-only API key; or a write from a page of "
+                    "another origin (Origin)" for path in ADMIN_ONLY},
+    **{(path, 403): "Signed with a viewer's key or a read-only API key, which never see a source's query nor its "
+                    "evidence; or a write from a page of another origin (Origin)" for path in EDITOR_ONLY},
+    ("/v1/connections/{connection_id}", 409): "Some key result reads this connection (delete); or the kind would "
+                                              "change (patch)",
+    ("/v1/keyresults/{key_result_id}/source/fill", 409): "The key result's cycle is closed",
     ("/v1/comments/{comment_id}", 403):
         "Signed by neither the comment's author nor an admin (a service key included), or with a read-only API "
         "key or a viewer's key; or a write from a page of another origin (Origin)",
@@ -976,7 +1128,7 @@ def error_codes(path, method, body, parameters):
         codes.append(503)
     if path.startswith("/v1/") and path != "/v1/openapi.json":
         codes.append(401)
-    if method != "get":
+    if method != "get" or path in ADMIN_ONLY or path in EDITOR_ONLY:
         codes.append(403)  # signed with a read-only key, or sent from another site's page
     if method in ("post", "put", "patch", "delete"):
         codes.append(507)  # any write may find the disk full
@@ -988,6 +1140,8 @@ def error_codes(path, method, body, parameters):
         codes.append(404)  # after names no event kept
     if condition(path, method) == "If-Match":
         codes.append(412)
+    if path == "/v1/connections/{connection_id}" and method in ("delete", "patch"):
+        codes.append(409)  # a connection some source reads; a kind that would change
     if method != "get" and locked(path):
         codes.append(409)  # a closed cycle (and the starting check-in, a cycle closed already)
     codes.append(413)  # any request that declares a body over the limit
@@ -1007,6 +1161,7 @@ TAGS = {
     "Events": "The activity feed: every change, with its author.",
     "Search": "Objectives, key results, teams and people across cycles, by name.",
     "Reports": "Progress and status: a cycle's or an objective's alignment tree, and a cycle as CSV.",
+    "Sources": "Metric sources: connections (admins), a key result's source, and the evidence of its values.",
     "Service": "The service itself: its index, its health and this document.",
 }
 # A path's tag, by its last word that is not a parameter.
@@ -1014,7 +1169,9 @@ TAG_OF_WORD = {"objectives": "Objectives", "keyresults": "KeyResults", "checkins
                "comments": "Comments", "cycles": "Cycles", "teams": "Teams", "members": "Teams", "users": "Users",
                "me": "Users", "events": "Events", "search": "Search", "report": "Reports", "report.csv": "Reports",
                "retrospective": "Reports", "calibration": "Reports",
-               "close": "Cycles", "reopen": "Cycles"}
+               "close": "Cycles", "reopen": "Cycles", "connections": "Sources", "source": "Sources",
+               "test": "Sources", "sync": "Sources", "fill": "Sources", "evidence": "Sources", "answer": "Sources",
+               "recompute": "Sources"}
 
 
 def tag_of(path):
@@ -1029,6 +1186,10 @@ def operation(operation_id, path, method, summary, body, response, parameters):
     if response is CSV:
         spec["responses"]["200"] = {"description": "OK: UTF-8 with a byte order mark, a header row first",
                                     "content": {"text/csv": {"schema": {"type": "string"}}},
+                                    "headers": {"Content-Disposition": {"schema": {"type": "string"}}}}
+    elif response is BYTES:
+        spec["responses"]["200"] = {"description": "OK: the bytes as kept",
+                                    "content": {BYTES: {"schema": {"type": "string", "format": "binary"}}},
                                     "headers": {"Content-Disposition": {"schema": {"type": "string"}}}}
     elif response is not None:
         spec["responses"]["200"] = {"description": "OK", "content": {"application/json": {"schema": response}}}
@@ -1242,6 +1403,11 @@ COMPONENT_NAMES = {
     body_schemas.CyclePatchSchema: "CyclePatch",
     body_schemas.GroupSchema: "TeamInput",
     body_schemas.GroupUpdateSchema: "Rename",
+    body_schemas.ConnectionSchema: "ConnectionInput",
+    body_schemas.ConnectionPatchSchema: "ConnectionPatch",
+    body_schemas.SourceSchema: "SourceInput",
+    body_schemas.SourceTestSchema: "SourceTestInput",
+    body_schemas.FillSchema: "FillInput",
 }
 
 

@@ -63,7 +63,7 @@ def create_connection():
     body = load_body(connection_schema)
     checked_connection(body)
     row = connections.create(get_db(), body, sealed(body["secret"]))
-    return shown_connection(row), 201
+    return shown_connection(row)
 
 
 @bp.get("/connections/<connection_id>")
@@ -141,7 +141,7 @@ def delete_source(key_result_id):
 
 def reading_json(value, found):
     excerpt = found.answer[:EXCERPT_BYTES].decode("utf-8", "replace")
-    return {"value": value, "request": found.request, "as_of": None,
+    return {"value": value, "request": found.request,
             "sha256": syncing.evidence_of(found, None)["sha256"], "answer_size": len(found.answer),
             "answer_excerpt": excerpt}
 
@@ -169,8 +169,9 @@ def test_source(key_result_id):
     try:
         value, found = syncing.preview(current_app.config, connection, query, path)
     except SourceFailed as failure:
-        return {"ok": False, "error": str(failure)}
-    return {"ok": True, **reading_json(value, found)}
+        return {"ok": False, "error": str(failure), "value": None, "request": None, "sha256": None,
+                "answer_size": None, "answer_excerpt": None}
+    return {"ok": True, "error": None, **reading_json(value, found)}
 
 
 @bp.post("/keyresults/<key_result_id>/source/sync")
@@ -224,4 +225,7 @@ def recompute_evidence(checkin_id):
     try:
         return syncing.recompute(current_app.config, InRequest(), checkin_id)
     except SourceFailed as failure:
-        return {"checkin_id": checkin_id, "matches": False, "value_matches": False, "error": str(failure)}
+        kept = sources.evidence_of(get_db(), checkin_id)
+        return {"checkin_id": checkin_id, "matches": False, "value_matches": False, "value": None,
+                "value_then": kept["value"], "sha256": None, "sha256_then": kept["sha256"], "read_at": None,
+                "read_at_then": kept["read_at"], "error": str(failure)}

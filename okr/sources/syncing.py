@@ -118,6 +118,12 @@ def preview(config, connection, query, path):
     return value_text(found.value), found
 
 
+def run_result(outcome, **values):
+    """A run's answer, with every field (None where it does not apply), as the API documents it."""
+    return {"outcome": outcome, "reason": None, "value": None, "checkin_id": None, "error": None, "failures": None,
+            "state": None, **values}
+
+
 def sync(config, transactions, source_id, mailer=None):
     """Runs a source once (Sync now, or the schedule): reads it and, when the value changed, writes it as a
     check-in with its evidence; a failure counts (back-off, email, stop). A dict: outcome (written, unchanged,
@@ -129,7 +135,7 @@ def sync(config, transactions, source_id, mailer=None):
     if idle:
         with transactions.writing() as db:
             sources.postpone(db, row, rfc3339(parse_time(now) + timedelta(seconds=every_seconds(row))))
-        return {"outcome": "idle", "reason": idle}
+        return run_result("idle", reason=idle)
     try:
         found = read_now(config, row, parse_time(now))
         value = value_text(found.value)
@@ -144,8 +150,8 @@ def sync(config, transactions, source_id, mailer=None):
         sources.succeeded(db, now_row, read_at,
                           rfc3339(parse_time(read_at) + timedelta(seconds=every_seconds(now_row))))
     if written is None:
-        return {"outcome": "unchanged", "value": value}
-    return {"outcome": "written", "value": value, "checkin_id": written["id"]}
+        return run_result("unchanged", value=value, failures=0, state="active")
+    return run_result("written", value=value, checkin_id=written["id"], failures=0, state="active")
 
 
 def write_value(db, row, value, evidence):
@@ -155,7 +161,8 @@ def write_value(db, row, value, evidence):
         return None
     with events.acting_as(actor_of(row)):
         checkin = checkins.check_in(db, row["key_result_id"], value)
-    sources.keep_evidence(db, checkin["seq"], row["connection_seq"], row["connection_name"], evidence)
+    sources.keep_evidence(db, checkins.newest_seq(db, row["key_result_seq"]), row["connection_seq"],
+                          row["connection_name"], evidence)
     return checkin
 
 
@@ -182,7 +189,7 @@ def count_failure(config, transactions, row, error, mailer=None):
         recipient = owner_of(db, current) if failures == config["SOURCE_MAIL_AFTER"] else None
     if recipient is not None:
         (mailer or send_failure_mail)(config, recipient, {**current, "failing_since": since}, error, failures)
-    return {"outcome": "failed", "error": error, "failures": failures, "state": state}
+    return run_result("failed", error=error, failures=failures, state=state)
 
 
 def owner_of(db, row):
@@ -283,12 +290,13 @@ def fill(config, transactions, source_id, first=None, last=None, step="daily"):
                 before, _ = checkins.in_effect(db, now_row["key_result_seq"], moment)
                 if before is not None and Decimal(before) == Decimal(value):
                     continue
-                checkin = checkins.record_dated(db, now_row["key_result_id"], value, moment)
-                sources.keep_evidence(db, checkin["seq"], now_row["connection_seq"], now_row["connection_name"],
+                checkins.record_dated(db, now_row["key_result_id"], value, moment)
+                sources.keep_evidence(db, checkins.newest_seq(db, now_row["key_result_seq"]),
+                                      now_row["connection_seq"], now_row["connection_name"],
                                       evidence_of(found, read_at))
                 written += 1
         checkins.resequence(db, now_row["key_result_seq"])
-    return {"outcome": "filled", "written": written, "read": len(readings)}
+    return {"outcome": "filled", "error": None, "written": written, "read": len(readings)}
 
 
 def recompute(config, transactions, checkin_id):
@@ -307,7 +315,7 @@ def recompute(config, transactions, checkin_id):
     return {"checkin_id": checkin_id, "matches": digest == kept["sha256"],
             "value_matches": Decimal(value) == Decimal(kept["value"]), "value": value, "value_then": kept["value"],
             "sha256": digest, "sha256_then": kept["sha256"], "read_at": clock.utc_now(),
-            "read_at_then": kept["read_at"]}
+            "read_at_then": kept["read_at"], "error": None}
 
 
 def run_due(config, transactions_factory, limit=200, workers=8):

@@ -25,11 +25,11 @@ def record(db, key_result, value, confidence, now, comment=None, author_id=None)
         "id": new_id(), "key_result_id": key_result["id"], "value": value, "confidence": confidence,
         "comment": comment, "author_id": author_id, "created_at": now,
     }
-    checkin["seq"] = db.execute(
+    db.execute(
         """INSERT INTO checkins (id, key_result_seq, value, confidence, comment, author_id, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?)""",
         (checkin["id"], key_result["seq"], value, confidence, comment, author_id, now),
-    ).lastrowid
+    )
     events.record(db, "checkin", "created", checkin["id"], checkin_json(checkin), parent_id=key_result["id"],
                   cycle_id=key_result["cycle_id"], team_id=key_result["team_id"])
     return checkin
@@ -69,6 +69,11 @@ def in_effect(db, key_result_seq, moment):
     return (row[0], row[1]) if row else (None, None)
 
 
+def newest_seq(db, key_result_seq):
+    """The seq of a key result's check-in written last (the one just recorded)."""
+    return db.execute("SELECT max(seq) FROM checkins WHERE key_result_seq = ?", (key_result_seq,)).fetchone()[0]
+
+
 def starting_date(db, key_result_seq):
     """When a key result's starting check-in was made (RFC 3339), or None."""
     row = db.execute("SELECT created_at FROM checkins WHERE key_result_seq = ? ORDER BY seq LIMIT 1",
@@ -77,16 +82,14 @@ def starting_date(db, key_result_seq):
 
 
 def record_dated(db, key_result_id, value, moment):
-    """Records a check-in dated moment (RFC 3339, in the past) with the confidence in effect then, keeping the
-    history in date order (resequence); the key result follows its latest check-in. Returns the check-in as
-    written (with its seq)."""
+    """Records a check-in dated moment (RFC 3339, in the past) with the confidence in effect then; the caller puts
+    the history in date order again (resequence) once it has recorded what it will. Returns the check-in."""
     before = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
     if before is None:
         raise NotFound("key result")
     _, confidence = in_effect(db, before["seq"], moment)
     key_result = with_team(db, before)
-    checkin = record(db, key_result, value, confidence or before["confidence"], moment)
-    return checkin
+    return record(db, key_result, value, confidence or before["confidence"], moment)
 
 
 def resequence(db, key_result_seq):
