@@ -198,7 +198,7 @@ RIGHTS = {"editing": "change anything", "people": "manage people (invite them, c
                                                   "them)",
           "webhooks": "manage webhooks", "boards": "make or revoke board links", "reopening": "reopen a closed cycle",
           "connections": "manage the connections of metric sources",
-          "sources": "see or change a key result's source (its query, its evidence)"}
+          "sources": "work with a key result's source (its query, its evidence)"}
 
 
 def refusal(actor, right):
@@ -207,6 +207,8 @@ def refusal(actor, right):
     what = RIGHTS[right]
     if actor is not None and actor.read_only:
         return f"You are signed in with a read-only API key, which may look but not {what}."
+    if right == "sources":
+        return f"Only an editor or an admin may {what}; you are a viewer. An admin can make you an editor."
     if right == "editing":
         return f"You are a viewer, who may look but not {what}. An admin can make you an editor."
     you = {"viewer": "a viewer", "editor": "an editor"}.get(getattr(actor, "role", None), "a service key")

@@ -119,8 +119,10 @@ server's retention period is pruned at the server's next start, as any other.
 Not in the file, ever (rows.LEFT_OUT, which okr import's report names):
 users' password hashes, invitations, password resets, the dashboard's
 sessions and its session signing key, the record of failed sign-ins,
-webhooks (with their secrets, patterns, outbox and deliveries) and the record
-of weekly emails sent. A user an import adds has no password until one is
+webhooks (with their secrets, patterns, outbox and deliveries), the record
+of weekly emails sent, and metric sources (connections with their sealed
+secrets, key results' sources, and the evidence of the values they wrote:
+those values come along as check-ins). A user an import adds has no password until one is
 set; a user already in the database keeps theirs (an import writes only the
 fields above).
 

@@ -79,6 +79,13 @@ LEFT_OUT = {
                                    "page"),
     "weekly_mail": ("the record of weekly emails sent", "the server's own bookkeeping of which week's reminders "
                                                         "and digests went out"),
+    "connections": ("the connections of metric sources", "their secrets are sealed under this server's key and "
+                                                         "their addresses are the company's network: an admin "
+                                                         "adds them again"),
+    "sources": ("key results' metric sources", "each reads a connection the file does not hold: attach them "
+                                               "again (the values they wrote are check-ins, and come along)"),
+    "evidence": ("the evidence of source-written values", "bytes read from the company's systems, up to 64 KB "
+                                                         "a value: the check-ins come along without it"),
 }
 # Columns a file does not hold because they follow from what it holds: every table's seq (the order of its
 # section), a user's email_key (from the email), a key result's cycle (its objective's), a check-in's key

@@ -9,6 +9,8 @@ from contextlib import closing
 import pytest
 
 from helpers import assert_error, make_team, make_user, signed
+from okr.accounts import access
+from okr.api.openapi import ADMIN_ONLY, EDITOR_ONLY
 from okr.db import transaction
 from okr.store import users
 
@@ -24,7 +26,8 @@ def world(client, runner, key_result, objective, cycle):
     comment = client.post(f"/v1/objectives/{objective['id']}/comments", json={"body": "b"}).get_json()
     checkin = client.post(f"/v1/keyresults/{key_result['id']}/checkins", json={"value": "2"}).get_json()
     return {"checkin_id": checkin["id"], "cycle_id": cycle["id"], "objective_id": objective["id"], "key_result_id": key_result["id"],
-            "team_id": team["id"], "user_id": member["id"], "comment_id": comment["id"]}
+            "team_id": team["id"], "user_id": member["id"], "comment_id": comment["id"],
+            "connection_id": "00000000-0000-4000-8000-000000000000"}
 
 
 @pytest.fixture
@@ -77,7 +80,12 @@ def test_a_viewer_reads_everything(app, client, make_person, world, document):
     assert len(reads) >= 16
     for method, path in reads:
         response = client.get(concrete(path, world), headers=viewer.headers())
-        assert response.status_code == 200, (path, response.get_json())
+        if path in ADMIN_ONLY or path in EDITOR_ONLY:  # a source's query may name the company's systems
+            assert response.status_code == 403, (path, response.get_json())
+            assert response.get_json()["message"] == access.refusal(
+                access.Actor(None, None, "viewer"), "connections" if path in ADMIN_ONLY else "sources")
+        else:
+            assert response.status_code == 200, (path, response.get_json())
 
 
 def test_a_viewer_writes_nothing(app, client, make_person, world, document):

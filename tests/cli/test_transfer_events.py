@@ -286,7 +286,7 @@ EVENT_REFUSALS = {
     "created_at": (event_change(lambda e: e.update(created_at="2026-02-30T00:00:00Z")),
                    "events[3]: created_at: must be an RFC 3339 UTC time"),
     "actor type": (event_change(lambda e: e["actor"].update(type="robot")),
-                   'events[3]: actor: type must be one of user, key, system, not "robot"'),
+                   'events[3]: actor: type must be one of user, key, system, source, not "robot"'),
     "actor text": (event_change(lambda e: e.update(actor="okr import")), 'events[3]: actor: must be an object'),
     "actor field": (event_change(lambda e: e["actor"].update(email="x@example.com")),
                     "events[3]: actor: unknown field email"),
@@ -389,7 +389,7 @@ FIRST_EVENT = "WHERE seq = (SELECT min(seq) FROM events)"
     ("UPDATE events SET data = 'not json' " + FIRST_EVENT,
      "events[0]: data is not JSON text okr can read: 'not json'"),
     ("UPDATE events SET actor = '{\"type\":\"robot\",\"id\":null,\"name\":null}' " + FIRST_EVENT,
-     'events[0]: actor: type must be one of user, key, system, not "robot"'),
+     'events[0]: actor: type must be one of user, key, system, source, not "robot"'),
     ("UPDATE events SET changes = 'NaN' " + FIRST_EVENT,
      "events[0]: changes is not JSON text okr can read"),
 ], ids=["spacing", "not json", "actor", "nan"])
