@@ -20,7 +20,7 @@ from .. import progress, settings
 from ..progress import STALE_AFTER
 from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
-                            StrictBool, Text, UnitPosition, UnitText, WHITESPACE)
+                            StrictBool, Text, UnitPosition, UnitText, WHITESPACE, WholeNumber)
 from ..rules.ids import UUID_PATTERN
 from ..store import key_results, search, users
 from ..store.events import MAX_ID_LENGTH, PAGE_BYTES
@@ -678,6 +678,13 @@ def date_properties(self, field, **kwargs):
     if not isinstance(field, DateText):
         return {}
     return {"format": "date", "pattern": f"^{ISO_DATE.pattern}$", "example": "2026-10-01"}
+
+
+def whole_number_properties(self, field, **kwargs):
+    """A whole number is a JSON integer within its bounds."""
+    if not isinstance(field, WholeNumber):
+        return {}
+    return {"type": "integer", "minimum": field.low, "maximum": field.high}
 
 
 def decimal_properties(self, field, **kwargs):
@@ -1357,6 +1364,7 @@ def build_document(version):
     plugin.converter.add_attribute_function(date_properties)
     plugin.converter.add_attribute_function(decimal_properties)
     plugin.converter.add_attribute_function(unit_properties)
+    plugin.converter.add_attribute_function(whole_number_properties)
     plugin.map_to_openapi_type(StrictBool, "boolean", None)
     spec.components.security_scheme(SCHEME, {
         "type": "apiKey", "in": "header", "name": "Authorization",

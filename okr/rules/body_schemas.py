@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from marshmallow import EXCLUDE, Schema, fields, ValidationError, missing, post_load, pre_load, validate, validates_schema
 
-from .fields import DateText, DecimalString, PersonName, StrictBool, Text, UnitPosition, UnitText
+from .fields import DateText, DecimalString, PersonName, StrictBool, Text, UnitPosition, UnitText, WholeNumber
 
 KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
 NAME_MAX = 500
@@ -325,7 +325,7 @@ class SourceSchema(BodySchema):
     connection_id = Text(required=True, max_length=100)
     query = Text(required=True, max_length=10_000, not_blank=True)
     path = Text(max_length=1000, allow_none=True, load_default=None)
-    every_minutes = fields.Integer(strict=True, load_default=60, validate=validate.Range(15, 1440))
+    every_minutes = WholeNumber(low=15, high=1440, load_default=60)
 
 
 class SourceTestSchema(BodySchema):

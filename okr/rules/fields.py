@@ -159,3 +159,20 @@ class DecimalString(fields.Field):
             raise ValidationError(f"Must be between {self.minimum} and {self.maximum}.")
         return text
 
+
+
+class WholeNumber(fields.Field):
+    """A whole number given as a JSON number (parsed as an int or an integral Decimal), from low to high; never a
+    bool, a string or a fraction."""
+
+    def __init__(self, *, low, high, **kwargs):
+        super().__init__(**kwargs)
+        self.low, self.high = low, high
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)) or (
+                isinstance(value, Decimal) and (not value.is_finite() or value != value.to_integral_value())):
+            raise ValidationError("Must be a whole number.")
+        if not self.low <= value <= self.high:
+            raise ValidationError(f"Must be from {self.low} to {self.high}.")
+        return int(value)

@@ -22,6 +22,7 @@ from contextlib import closing
 from ..outbound.chat_digest import chat_digest_job
 from ..outbound.webhook_queue import deliver_webhooks
 from ..outbound.weekly_emails import weekly_mail_job
+from ..sources.syncing import sync_sources_job
 from ..store import events
 from ..store.schema import connect
 from .workers import STARTING_CHILDREN, unblock_stop_signals
@@ -53,7 +54,7 @@ def prune_events(app, stop):
 
 # (name, job): the jobs of the background process.
 JOBS = [("prune events", prune_events), ("weekly mail", weekly_mail_job), ("chat digest", chat_digest_job),
-        ("deliver webhooks", deliver_webhooks)]
+        ("deliver webhooks", deliver_webhooks), ("sync sources", sync_sources_job)]
 
 
 def run_jobs(app, stop, jobs=None):

@@ -10,6 +10,7 @@ write. Nothing is written dated before the key result's cycle starts or after it
 import hashlib
 import logging
 import random
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -21,6 +22,7 @@ from ..errors import Conflict, Invalid, NotFound
 from ..outbound import smtp
 from ..rules.fields import MAX_FRACTION_DIGITS, canonical_decimal
 from ..store import checkins, connections, events, sources, users
+from ..store.schema import OwnTransactions
 from . import reading, sealing
 from .reading import SourceFailed
 
@@ -318,24 +320,65 @@ def recompute(config, transactions, checkin_id):
             "read_at_then": kept["read_at"], "error": None}
 
 
-def run_due(config, transactions_factory, limit=200, workers=8):
-    """Runs every source due now, up to limit, in parallel threads (workers): one slow or failing source never
-    delays another's run. Each thread uses Transactions of its own (transactions_factory()). How many ran."""
-    with transactions_factory() as transactions:
-        with transactions.reading() as db:
-            due = [row["id"] for row in sources.due(db, clock.utc_now(), limit)]
-    if not due:
-        return 0
+class Scheduler:
+    """Runs the sources that are due, each in a thread of a pool as soon as it is due: a slow or failing source
+    holds one thread until its deadline and never another source's run. transactions_factory() gives each run
+    Transactions of its own (a context manager)."""
 
-    def run(source_id):
+    def __init__(self, config, transactions_factory, workers=32):
+        self.config, self.factory = config, transactions_factory
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="okr-source")
+        self.running = set()
+        self.lock = threading.Lock()
+
+    def tick(self, limit=1000):
+        """Starts every due source not already running (up to limit); how many it started."""
+        with self.factory() as transactions:
+            with transactions.reading() as db:
+                due = [row["id"] for row in sources.due(db, clock.utc_now(), limit)]
+        started = 0
+        for source_id in due:
+            with self.lock:
+                if source_id in self.running:
+                    continue
+                self.running.add(source_id)
+            self.pool.submit(self.run, source_id)
+            started += 1
+        return started
+
+    def run(self, source_id):
         try:
-            with transactions_factory() as own:
-                sync(config, own, source_id)
+            with self.factory() as transactions:
+                sync(self.config, transactions, source_id)
         except NotFound:
             pass  # removed meanwhile
         except Exception:
             logger.exception("source %s: its run failed", source_id)
+        finally:
+            with self.lock:
+                self.running.discard(source_id)
 
-    with ThreadPoolExecutor(max_workers=min(workers, len(due)), thread_name_prefix="okr-source") as pool:
-        list(pool.map(run, due))
-    return len(due)
+    def close(self, wait=True):
+        self.pool.shutdown(wait=wait, cancel_futures=True)
+
+
+POLL_SECONDS = 15
+
+
+def sync_sources_job(app, stop):
+    """The background process's job: every POLL_SECONDS, starts the sources that are due."""
+    config = app.config
+
+    def own():
+        return OwnTransactions(config["DATABASE"], config["BUSY_TIMEOUT_MS"])
+
+    scheduler = Scheduler(config, own)
+    try:
+        while not stop.is_set():
+            try:
+                scheduler.tick()
+            except Exception:  # a busy or broken database: tried again at the next round
+                logger.exception("starting the sources that are due failed")
+            stop.wait(POLL_SECONDS)
+    finally:
+        scheduler.close(wait=False)

@@ -14,6 +14,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from okr.outbound import smtp
+from okr.server import background
+from okr.sources import syncing
 from okr.db import transaction
 from okr.store import schema, sources, users
 
@@ -303,3 +305,43 @@ def test_a_connection_some_source_reads_is_not_deleted(client, quarter, metrics)
     assert response.status_code == 409 and "1 key result" in response.get_json()["message"]
     assert client.delete(f"/v1/keyresults/{quarter['key_result']['id']}/source").status_code == 200
     assert client.delete(f"/v1/connections/{source['connection_id']}").status_code == 200
+
+
+def test_the_schedule_runs_each_source_when_due_with_jitter_and_never_a_stopped_one(client, clock, quarter,
+                                                                                     metrics, app):
+    key_result = quarter["key_result"]["id"]
+    metrics.set("2026-01-02", 1)
+    attach(client, key_result, metrics.address)
+    changed = client.put(f"/v1/keyresults/{key_result}/source", json={
+        "connection_id": source_state(client, key_result)["connection_id"], "query": NOW_QUERY, "every_minutes": 30})
+    assert changed.get_json().get("every_minutes") == 30, changed.get_json()
+    scheduler = syncing.Scheduler(app.config, lambda: schema.OwnTransactions(app.config["DATABASE"], 1000))
+    try:
+        clock.now = "2026-01-02T10:00:00Z"
+        assert scheduler.tick() == 1  # due at once, when attached
+        scheduler.close()
+        assert history(client, key_result)[-1][:2] == ("2026-01-02T10:00:00Z", "1.00")
+        next_run = datetime.fromisoformat(source_state(client, key_result)["next_run_at"][:-1])
+        assert timedelta(minutes=27) <= next_run - datetime(2026, 1, 2, 10) <= timedelta(minutes=33)
+
+        scheduler = syncing.Scheduler(app.config, lambda: schema.OwnTransactions(app.config["DATABASE"], 1000))
+        clock.now = "2026-01-02T10:20:00Z"
+        assert scheduler.tick() == 0  # not due yet
+        clock.now = "2026-01-02T10:40:00Z"
+        metrics.set("2026-01-03", 2)
+        assert scheduler.tick() == 1
+        scheduler.close()
+        assert history(client, key_result)[-1][:2] == ("2026-01-02T10:40:00Z", "2.00")
+
+        with app.app_context(), transaction() as db:
+            sources.restart(db, sources.of_key_result(db, key_result))
+            db.execute("UPDATE sources SET state = 'stopped'")
+        scheduler = syncing.Scheduler(app.config, lambda: schema.OwnTransactions(app.config["DATABASE"], 1000))
+        clock.now = "2026-02-01T00:00:00Z"
+        assert scheduler.tick() == 0
+    finally:
+        scheduler.close()
+
+
+def test_the_background_process_runs_the_sources():
+    assert ("sync sources", syncing.sync_sources_job) in background.JOBS
