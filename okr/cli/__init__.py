@@ -1,12 +1,13 @@
 """The admin commands, by topic: serve, users, keys, the database file (init-db, backup, restore), replication's
-status, export and import, import from a Simple OKR API, webhooks, and demo."""
+status, export and import, import from a Simple OKR API, webhooks, metric sources, and demo."""
 import functools
 
 from ..store import events
-from . import database, demo, keys, reminders, replication, import_simpleokr, transfer, users, webhooks
+from . import database, demo, keys, reminders, replication, import_simpleokr, sources, transfer, users, webhooks
 
 # In the order `okr --help` lists them, after serve.
 COMMANDS = (database.init_db_command, users.users_cli, keys.keys_cli, keys.auth_header, webhooks.webhooks_cli,
+            sources.sources_cli,
             reminders.reminders_cli, database.backup, database.restore, replication.replication_cli,
             transfer.export_command, transfer.import_command, import_simpleokr.import_simpleokr_command, demo.demo)
 # Each command's own help names the options only it takes.

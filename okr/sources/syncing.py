@@ -116,7 +116,8 @@ def preview(config, connection, query, path):
     """What a source would write now, without writing: (value text, Reading). connection is a connections row;
     SourceFailed when it reads nothing."""
     found = reading.read(connection_of(connection), secret_of(config, connection["sealed_secret"]),
-                         {"query": query, "path": path}, None, timeout=config["SOURCE_TIMEOUT"])
+                         {"query": query, "path": path}, parse_time(clock.utc_now()),
+                         timeout=config["SOURCE_TIMEOUT"])
     return value_text(found.value), found
 
 
