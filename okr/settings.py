@@ -8,6 +8,7 @@ ValueError of one line that names the setting, which `okr` prints as `okr: ...`.
 than the value (a CPU this machine has, a replica URL, email or identity provider settings that go
 together) stay where the value is used.
 """
+import base64
 import os
 from dataclasses import dataclass
 
@@ -137,6 +138,22 @@ class Text:
 
     def show(self, value):
         return value
+
+
+class FernetKey(Text):
+    """A Fernet key: 32 bytes in url-safe base64 (44 characters)."""
+
+    def parse(self, value, label):
+        text = str(value).strip()
+        try:
+            raw = base64.urlsafe_b64decode(text.encode("ascii"))
+        except (ValueError, UnicodeError):
+            raw = b""
+        if len(raw) != 32 or len(text) != 44:
+            # Never the value: even a mistyped key is most of a key.
+            raise ValueError(f"{label} must be a Fernet key, 44 characters of url-safe base64 (32 bytes) as "
+                             "cryptography.fernet.Fernet.generate_key() makes one")
+        return text
 
 
 class Path(Text):
@@ -313,7 +330,7 @@ SETTINGS = (
             SIGN_IN),
 
     # No flag: every user's `ps` shows flags.
-    setting("SECRET_KEY", Text(), None, "the key that seals connections' secrets (a Fernet key); unset: the key "
+    setting("SECRET_KEY", FernetKey(), None, "the key that seals connections' secrets (a Fernet key); unset: the key "
             "file DATABASE.key, made on first use", SOURCES),
     setting("SOURCE_TIMEOUT", Seconds(1, 600), 30, "seconds a source's read may take, connect to last byte",
             SOURCES),

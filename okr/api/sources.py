@@ -14,7 +14,7 @@ from ..rules.body_schemas import (connection_patch_schema, connection_schema, fi
 from ..sources import reading, sealing, syncing
 from ..sources.reading import SourceFailed
 from ..store import connections, key_results, sources
-from .bodies import load_body, load_merge_patch, read_json_body
+from .bodies import load_body, read_json_body
 from .paging import paginate
 from .responses import deleted
 
@@ -78,11 +78,11 @@ def patch_connection(connection_id):
     """Changes a connection (a JSON Merge Patch; an admin only): secret sets a new one, null removes it."""
     require_admin()
     stored = connections.get(get_db(), connection_id)
-    sent = read_json_body()
     editable = {name: stored[name] for name in ("name", "kind", "address", "headers", "inside_network")}
-    body = load_merge_patch(connection_patch_schema, editable)
+    sent = read_json_body()  # read once: whether it names the secret decides whether the secret changes
+    body = connection_patch_schema.load({**editable, **sent})  # a merge patch, as load_merge_patch reads one
     checked_connection(body)
-    secret = sealed(body["secret"]) if isinstance(sent, dict) and "secret" in sent else connections.KEEP
+    secret = sealed(body["secret"]) if "secret" in sent else connections.KEEP
     values = {name: body[name] for name in editable}
     return shown_connection(connections.update(get_db(), stored, values, secret))
 
