@@ -17,7 +17,7 @@ from okr.outbound import smtp
 from okr.server import background
 from okr.sources import syncing
 from okr.db import transaction
-from okr.store import schema, sources, users
+from okr.store import schema, sources, users, webhooks
 
 START = "2026-01-01"
 END = "2026-03-31"
@@ -345,3 +345,17 @@ def test_the_schedule_runs_each_source_when_due_with_jitter_and_never_a_stopped_
 
 def test_the_background_process_runs_the_sources():
     assert ("sync sources", syncing.sync_sources_job) in background.JOBS
+
+
+def test_a_failure_reaches_the_webhooks(client, clock, quarter, metrics, app):
+    with app.app_context(), transaction() as db:
+        webhooks.add(db, "https://hooks.example.com/okr", ["key_result.source_failed"], "events", False)
+    key_result = quarter["key_result"]["id"]
+    attach(client, key_result, metrics.address, query="SELECT missing_column FROM figures")
+    clock.now = "2026-01-02T10:00:00Z"
+    assert sync(client, key_result)["outcome"] == "failed"
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+        queued = db.execute("SELECT e.type, e.data FROM webhook_outbox o JOIN events e ON e.seq = o.event_seq"
+                            ).fetchall()
+    assert [kind for kind, _ in queued] == ["key_result.source_failed"]
+    assert "no such column: missing_column" in json.loads(queued[0][1])["error"]
