@@ -363,7 +363,7 @@ class Scheduler:
         self.pool.shutdown(wait=wait, cancel_futures=True)
 
 
-POLL_SECONDS = 15
+POLL_SECONDS = 5  # one indexed query: a source saved now runs within seconds
 
 
 def sync_sources_job(app, stop):
