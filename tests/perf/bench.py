@@ -4,7 +4,7 @@
                                [--report-objectives 1000] [--report-repetitions 5]
                                [--sign-ins 20] [--pin] [--webhooks-only | --replicate-only]
                                [--sign-in-flood-only [--flood-seconds 10]]
-                               [--events-only [--large-events 4000]] [--retrospective-only]
+                               [--events-only [--large-events 4000]] [--retrospective-only] [--sources-only]
 
 Needs wrk (apt-get install wrk), but for --events-only, --sign-in-flood-only and --retrospective-only. Seeds a fresh database in a temporary
 folder through the project's own code, starts `app.py` and a bare Flask app
@@ -135,6 +135,14 @@ next_page_token). Each worker's resident memory (VmRSS of the processes holding 
 sampled every 50 ms: before the first burst, its peak in each, and 3 s after each one's last answer. The
 goals: each worker back within 100 MB of its memory before the first burst, after each. A page's size in
 bytes and events is printed beside it.
+
+Metric sources (issue 37; --sources-only runs this section alone, and needs no wrk): a server as users
+start it, a fresh database each round, 200 key results each reading a local JSON API (http_json, inside our
+network; it answers in 20 ms, a new number each time). One client reads key results by id over one keep-alive
+connection, one every 10 ms, for --seconds x 3 with no source; then the 200 sources are attached (due at once)
+and, every --seconds, made due again all at once, as after a downtime, for --seconds x 3 more. Goals: the small
+reads' p99 while the sources sync within 1.5 x their p99 before (the median of the rounds'), and the server's
+peak resident memory with its children within 100 MB of its idle figure.
 
 A flood of wrong passwords (issue 32; --sign-in-flood-only runs this section alone, and
 needs no wrk): a server as users start it, on a database of 100 key results with a
@@ -2001,6 +2009,145 @@ def sign_in_flood_only(args, placement):
               f"{busy[2]} refused); the flood's answers {{{flood}}}")
 
 
+SOURCES = 200  # key results reading a source, all due at once
+SOURCE_ANSWER_DELAY = 0.02  # seconds the local JSON API takes to answer, as a real one takes some
+
+
+class CountingAPI(BaseHTTPRequestHandler):
+    """A JSON API that answers {"total": n}, n one more at each request: every sync reads a new value."""
+
+    count = 0
+    lock = threading.Lock()
+
+    def do_GET(self):
+        time.sleep(SOURCE_ANSWER_DELAY)
+        with CountingAPI.lock:
+            CountingAPI.count += 1
+            body = json.dumps({"total": CountingAPI.count, "path": self.path}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def send_json(port, path, method, value):
+    """(status, body) of a request with value as its JSON body."""
+    return get(port, path, method, json.dumps(value).encode())
+
+
+def make_all_due(database):
+    """Every source due now, as after a server's downtime: the background process starts them all at once."""
+    with closing_db(database) as db:
+        db.execute("UPDATE sources SET next_run_at = '2000-01-01T00:00:00Z'")
+        db.commit()
+
+
+def checkin_count(database):
+    with closing_db(database) as db:
+        return db.execute("SELECT count(*) FROM evidence").fetchone()[0]
+
+
+def time_sources(folder, args):
+    """One round per --rounds: a fresh server as users start it, with SOURCES key results each reading a local
+    JSON API (http_json, inside our network); small reads alone, then while every source is made due at once,
+    again and again, for --seconds x 3. Returns per round: idle and peak resident memory (with the background
+    process), the small reads' p50/p99 idle and while syncing, and the values the sources wrote."""
+    api = ThreadingHTTPServer(("127.0.0.1", 0), CountingAPI)
+    api.daemon_threads = True
+    threading.Thread(target=api.serve_forever, daemon=True).start()
+    results = []
+    try:
+        for round_number in range(1, args.rounds + 1):
+            print(f"sources round {round_number}/{args.rounds} ...", flush=True)
+            database = os.path.join(folder, f"sources-{round_number}.db")
+            port = free_port()
+            with running_on(PLACEMENT["okr"]), open(os.path.join(folder, "sources.log"), "ab") as log:
+                server = subprocess.Popen(okr_command(database, port, args.threads), stdout=log, stderr=log)
+            try:
+                wait_until_up(port, "/healthz", time.perf_counter())
+                cycle = json.loads(send_json(port, "/v1/cycles", "POST", {"name": "Q"})[1])["id"]
+                objective = json.loads(send_json(port, "/v1/objectives", "POST", {
+                    "name": "o", "cycle_id": cycle, "is_company": False, "is_personal": False})[1])["id"]
+                connection = json.loads(send_json(port, "/v1/connections", "POST", {
+                    "name": "Counting API", "kind": "http_json", "inside_network": True,
+                    "address": f"http://127.0.0.1:{api.server_address[1]}"})[1])["id"]
+                key_results = []
+                for number in range(SOURCES):
+                    kr = json.loads(send_json(port, f"/v1/objectives/{objective}/keyresults", "POST",
+                                        {"name": f"k{number}", "type": "baseline"})[1])["id"]
+                    key_results.append(kr)
+                small = [f"/v1/keyresults/{kr}" for kr in key_results]
+                for path in small[:20]:
+                    get(port, path)
+                time.sleep(1)
+                idle = tree_rss(server.pid)
+                stop, quiet, busy = threading.Event(), [], []
+                reader = threading.Thread(target=small_reads, args=(port, small, stop, quiet))
+                reader.start()
+                time.sleep(args.seconds * 3)
+                stop.set()
+                reader.join()
+                for number, kr in enumerate(key_results):  # attached: each due at once
+                    status, body = send_json(port, f"/v1/keyresults/{kr}/source", "PUT", {
+                        "connection_id": connection, "query": f"/count?kr={number}", "path": "$.total"})
+                    assert status == 200, body
+                sampler = TreeSampler(server.pid)
+                stop = threading.Event()
+                reader = threading.Thread(target=small_reads, args=(port, small, stop, busy))
+                reader.start()
+                started = time.perf_counter()
+                while time.perf_counter() - started < args.seconds * 3:
+                    time.sleep(args.seconds)
+                    make_all_due(database)
+                stop.set()
+                reader.join()
+                peak = sampler.stop()
+                written = checkin_count(database)
+            finally:
+                server.terminate()
+                server.wait(timeout=60)
+            results.append({"idle": idle, "peak": peak, "quiet p50": percentile(quiet, 0.5),
+                            "quiet p99": percentile(quiet, 0.99), "p50": percentile(busy, 0.5),
+                            "p99": percentile(busy, 0.99), "written": written, "reads": len(busy)})
+    finally:
+        api.shutdown()
+    return results
+
+
+def sources_rows(results):
+    """The table's rows of the metric sources section, and their goals' verdicts."""
+    idle = statistics.median(r["idle"] for r in results)
+    peak = max(r["peak"] for r in results)
+    quiet = statistics.median(r["quiet p99"] for r in results)
+    busy = statistics.median(r["p99"] for r in results)
+    rows = [
+        ("server resident memory, idle (with the background process)", f"{idle / 2**20:,.0f} MB", "", ""),
+        (f"  ... peak, {SOURCES} sources syncing at once, again and again", f"{peak / 2**20:,.0f} MB",
+         f"+{(peak - idle) / 2**20:,.0f} MB", "< +100 MB"),
+        ("small reads (GET /v1/keyresults/:id), idle",
+         f"p50 {statistics.median(r['quiet p50'] for r in results) * 1000:.1f} ms", f"p99 {quiet * 1000:.1f} ms", ""),
+        ("  ... while the sources sync", f"p50 {statistics.median(r['p50'] for r in results) * 1000:.1f} ms",
+         f"p99 {busy * 1000:.1f} ms ({busy / quiet:.2f} x idle)", "p99 < 1.5 x idle"),
+        ("values the sources wrote (each with its evidence)",
+         f"{statistics.median(r['written'] for r in results):,.0f}", "", ""),
+    ]
+    return rows, [peak - idle < 100 * 2**20, busy <= 1.5 * quiet]
+
+
+def sources_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        results = time_sources(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = sources_rows(results)
+    print_table(rows, goals)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -2029,6 +2176,8 @@ def main():
     parser.add_argument("--retrospective-only", action="store_true",
                         help="run the section of the retrospective and calibration of a --report-objectives cycle "
                              "alone (needs no wrk)")
+    parser.add_argument("--sources-only", action="store_true",
+                        help=f"run the section of {SOURCES} metric sources syncing at once alone (needs no wrk)")
     parser.add_argument("--sign-in-flood-only", action="store_true",
                         help="run the section of check-ins under a flood of wrong passwords alone (needs no wrk)")
     parser.add_argument("--flood-seconds", type=int, default=10,
@@ -2050,6 +2199,9 @@ def main():
         return
     if args.sign_in_flood_only:
         sign_in_flood_only(args, placement)
+        return
+    if args.sources_only:
+        sources_only(args, placement)
         return
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
