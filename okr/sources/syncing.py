@@ -147,14 +147,20 @@ def sync(config, transactions, source_id, mailer=None):
     read_at = clock.utc_now()
     with transactions.writing() as db:
         now_row = sources.of_key_result(db, row["key_result_id"])
-        if now_row is None or now_row["id"] != row["id"]:
-            raise NotFound("source")
+        if not same_source(row, now_row):
+            raise Conflict("the key result's source changed while it was read: nothing was written; run it again")
         written = write_value(db, now_row, value, evidence_of(found, read_at))
         sources.succeeded(db, now_row, read_at,
                           rfc3339(parse_time(read_at) + timedelta(seconds=every_seconds(now_row))))
     if written is None:
         return run_result("unchanged", value=value, failures=0, state="active")
     return run_result("written", value=value, checkin_id=written["id"], failures=0, state="active")
+
+
+def same_source(row, now_row):
+    """Whether the source read (row) is still the key result's as it was (now_row): a source changed meanwhile
+    (another connection or query) writes nothing from the old one's reading."""
+    return now_row is not None and all(row[name] == now_row[name] for name in ("id", "connection_seq", "query", "path"))
 
 
 def write_value(db, row, value, evidence):
@@ -285,8 +291,8 @@ def fill(config, transactions, source_id, first=None, last=None, step="daily"):
     written = 0
     with transactions.writing() as db:
         now_row = sources.of_key_result(db, row["key_result_id"])
-        if now_row is None or now_row["id"] != row["id"]:
-            raise NotFound("source")
+        if not same_source(row, now_row):
+            raise Conflict("the key result's source changed while it was read: nothing was written; run it again")
         with events.acting_as(actor_of(now_row)):
             for found, value in zip(readings, values):
                 moment = rfc3339(found.as_of)
@@ -351,8 +357,8 @@ class Scheduler:
         try:
             with self.factory() as transactions:
                 sync(self.config, transactions, source_id)
-        except NotFound:
-            pass  # removed meanwhile
+        except (NotFound, Conflict):
+            pass  # removed or changed meanwhile: the changed one is due at once
         except Exception:
             logger.exception("source %s: its run failed", source_id)
         finally:

@@ -359,3 +359,23 @@ def test_a_failure_reaches_the_webhooks(client, clock, quarter, metrics, app):
                             ).fetchall()
     assert [kind for kind, _ in queued] == ["key_result.source_failed"]
     assert "no such column: missing_column" in json.loads(queued[0][1])["error"]
+
+
+def test_a_source_changed_while_it_was_read_writes_nothing(client, clock, quarter, metrics, monkeypatch):
+    key_result = quarter["key_result"]["id"]
+    metrics.set("2026-01-02", 5)
+    source = attach(client, key_result, metrics.address)
+    clock.now = "2026-01-02T10:00:00Z"
+    real_read = syncing.reading.read
+
+    def read_then_change(*args, **kwargs):
+        found = real_read(*args, **kwargs)
+        changed = client.put(f"/v1/keyresults/{key_result}/source", json={
+            "connection_id": source["connection_id"], "query": "SELECT 7"})  # an editor saves another query
+        assert changed.status_code == 200
+        return found
+
+    monkeypatch.setattr(syncing.reading, "read", read_then_change)
+    response = client.post(f"/v1/keyresults/{key_result}/source/sync")
+    assert response.status_code == 409 and "changed while it was read" in response.get_json()["message"]
+    assert len(history(client, key_result)) == 1
