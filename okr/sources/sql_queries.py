@@ -197,6 +197,7 @@ def run_sqlite(address, query, moment, timeout):
         raise SourceFailed(f"cannot open {address}: {error}") from None
     try:
         connection.execute("PRAGMA query_only = ON")
+        connection.execute("PRAGMA schema_version")  # reads the file's header: another kind of file fails here
         # Called every thousand or so steps of the virtual machine: a non-zero answer interrupts the statement.
         connection.set_progress_handler(lambda: int(time.monotonic() > end), 1000)
         cursor = connection.execute(query, {"as_of": moment} if takes_as_of(query) else {})

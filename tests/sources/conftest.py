@@ -169,7 +169,9 @@ def needs(*programs):
 
 # PostgreSQL --------------------------------------------------------------------------------------------------
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+# Debian's PostgreSQL, whichever major version the release has (the newest when several are installed).
+PG_BIN = max(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda path: int(path.parent.name)
+             if path.parent.name.isdigit() else 0, default=Path("/usr/lib/postgresql/15/bin"))
 PG_PASSWORD = "s3cret-Pa55word"
 
 
@@ -182,45 +184,52 @@ def as_owner(owner):
 def postgresql():
     """A PostgreSQL server of its own on a free loopback port, with password sign-in, a table of issues and one
     of figures. Yields its address (postgresql://okr@127.0.0.1:PORT/metrics); the password is PG_PASSWORD."""
-    needs(PG_BIN / "initdb", PG_BIN / "pg_ctl")
+    needs(PG_BIN / "initdb", PG_BIN / "postgres")
+    import psycopg
+
     owner = "nobody" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
     folder = Path(tempfile.mkdtemp(prefix="okr-pg-"))
-    port = free_port()
-    (folder / "password").write_text(PG_PASSWORD)
-    if os.geteuid() == 0:
-        shutil.chown(folder, owner)
-        shutil.chown(folder / "password", owner)
-    prefix = as_owner(owner)
-    subprocess.run([*prefix, str(PG_BIN / "initdb"), "-D", str(folder / "data"), "-U", "okr", "-A", "scram-sha-256",
-                    "--pwfile", str(folder / "password"), "--no-sync"], check=True, capture_output=True)
-    server = subprocess.Popen([*prefix, str(PG_BIN / "postgres"), "-D", str(folder / "data"), "-p", str(port),
-                               "-h", "127.0.0.1", "-k", str(folder), "-F"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    import psycopg
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            admin = psycopg.connect(host="127.0.0.1", port=port, user="okr", password=PG_PASSWORD, dbname="postgres",
-                                    autocommit=True, connect_timeout=2)
-            break
-        except psycopg.OperationalError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                pytest.fail(f"PostgreSQL did not start: {server.communicate()[0].decode()}")
-            time.sleep(0.1)
-    with admin:
-        admin.execute("CREATE DATABASE metrics")
-    with psycopg.connect(host="127.0.0.1", port=port, user="okr", password=PG_PASSWORD, dbname="metrics",
-                         autocommit=True) as db:
-        db.execute("CREATE TABLE issues (id integer PRIMARY KEY, opened_at timestamptz NOT NULL, closed_at timestamptz)")
-        for number, opened, closed in ISSUES:
-            db.execute("INSERT INTO issues VALUES (%s, %s, %s)", (number, opened, closed))
-        db.execute("CREATE TABLE figures (name text PRIMARY KEY, amount numeric, label text)")
-        db.execute("INSERT INTO figures VALUES ('revenue', 1234.50, '42.5'), ('words', NULL, 'many')")
+    server = log = None
     try:
+        port = free_port()
+        (folder / "password").write_text(PG_PASSWORD)
+        if os.geteuid() == 0:
+            shutil.chown(folder, owner)
+            shutil.chown(folder / "password", owner)
+        prefix = as_owner(owner)
+        subprocess.run([*prefix, str(PG_BIN / "initdb"), "-D", str(folder / "data"), "-U", "okr", "-A",
+                        "scram-sha-256", "--pwfile", str(folder / "password"), "--no-sync"],
+                       check=True, capture_output=True)
+        log = open(folder / "postgresql.log", "wb")  # a file: a full pipe would stop the server
+        server = subprocess.Popen([*prefix, str(PG_BIN / "postgres"), "-D", str(folder / "data"), "-p", str(port),
+                                   "-h", "127.0.0.1", "-k", str(folder), "-F"], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                admin = psycopg.connect(host="127.0.0.1", port=port, user="okr", password=PG_PASSWORD,
+                                        dbname="postgres", autocommit=True, connect_timeout=2)
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail(f"PostgreSQL did not start: {(folder / 'postgresql.log').read_text()[-2000:]}")
+                time.sleep(0.1)
+        with admin:
+            admin.execute("CREATE DATABASE metrics")
+        with psycopg.connect(host="127.0.0.1", port=port, user="okr", password=PG_PASSWORD, dbname="metrics",
+                             autocommit=True) as db:
+            db.execute("CREATE TABLE issues (id integer PRIMARY KEY, opened_at timestamptz NOT NULL, "
+                       "closed_at timestamptz)")
+            for number, opened, closed in ISSUES:
+                db.execute("INSERT INTO issues VALUES (%s, %s, %s)", (number, opened, closed))
+            db.execute("CREATE TABLE figures (name text PRIMARY KEY, amount numeric, label text)")
+            db.execute("INSERT INTO figures VALUES ('revenue', 1234.50, '42.5'), ('words', NULL, 'many')")
+            db.execute("CREATE SEQUENCE tickets")  # nextval() writes, in a SELECT the read check lets by
         yield f"postgresql://okr@127.0.0.1:{port}/metrics"
     finally:
-        stop_process(server)
+        if server is not None:
+            stop_process(server)
+        if log is not None:
+            log.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -259,31 +268,36 @@ def prometheus_server():
     values before it starts; yields its base URL."""
     needs(PROMETHEUS, PROMTOOL)
     folder = Path(tempfile.mkdtemp(prefix="okr-prometheus-"))
-    (folder / "seed.om").write_text(openmetrics())
-    (folder / "data").mkdir()
-    subprocess.run([str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(folder / "seed.om"),
-                    str(folder / "data")], check=True, capture_output=True)
-    (folder / "prometheus.yml").write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
-    port = free_port()
-    server = subprocess.Popen([str(PROMETHEUS), f"--config.file={folder / 'prometheus.yml'}",
-                               f"--storage.tsdb.path={folder / 'data'}", "--storage.tsdb.retention.time=20y",
-                               f"--web.listen-address=127.0.0.1:{port}"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as answer:
-                if answer.status == 200:
-                    break
-        except OSError:
-            pass
-        if time.monotonic() > deadline or server.poll() is not None:
-            server.kill()
-            pytest.fail(f"Prometheus did not start: {server.communicate()[0].decode()[-2000:]}")
-        time.sleep(0.1)
+    server = log = None
     try:
+        (folder / "seed.om").write_text(openmetrics())
+        (folder / "data").mkdir()
+        # Blocks spanning the quarter: promtool's default, a block per two hours, writes a thousand of them slowly.
+        subprocess.run([str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", "--quiet",
+                        "--max-block-duration=2400h", str(folder / "seed.om"), str(folder / "data")],
+                       check=True, capture_output=True)
+        (folder / "prometheus.yml").write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+        port = free_port()
+        log = open(folder / "prometheus.log", "wb")  # a file: a full pipe would stop the server
+        server = subprocess.Popen([str(PROMETHEUS), f"--config.file={folder / 'prometheus.yml'}",
+                                   f"--storage.tsdb.path={folder / 'data'}", "--storage.tsdb.retention.time=20y",
+                                   f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                pytest.fail(f"Prometheus did not start: {(folder / 'prometheus.log').read_text()[-2000:]}")
+            time.sleep(0.1)
         yield url
     finally:
-        stop_process(server)
+        if server is not None:
+            stop_process(server)
+        if log is not None:
+            log.close()
         shutil.rmtree(folder, ignore_errors=True)
