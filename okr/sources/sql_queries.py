@@ -157,7 +157,7 @@ def run_postgresql(address, secret, query, moment, timeout):
         with psycopg.connect(host=parts.hostname, hostaddr=postgresql_host(parts.hostname, port), port=port,
                              dbname=unquote(parts.path.strip("/")), user=unquote(parts.username),
                              password=secret or "", connect_timeout=max(2, int(timeout)),
-                             options=f"-c statement_timeout={statement_ms} -c default_transaction_read_only=on",
+                             options=f"-c statement_timeout={statement_ms}",
                              application_name="okr-sources", autocommit=False) as connection:
             connection.read_only = True
             params = {"as_of": moment} if takes_as_of(query) else None
