@@ -145,8 +145,8 @@ class Answer:
 
 def get(url, headers, inside_network, timeout, secret=None, accept="*/*"):
     """GETs url within timeout seconds, connect to last byte; the Answer of a 2xx. SourceFailed for a refused
-    address, a failure to connect, a redirect (never followed), a status other than 2xx (except those the
-    caller takes, for_status), an answer larger than ANSWER_BYTES, or one that ends before its length."""
+    address, a failure to connect, a redirect (never followed), a status other than 2xx, an answer larger than
+    ANSWER_BYTES, or one that ends before its length."""
     answer = get_any(url, headers, inside_network, timeout, secret, accept)
     if not 200 <= answer.status < 300:
         raise SourceFailed(status_failure(answer, secret))

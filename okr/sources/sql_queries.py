@@ -156,7 +156,7 @@ def run_postgresql(address, secret, query, moment, timeout):
     try:
         with psycopg.connect(host=parts.hostname, hostaddr=postgresql_host(parts.hostname, port), port=port,
                              dbname=unquote(parts.path.strip("/")), user=unquote(parts.username),
-                             password=secret or "", connect_timeout=max(2, int(timeout)),
+                             password=secret or "", connect_timeout=max(2, int(min(timeout, STATEMENT_SECONDS))),
                              options=f"-c statement_timeout={statement_ms}",
                              application_name="okr-sources", autocommit=False) as connection:
             connection.read_only = True
