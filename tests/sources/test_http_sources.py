@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import JIRA_TOTAL, connection, github_count
+from source_servers import JIRA_TOTAL, connection, github_count
 from okr.sources.reading import SourceFailed, read, read_series, replay
 
 pytestmark = pytest.mark.slow  # a server in a thread

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import ISSUES, PG_PASSWORD, connection
+from source_servers import ISSUES, PG_PASSWORD, connection
 from okr.sources.reading import SourceFailed, read, read_series, replay
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("postgresql")]  # one worker starts the server

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import connection, seeded_value
+from source_servers import connection, seeded_value
 from okr.sources import prometheus
 from okr.sources.reading import SourceFailed, read, read_series, replay
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import ISSUES, connection
+from source_servers import ISSUES, connection
 from okr.sources import sql_queries
 from okr.sources.reading import SourceFailed, read, read_series, replay
 
