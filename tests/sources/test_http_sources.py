@@ -3,14 +3,18 @@ the webhooks' safety against hostile ones: no redirects, one deadline, 1 MB, a l
 address rule after DNS ("inside our network")."""
 import hashlib
 import json
+import ssl
+import threading
 import time
 from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
 
-from source_servers import JIRA_TOTAL, connection, github_count
+from helpers import loopback_certificate
+from okr.outbound import pinned_http
 from okr.sources.reading import SourceFailed, read, read_series, replay
+from source_servers import JIRA_TOTAL, FakeServer, connection, github_count
 
 pytestmark = pytest.mark.slow  # a server in a thread
 
@@ -122,3 +126,27 @@ def test_nothing_listening_fails_plainly(web):
     closed = connection("http_json", "http://127.0.0.1:9", {}, True)
     with pytest.raises(SourceFailed, match="cannot connect to 127.0.0.1"):
         read(closed, None, {"query": "/x", "path": "$.a"}, timeout=2)
+
+
+@pytest.fixture
+def tls_web(tmp_path, monkeypatch):
+    """The local server behind TLS, its self-signed certificate for 127.0.0.1 trusted by the readers."""
+    cert, key = loopback_certificate(tmp_path)
+    monkeypatch.setattr(pinned_http, "tls_context", lambda: ssl.create_default_context(cafile=str(cert)))
+    server = FakeServer()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(str(cert), str(key))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_https_with_the_certificate_checked(tls_web, monkeypatch):
+    github = connection("http_json", f"https://127.0.0.1:{tls_web.port}", {}, True)
+    assert read(github, "tok", {"query": GITHUB_QUERY, "path": "$.total_count"}).value == 20
+    monkeypatch.setattr(pinned_http, "tls_context", ssl.create_default_context)  # the system's authorities only
+    with pytest.raises(SourceFailed, match="CERTIFICATE_VERIFY_FAILED"):
+        read(github, "tok", {"query": GITHUB_QUERY, "path": "$.total_count"}, timeout=5)

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from source_servers import ISSUES, PG_PASSWORD, connection
 from okr.sources.reading import SourceFailed, read, read_series, replay
+from source_servers import ISSUES, PG_PASSWORD, connection
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("postgresql")]  # one worker starts the server
 

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from source_servers import connection, seeded_value
 from okr.sources import prometheus
 from okr.sources.reading import SourceFailed, read, read_series, replay
+from source_servers import connection, seeded_value
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prometheus")]  # one worker starts the server
 

@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from source_servers import ISSUES, connection
 from okr.sources import sql_queries
 from okr.sources.reading import SourceFailed, read, read_series, replay
+from source_servers import ISSUES, connection
 
 END_OF_MARCH = datetime(2026, 3, 31, 23, 59, 59, tzinfo=timezone.utc)
 COUNT_AS_OF = "SELECT count(*) FROM issues WHERE opened_at <= :as_of"
