@@ -21,12 +21,13 @@ def connection_problem(kind, address, headers):
     if kind not in KINDS:
         return f"the kind must be one of {', '.join(KINDS)}"
     if kind in OVER_HTTP:
-        return fetching.address_problem(address) or fetching.headers_problem(headers or {})
-    if headers:
-        return f"a {kind} connection has no headers"
-    if kind == "postgresql":
-        return sql_queries.postgresql_problem(address)
-    return sql_queries.sqlite_problem(address)
+        problem = fetching.address_problem(address)
+    elif kind == "postgresql":
+        problem = sql_queries.postgresql_problem(address)
+    else:
+        problem = sql_queries.sqlite_problem(address)
+    # An SQL connection sends no headers; they are held to the same rule all the same.
+    return problem or fetching.headers_problem(headers or {})
 
 
 def source_problem(kind, query, path):

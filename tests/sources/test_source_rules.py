@@ -46,7 +46,7 @@ def test_good_connections_have_no_problem(kind, address, headers):
     ("postgresql", "postgresql://db/sales", {}, "postgresql://user@host"),
     ("postgresql", "postgresql://reader@db/", {}, "one database"),
     ("postgresql", "postgresql://reader@169.254.169.254/sales", {}, "never reach"),
-    ("postgresql", "postgresql://reader@db/sales", {"X": "y"}, "no headers"),
+    ("postgresql", "postgresql://reader@db/sales", {"X": "a\nb"}, "one line"),
     ("sqlite", "metrics.db", {}, "absolute path"),
 ])
 def test_bad_connections_say_why(kind, address, headers, words):
