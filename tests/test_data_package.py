@@ -17,6 +17,8 @@ ROOT = PACKAGE.parent
 DATA_PACKAGE = "okr/store/"
 SCHEMA_MODULES = set()  # the schema and its migrations are the data package's too (okr/store/schema.py)
 NOT_YET_MOVED = set()  # modules whose SQL has yet to move into the data package: none
+# Modules that run an editor's query on another system's database (a metric source), never on the service's own.
+OTHER_DATABASES = {"okr/sources/sql_queries.py"}
 
 EXECUTE = {"execute", "executemany", "executescript"}
 CONTROL = re.compile(r"""\s*(?:BEGIN(?:\s+(?:DEFERRED|IMMEDIATE|EXCLUSIVE))?|COMMIT|END|ROLLBACK(?:\s+TO\s+\w+)?
@@ -43,7 +45,8 @@ def where(path):
 
 
 def checked(name):
-    return not (name.startswith(DATA_PACKAGE) or name in SCHEMA_MODULES or name in NOT_YET_MOVED)
+    return not (name.startswith(DATA_PACKAGE) or name in SCHEMA_MODULES or name in NOT_YET_MOVED
+                or name in OTHER_DATABASES)
 
 
 def text_of(node):
@@ -99,7 +102,7 @@ def test_sql_lives_in_the_data_package():
 
 
 def test_the_allowed_modules_exist():
-    for name in SCHEMA_MODULES | NOT_YET_MOVED:
+    for name in SCHEMA_MODULES | NOT_YET_MOVED | OTHER_DATABASES:
         assert (ROOT / name).is_file(), f"{name} is allowed SQL but does not exist: point the list at its new name"
 
 

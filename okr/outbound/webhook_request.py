@@ -2,22 +2,17 @@
 
 Flask-free, so that the background process (okr.outbound.webhook_queue), the commands and the pages share it.
 
-A request goes to an address checked after DNS resolution, and to that very address (the URL's name
-travels in the Host header and in TLS's SNI and certificate check), so that a name cannot resolve to a
-public address for the check and to a private one for the connection. Redirects are never followed: a
-3xx is a failure like any other non-2xx. One deadline covers a delivery, connect to last byte (Deadline): a
-socket's own timeout is per read, which a receiver sending a byte now and then never reaches.
+A request goes to an address checked after DNS resolution and pinned to it, within one deadline, connect to
+last byte (okr.outbound.pinned_http, which metric sources share). Redirects are never followed: a 3xx is a
+failure like any other non-2xx.
 """
 import base64
 import hashlib
 import hmac
 import http.client
-import ipaddress
 import json
 import random
 import secrets
-import socket
-import ssl
 import time
 import uuid
 from dataclasses import dataclass
@@ -26,6 +21,9 @@ from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 from ..rules.webhook_receivers import SECRET_PREFIX
+from . import pinned_http
+from .pinned_http import (Deadline, PinnedHTTPConnection, PinnedHTTPSConnection, Refused, Unresolved,
+                          default_port, describe, is_public, tls_context)
 from ..settings import default
 
 TIMEOUT_SECONDS = 15
@@ -61,53 +59,20 @@ def signed_headers(secret, message_id, timestamp, body):
     }
 
 
-class Refused(Exception):
-    """The URL's host is, or resolves to, an address a hook may not reach (or does not resolve)."""
-
-
-class Unresolved(Refused):
-    """The URL's host does not resolve (now)."""
-
-
-def is_public(address):
-    """Whether an IP address is one a hook may reach without --allow-private: none of loopback, private,
-    link-local, multicast, reserved, unspecified, shared (100.64/10) or documentation ranges.
-
-    An IPv6 address that carries an IPv4 one is judged as the address it carries: a mapped one (::ffff:a.b.c.d)
-    and a 6to4 one (2002:AABB:CCDD::/48, which a 6to4 relay or tunnel delivers to a.b.c.d). A Teredo address
-    (2001::/32) is never public: its client is hidden behind NAT and a relay, and nothing here can tell where
-    the packets go."""
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.teredo is not None:
-            return False
-        carried = address.ipv4_mapped or address.sixtofour
-        if carried is not None:
-            address = carried
-    return address.is_global and not (address.is_multicast or address.is_loopback or address.is_link_local
-                                      or address.is_private or address.is_reserved or address.is_unspecified)
+def refusal(allow_private):
+    """The webhooks' address rule for pinned_http.resolve: only public addresses, unless allow_private."""
+    def refused(host, address):
+        if allow_private or is_public(address):
+            return None
+        return (f"{host} resolves to {address}, a loopback, private, link-local or multicast address; "
+                "add the hook with --allow-private to allow it")
+    return refused
 
 
 def resolve(host, port, allow_private):
     """The addresses to connect to for host (a name or an IP literal), each checked; Refused when the name
     does not resolve, or when any address it resolves to is not public and allow_private is false."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as error:
-        raise Unresolved(f"{host} does not resolve: {error}") from None
-    addresses = []
-    for family, _, _, _, sockaddr in infos:
-        if family not in (socket.AF_INET, socket.AF_INET6):
-            continue
-        address = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
-        if not allow_private and not is_public(address):
-            # Any one refuses the name: else a name with one public and one private address could be used.
-            raise Refused(f"{host} resolves to {address}, a loopback, private, link-local or multicast address; "
-                          "add the hook with --allow-private to allow it")
-        if address not in addresses:
-            addresses.append(address)
-    if not addresses:
-        raise Unresolved(f"{host} has no IP address")
-    return addresses
+    return pinned_http.resolve(host, port, refusal(allow_private))
 
 
 def check_destination(url, allow_private):
@@ -118,107 +83,6 @@ def check_destination(url, allow_private):
         resolve(parts.hostname, parts.port or default_port(parts.scheme), allow_private)
     except Unresolved:
         pass
-
-
-def default_port(scheme):
-    return 443 if scheme == "https" else 80
-
-
-def tls_context():
-    """The TLS context a receiver's certificate is checked with: the system's trusted authorities."""
-    return ssl.create_default_context()
-
-
-class Deadline:
-    """The moment a delivery must be over by, connect to last byte."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-
-    def left(self):
-        """Seconds left; TimeoutError (a socket.timeout) once there are none."""
-        left = self.end - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the delivery's deadline passed")
-        return left
-
-
-class WithinDeadline:
-    """A socket whose every blocking call waits at most for what is left of its deadline. A socket's timeout is
-    per call: a receiver sending a byte now and then would otherwise hold a delivery open as long as it likes."""
-
-    deadline = None  # a Deadline, set before the first call
-
-    def connect(self, *args):
-        self.settimeout(self.deadline.left())
-        return super().connect(*args)
-
-    def do_handshake(self, *args):
-        self.settimeout(self.deadline.left())
-        return super().do_handshake(*args)
-
-    def send(self, *args):
-        self.settimeout(self.deadline.left())
-        return super().send(*args)
-
-    def sendall(self, *args):
-        self.settimeout(self.deadline.left())  # the timeout of sendall is for the whole of it
-        return super().sendall(*args)
-
-    def recv(self, *args):
-        self.settimeout(self.deadline.left())
-        return super().recv(*args)
-
-    def recv_into(self, *args):  # what http.client's reads come to
-        self.settimeout(self.deadline.left())
-        return super().recv_into(*args)
-
-
-class DeadlineSocket(WithinDeadline, socket.socket):
-    pass
-
-
-class DeadlineSSLSocket(WithinDeadline, ssl.SSLSocket):
-    pass
-
-
-class PinnedHTTPConnection(http.client.HTTPConnection):
-    """HTTP to a given IP address (an ipaddress address), its every wait within one Deadline."""
-
-    def __init__(self, address, port, deadline):
-        super().__init__(str(address), port, timeout=deadline.seconds)
-        self.address, self.deadline = address, deadline
-
-    def connect(self):
-        family = socket.AF_INET6 if self.address.version == 6 else socket.AF_INET
-        self.sock = DeadlineSocket(family, socket.SOCK_STREAM)
-        self.sock.deadline = self.deadline
-        self.sock.connect((str(self.address), self.port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def keep_until(self, deadline):
-        """The next request on this kept-alive connection waits within deadline."""
-        self.deadline = self.sock.deadline = deadline
-
-
-class PinnedHTTPSConnection(PinnedHTTPConnection):
-    """HTTPS to a given IP address, with SNI and the certificate checked for the URL's name."""
-
-    default_port = 443
-
-    def __init__(self, address, port, server_name, deadline):
-        super().__init__(address, port, deadline)
-        self.server_name = server_name
-
-    def connect(self):
-        super().connect()
-        context = tls_context()
-        context.sslsocket_class = DeadlineSSLSocket
-        # The handshake once the deadline is set; the connection closes the socket should it fail.
-        self.sock = context.wrap_socket(self.sock, server_hostname=self.server_name, do_handshake_on_connect=False)
-        self.sock.deadline = self.deadline
-        self.sock.do_handshake()
 
 
 @dataclass
@@ -284,7 +148,7 @@ def post(url, body, headers, allow_private, timeout=None, now=time.time, pool=No
         if deadline.end <= time.monotonic():
             break
         if parts.scheme == "https":
-            connection = PinnedHTTPSConnection(address, port, parts.hostname, deadline)
+            connection = PinnedHTTPSConnection(address, port, parts.hostname, deadline, tls_context())
         else:
             connection = PinnedHTTPConnection(address, port, deadline)
         try:
@@ -337,12 +201,6 @@ def outcome_of(response, start, now):
         snippet = start.decode("utf-8", "replace").strip()
         error = f"HTTP {status} {response.reason}" + (f": {' '.join(snippet.split())[:100]}" if snippet else "")
     return Outcome(status, error, parse_retry_after(response.getheader("Retry-After"), now))
-
-
-def describe(failure, timeout):
-    if isinstance(failure, (socket.timeout, TimeoutError)):
-        return f"timed out after {timeout:g} s"
-    return str(failure) or type(failure).__name__
 
 
 def retry_delay(failures, retry_after=None, rand=random.random, schedule=RETRY_SCHEDULE):

@@ -10,7 +10,7 @@ from ..rules.strict_json import reject_constant, reject_duplicate_keys
 from ..store import bulk, events, locks, objectives, sections, users
 from ..store import database as database_rows
 from .export import section_rows
-from .reader import file_digest, records
+from .json_stream import file_digest, records
 from .rows import DATA_SECTIONS, FIELDS, NOT_GIVEN, PLURAL, SECTIONS, SINGULAR, Refusal, checked, closed_refusal
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import helpers
 import okr.transfer.importer
-import okr.transfer.reader
+import okr.transfer.json_stream
 from okr import create_app, transfer
 from okr.accounts import throttle
 from okr.cli.transfer import export_command, import_command
@@ -298,7 +298,7 @@ def test_the_format_is_documented_and_ordered(app, seeded, tmp_path):
 def test_an_other_layout_of_the_same_json_imports_the_same(app, seeded, tmp_path, monkeypatch):
     data = exported(app, tmp_path)
     (tmp_path / "pretty.json").write_text(json.dumps(data, indent=3), encoding="utf-8")
-    monkeypatch.setattr(okr.transfer.reader, "CHUNK", 7)  # records cut anywhere between reads
+    monkeypatch.setattr(okr.transfer.json_stream, "CHUNK", 7)  # records cut anywhere between reads
     target = new_app(tmp_path / "target.db")
     ok(invoke(target, "import", tmp_path / "pretty.json"))
     export(target, tmp_path / "again.json")
