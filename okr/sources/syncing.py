@@ -9,6 +9,7 @@ write. Nothing is written dated before the key result's cycle starts or after it
 """
 import hashlib
 import logging
+import os
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -327,6 +328,18 @@ def recompute(config, transactions, checkin_id):
             "read_at_then": kept["read_at"], "error": None}
 
 
+SOURCE_NICENESS = 10
+
+
+def yield_the_cpu():
+    """Lowers this thread's priority (Linux sets it per thread): sources syncing by the hundred take the CPU
+    only when people's requests leave it."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), SOURCE_NICENESS)
+    except (AttributeError, OSError):
+        pass
+
+
 class Scheduler:
     """Runs the sources that are due, each in a thread of a pool as soon as it is due: a slow or failing source
     holds one thread until its deadline and never another source's run. transactions_factory() gives each run
@@ -334,7 +347,8 @@ class Scheduler:
 
     def __init__(self, config, transactions_factory, workers=32):
         self.config, self.factory = config, transactions_factory
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="okr-source")
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="okr-source",
+                                       initializer=yield_the_cpu)
         self.running = set()
         self.lock = threading.Lock()
 

@@ -2013,25 +2013,30 @@ SOURCES = 200  # key results reading a source, all due at once
 SOURCE_ANSWER_DELAY = 0.02  # seconds the local JSON API takes to answer, as a real one takes some
 
 
-class CountingAPI(BaseHTTPRequestHandler):
-    """A JSON API that answers {"total": n}, n one more at each request: every sync reads a new value."""
-
-    count = 0
-    lock = threading.Lock()
-
+# A JSON API that answers {"total": n}, n one more at each request (every sync reads a new value), after a
+# delay as a real one takes; a process of its own, so that its threads never share the measuring client's GIL.
+COUNTING_API = """
+import json, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+count, lock = 0, threading.Lock()
+class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
-        time.sleep(SOURCE_ANSWER_DELAY)
-        with CountingAPI.lock:
-            CountingAPI.count += 1
-            body = json.dumps({"total": CountingAPI.count, "path": self.path}).encode()
+        global count
+        time.sleep(float(sys.argv[2]))
+        with lock:
+            count += 1
+            body = json.dumps({"total": count, "path": self.path}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-
     def log_message(self, *args):
         pass
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+server.daemon_threads = True
+server.serve_forever()
+"""
 
 
 def send_json(port, path, method, value):
@@ -2056,9 +2061,8 @@ def time_sources(folder, args):
     JSON API (http_json, inside our network); small reads alone, then while every source is made due at once,
     again and again, for --seconds x 3. Returns per round: idle and peak resident memory (with the background
     process), the small reads' p50/p99 idle and while syncing, and the values the sources wrote."""
-    api = ThreadingHTTPServer(("127.0.0.1", 0), CountingAPI)
-    api.daemon_threads = True
-    threading.Thread(target=api.serve_forever, daemon=True).start()
+    api_port = free_port()
+    api = subprocess.Popen([sys.executable, "-c", COUNTING_API, str(api_port), str(SOURCE_ANSWER_DELAY)])
     results = []
     try:
         for round_number in range(1, args.rounds + 1):
@@ -2074,7 +2078,7 @@ def time_sources(folder, args):
                     "name": "o", "cycle_id": cycle, "is_company": False, "is_personal": False})[1])["id"]
                 connection = json.loads(send_json(port, "/v1/connections", "POST", {
                     "name": "Counting API", "kind": "http_json", "inside_network": True,
-                    "address": f"http://127.0.0.1:{api.server_address[1]}"})[1])["id"]
+                    "address": f"http://127.0.0.1:{api_port}"})[1])["id"]
                 key_results = []
                 for number in range(SOURCES):
                     kr = json.loads(send_json(port, f"/v1/objectives/{objective}/keyresults", "POST",
@@ -2114,7 +2118,8 @@ def time_sources(folder, args):
                             "quiet p99": percentile(quiet, 0.99), "p50": percentile(busy, 0.5),
                             "p99": percentile(busy, 0.99), "written": written, "reads": len(busy)})
     finally:
-        api.shutdown()
+        api.terminate()
+        api.wait(timeout=30)
     return results
 
 

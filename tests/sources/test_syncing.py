@@ -7,7 +7,9 @@ The source here is an SQLite file (the sqlite kind): a real reader, in-process.
 """
 import hashlib
 import json
+import os
 import sqlite3
+import threading
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
 
@@ -379,3 +381,15 @@ def test_a_source_changed_while_it_was_read_writes_nothing(client, clock, quarte
     response = client.post(f"/v1/keyresults/{key_result}/source/sync")
     assert response.status_code == 409 and "changed while it was read" in response.get_json()["message"]
     assert len(history(client, key_result)) == 1
+
+
+def test_the_scheduler_s_threads_give_people_s_requests_the_cpu_first(app, monkeypatch):
+    seen = []
+    monkeypatch.setattr(syncing, "sync", lambda config, transactions, source_id: seen.append(
+        os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+    scheduler = syncing.Scheduler(app.config, lambda: schema.OwnTransactions(app.config["DATABASE"], 1000))
+    try:
+        scheduler.pool.submit(scheduler.run, "a-source").result()
+    finally:
+        scheduler.close()
+    assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + syncing.SOURCE_NICENESS)]
