@@ -40,11 +40,9 @@ class LazyRule(Rule):
     costs (docs/design.md, Building the app), paid by every `okr` command and every test, for builders that a
     request to the API never uses. Werkzeug without _compile_builder would simply build them all up front.
 
-    Then parsing the rule strings into the parts the URL matcher walks was most of what was left, done again for
-    each app a process builds (every test builds one). What compile() makes of a string depends only on the
-    string, the map's settings and its converter classes, so a later rule of the same reuses it, with converters
-    of its own (they belong to their map). tests/test_app_building.py checks that such a rule is what werkzeug's
-    own Rule makes.
+    Parsing the rule strings was then most of what was left, paid again for each app a process builds (every
+    test builds one). What compile() makes of a string depends only on it, the map's settings and converter
+    classes, so a later rule of the same takes it, with converters of its own (they belong to their map).
     """
 
     parsed = {}  # (the string and what else compile reads) -> (parts, trace, the get_converter calls it made)
@@ -56,9 +54,11 @@ class LazyRule(Rule):
             parts, trace, converters = LazyRule.parsed[key]
         except KeyError:
             self._converter_calls = []
-            super().compile()
-            LazyRule.parsed[key] = (tuple(self._parts), tuple(self._trace), tuple(self._converter_calls))
-            del self._converter_calls
+            try:
+                super().compile()
+                LazyRule.parsed[key] = (tuple(self._parts), tuple(self._trace), tuple(self._converter_calls))
+            finally:
+                del self._converter_calls
             return
         # What Rule.compile sets, from what it set for the first rule of this key.
         self._parts, self._trace = list(parts), list(trace)
