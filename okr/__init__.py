@@ -33,12 +33,47 @@ def sync_once(ensure_sync):
 
 
 class LazyRule(Rule):
-    """A URL rule whose URL builders are compiled the first time url_for needs them.
+    """A URL rule whose URL builders are compiled the first time url_for needs them, and whose string is parsed
+    once per process.
 
     Werkzeug compiles two builders per rule, through ast, as the rule is added: most of what building the app
     costs (docs/design.md, Building the app), paid by every `okr` command and every test, for builders that a
     request to the API never uses. Werkzeug without _compile_builder would simply build them all up front.
+
+    Parsing the rule strings was then most of what was left, paid again for each app a process builds (every
+    test builds one). What compile() makes of a string depends only on it, the map's settings and converter
+    classes, so a later rule of the same takes it, with converters of its own (they belong to their map).
     """
+
+    parsed = {}  # (the string and what else compile reads) -> (parts, trace, the get_converter calls it made)
+
+    def compile(self):
+        key = (self.rule, self.subdomain, self.host, self.merge_slashes, self.map.host_matching,
+               tuple(self.map.converters.items()))
+        try:
+            parts, trace, converters = LazyRule.parsed[key]
+        except KeyError:
+            self._converter_calls = []
+            try:
+                super().compile()
+                LazyRule.parsed[key] = (tuple(self._parts), tuple(self._trace), tuple(self._converter_calls))
+            finally:
+                del self._converter_calls
+            return
+        # What Rule.compile sets, from what it set for the first rule of this key.
+        self._parts, self._trace = list(parts), list(trace)
+        self._converters = {}
+        for variable, name, args, kwargs in converters:
+            self._converters[variable] = self.get_converter(variable, name, args, kwargs)
+            self.arguments.add(variable)
+        self._build = self._compile_builder(False).__get__(self, None)
+        self._build_unknown = self._compile_builder(True).__get__(self, None)
+
+    def get_converter(self, variable_name, converter_name, args, kwargs):
+        calls = getattr(self, "_converter_calls", None)
+        if calls is not None:
+            calls.append((variable_name, converter_name, args, kwargs))
+        return super().get_converter(variable_name, converter_name, args, kwargs)
 
     def _compile_builder(self, append_unknown=True):
         compile_now = super()._compile_builder
