@@ -15,6 +15,7 @@ from okr.outbound import webhook_request, weekly_emails
 from okr.reports import activity, review
 from okr.rules import body_schemas, fields, strict_json, webhook_receivers
 from okr.server import connections, http_server, litestream, request_log, workers
+from okr.sources import sql_queries, values
 from okr.store import events, invitations, password_resets, webhooks
 from okr.transfer import from_simpleokr, rows
 from okr.web import account_pages, comment_pages, forms, objective_pages, team_pages, views, your_week
@@ -120,6 +121,10 @@ LIMITS = {
         duration(webhook_request.MAX_RETRY_AFTER, AT_MOST, "receiver's `Retry-After`", "an HTTP date"),
     "attempts kept in a webhook's delivery log": count(webhooks.KEPT_ATTEMPTS, AT_MOST, "attempts", of=("attempts",)),
     "a failed answer's body kept in the delivery log": size(webhook_request.ERROR_BODY_BYTES, AT_MOST, "answer's body"),
+    "a metric source's answer (HTTP JSON, CSV, Prometheus)":
+        size(values.ANSWER_BYTES, AT_MOST, "answer of more than", "answer is larger than"),
+    "a metric source's SQL statement (PostgreSQL, SQLite)":
+        duration(sql_queries.STATEMENT_SECONDS, AT_MOST, "statement runs", "query runs"),
     "worker processes with `--workers auto`":
         count(settings.AUTO_WORKERS_MOST, AT_MOST, "worker process", "per CPU", of=("workers", "processes")),
     "a stopping worker's requests in flight": duration(workers.DRAIN_SECONDS, AT_MOST, "requests being served"),
