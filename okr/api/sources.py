@@ -40,7 +40,8 @@ def shown_connection(row):
 
 def checked_connection(values):
     """Invalid unless the reader takes the connection's address and headers for its kind."""
-    problem = reading.connection_problem(values["kind"], values["address"], values.get("headers") or {})
+    problem = syncing.connection_problem(current_app.config, values["kind"], values["address"],
+                                         values.get("headers") or {})
     if problem:
         raise Invalid({"address": problem})
 

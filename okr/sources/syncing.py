@@ -53,6 +53,19 @@ def connection_of(row):
             "inside_network": row["inside_network"]}
 
 
+def connection_problem(config, kind, address, headers):
+    """Why an admin's connection cannot be saved (a sentence), or None: the reader's rules for its kind, and never
+    this service's own database (or a file beside it) as an SQLite source."""
+    problem = reading.connection_problem(kind, address, headers)
+    if problem or kind != "sqlite":
+        return problem
+    own = os.path.realpath(config["DATABASE"])
+    given = os.path.realpath(address)
+    if given == own or given.startswith(own + "-") or given.startswith(own + "."):
+        return "that is this service's own database: a source reads another system's"
+    return None
+
+
 def secret_of(config, sealed):
     """A connection's secret in clear (None: it has none); SourceFailed when this server's key does not open it."""
     if sealed is None:

@@ -113,3 +113,12 @@ def test_the_secret_never_appears_in_an_error(client, metrics):
     response = client.post("/v1/connections", json={"name": "W", "kind": "sqlite", "address": "",
                                                      "secret": SECRET})
     assert response.status_code == 400 and SECRET not in json.dumps(response.get_json())
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", ".key"])
+def test_the_service_s_own_database_is_no_source(app, client, suffix):
+    response = client.post("/v1/connections", json={"name": "Me", "kind": "sqlite",
+                                                    "address": app.config["DATABASE"] + suffix})
+    assert response.status_code == 400
+    assert response.get_json()["details"]["address"] == ("that is this service's own database: a source reads "
+                                                          "another system's")
