@@ -122,7 +122,7 @@ def series(frame, points, shown, radius=3, sourced=frozenset()):
         title = f'<title>{escape(wording.day(day.isoformat()))}: {escape(shown(value))}'
         x, y = frame.x(day), frame.y(value)
         if day in sourced:
-            out.append(f'<path class="dot source" d="{diamond(x, y, radius + 2)}">{title}, by the source</title>'
+            out.append(f'<path class="dot source" d="{diamond(x, y, radius + 3)}">{title}, by the source</title>'
                        "</path>")
         else:
             out.append(f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="{radius}">{title}</title></circle>')

@@ -237,7 +237,7 @@ def test_the_source_section_attaches_a_key_result_and_says_its_state(client, qua
                                                                                           "active")
     tree = get(client, f"/keyresults/{quarter}/edit")
     assert tree.one(id="source-state").text == "Reads its value from Metrics , every 6 hours. Active, not read yet, " \
-                                               "next now"
+                                               "next now."
     assert tree.one("textarea", id="query").raw_text() == AS_OF_QUERY
     chosen = [option for option in tree.one("select", id="every_minutes").find_all("option")
               if "selected" in option.attrs]
@@ -288,7 +288,7 @@ def test_sync_now_records_a_changed_value_and_says_so(client, clock, attached):
     clock.now = "2026-01-05T10:30:00Z"
     tree = get(client, f"/keyresults/{key_result}/edit")
     assert re.fullmatch(r"Reads its value from Metrics , every hour\. Active, last read 30 minutes ago, next in "
-                        r"(2[0-9]|3[0-9]) minutes", tree.one(id="source-state").text)
+                        r"(2[0-9]|3[0-9]) minutes\.", tree.one(id="source-state").text)
 
 
 def test_a_failing_source_says_so_to_editors_and_on_the_key_result_s_page_and_stops_after_20(client, clock, attached,
@@ -301,7 +301,7 @@ def test_a_failing_source_says_so_to_editors_and_on_the_key_result_s_page_and_st
     assert said(response) == ("It read nothing: the query failed: no such table: figures. The key result keeps its "
                               "value; that is 1 failure in a row.")
     state = parse(response.get_data(as_text=True)).one(id="source-state")
-    assert state.text.endswith("Failing since 5 Jan 2026, 10:00 UTC: the query failed: no such table: figures")
+    assert state.text.endswith("Failing since 5 Jan 2026, 10:00 UTC: the query failed: no such table: figures.")
     assert "failing" in state.classes
     page = get(client, f"/keyresults/{key_result}")
     assert page.one(id="source-line").text == ("Updated by the source “Metrics”. Source failing since 5 Jan 2026, "
@@ -311,7 +311,7 @@ def test_a_failing_source_says_so_to_editors_and_on_the_key_result_s_page_and_st
     assert said(last).endswith("that is 20 failures in a row. It has stopped: Start again once it is fixed.")
     tree = parse(last.get_data(as_text=True))
     assert tree.one(id="source-state").text.endswith(
-        "Stopped after 20 failures: the query failed: no such table: figures")
+        "Stopped after 20 failures: the query failed: no such table: figures.")
     assert form_of(tree, "/source/restart").one("button").text == "Start again"
     assert "Source stopped after 20 failures" in get(client, f"/keyresults/{key_result}").one(id="source-line").text
     assert act(client, key_result, "restart").status_code == 303
