@@ -336,6 +336,22 @@ def test_fill_back_fills_the_history_weekly_and_a_bad_date_is_refused_beside_it(
     assert history_authors(client, key_result).count("the source “Metrics” · Evidence") == 4
 
 
+def test_a_fill_back_that_reads_nothing_says_why_and_writes_nothing(client, clock, attached):
+    key_result, metrics = attached["key_result"], attached["metrics"]
+    with closing(sqlite3.connect(metrics.address)) as db:
+        db.execute("DROP TABLE figures")
+    clock.now = "2026-01-25T10:00:00Z"
+    failed = act(client, key_result, "fill", **{"from": "", "to": "", "step": "daily"})
+    assert said(failed) == "Nothing was filled: the query failed: no such table: figures."
+    assert history_authors(client, key_result) == ["—"]
+
+
+def test_sync_now_after_the_cycle_has_ended_reads_nothing_and_says_why(client, clock, attached):
+    clock.now = "2026-04-02T10:00:00Z"
+    assert said(act(client, attached["key_result"], "sync")) == "Not read: its cycle has ended."
+    assert history_authors(client, attached["key_result"]) == ["—"]
+
+
 def test_fill_back_is_offered_only_for_a_query_that_takes_as_of(client, quarter, metrics):
     connection = add_connection(client, address=metrics.address)
     save_source(client, quarter, connection["id"], query=NOW_QUERY)
