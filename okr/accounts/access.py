@@ -211,8 +211,6 @@ def refusal(actor, right):
         return f"Only an editor or an admin may {what}; you are a viewer. An admin can make you an editor."
     if right == "editing":
         return f"You are a viewer, who may look but not {what}. An admin can make you an editor."
-    if right == "sources":
-        return f"You are a viewer, who may not {what}: editors and admins may. An admin can make you an editor."
     you = {"viewer": "a viewer", "editor": "an editor"}.get(getattr(actor, "role", None), "a service key")
     return f"Only an admin may {what}; you are {you}."
 

@@ -185,7 +185,10 @@ def sync_source(key_result_id):
     """Runs the source now (Sync now): a changed value becomes a check-in with its evidence; a failure counts."""
     row = source_of(key_result_id)
     kr = key_results.get(get_db(), key_result_id)
-    outcome = syncing.sync(current_app.config, InRequest(), row["id"])
+    try:
+        outcome = syncing.sync(current_app.config, InRequest(), row["id"])
+    except Conflict as changed:  # changed by someone else while it was read
+        return edit_page(key_result_id, 409, said=f"Nothing was recorded: {changed}.")
     return edit_page(key_result_id, said=run_words(outcome, kr["unit"], kr["unit_position"]))
 
 
@@ -211,6 +214,8 @@ def fill_source(key_result_id):
         outcome = syncing.fill(current_app.config, InRequest(), row["id"], first, last, step)
     except Invalid as error:
         return edit_page(key_result_id, 400, fill_form=form, fill_errors=error.fields)
+    except Conflict as changed:  # changed by someone else while it was read
+        return edit_page(key_result_id, 409, fill_form=form, said=f"Nothing was filled: {changed}.")
     if outcome["outcome"] == "failed":
         said = f"Nothing was filled: {outcome['error']}."
     else:

@@ -352,6 +352,26 @@ def test_sync_now_after_the_cycle_has_ended_reads_nothing_and_says_why(client, c
     assert history_authors(client, attached["key_result"]) == ["—"]
 
 
+def test_a_source_changed_while_it_was_read_records_nothing_and_says_so(client, attached, metrics, monkeypatch):
+    from okr.sources import syncing
+    key_result = attached["key_result"]
+    other = add_connection(client, name="Other", address=metrics.address)
+    real_read = syncing.read_now
+
+    def read_while_someone_changes_it(config, row, as_of):
+        found = real_read(config, row, as_of)
+        with client.application.app_context(), transaction() as db:
+            sources.put(db, row["key_result_seq"], other["seq"], NOW_QUERY, None, 60)
+        return found
+
+    monkeypatch.setattr(syncing, "read_now", read_while_someone_changes_it)
+    response = act(client, key_result, "sync")
+    assert response.status_code == 409
+    assert said(response) == ("Nothing was recorded: the key result's source changed while it was read: nothing "
+                              "was written; run it again.")
+    assert history_authors(client, key_result) == ["—"]
+
+
 def test_fill_back_is_offered_only_for_a_query_that_takes_as_of(client, quarter, metrics):
     connection = add_connection(client, address=metrics.address)
     save_source(client, quarter, connection["id"], query=NOW_QUERY)
@@ -490,8 +510,8 @@ def test_a_viewer_sees_that_a_source_updates_it_and_why_it_fails_but_never_a_que
     for path in (f"/checkins/{checkin}/evidence", f"/checkins/{checkin}/evidence/answer"):
         refused = viewer.get(path, headers=BROWSER)
         assert refused.status_code == 403
-        assert "You are a viewer, who may not see or change a key result's source (its query, its evidence): " \
-               "editors and admins may." in parse(refused.get_data(as_text=True)).one("main").text
+        assert "Only an editor or an admin may work with a key result's source (its query, its evidence); you are " \
+               "a viewer." in parse(refused.get_data(as_text=True)).one("main").text
     token = CSRF.search(page).group(1)
     for action in ("sync", "test", "fill", "restart"):
         assert viewer.post(f"/keyresults/{key_result}/source/{action}", data={"csrf_token": token},
