@@ -255,7 +255,7 @@ def require_session():
     if request.endpoint in OWN_ACCOUNT_ENDPOINTS and access.may_change_own_account(actor):
         return None
     right = ADMIN_ENDPOINTS.get(request.endpoint)
-    if right is not None and not access.may_manage_people(actor):
+    if right is not None and not RIGHT_RULES.get(right, access.may_manage_people)(actor):
         raise NotAllowed(access.refusal(actor, right))  # before the write check: it names what was refused
     if not access.may_write(actor, request.method):
         raise NotAllowed(access.refusal(actor, "editing"))
@@ -270,9 +270,13 @@ def require_session():
 OWN_ACCOUNT_ENDPOINTS = set()
 
 
-# The endpoints of the views only admins may open (okr.accounts.access.may_manage_people), each with the right
-# a refusal names (okr.accounts.access.RIGHTS).
+# The endpoints of the views only some may open, each with the right a refusal names (okr.accounts.access.RIGHTS):
+# admins (okr.accounts.access.may_manage_people), unless RIGHT_RULES names the right's own rule.
 ADMIN_ENDPOINTS = {}
+
+
+# The rights of ADMIN_ENDPOINTS that are not the People page's, each with the rule that grants it.
+RIGHT_RULES = {"connections": access.may_manage_connections, "sources": access.may_see_sources}
 
 
 # The endpoints of the edit pages (forms that create, change or delete), which only those who may write open.
@@ -300,6 +304,19 @@ def people_managers_only(view):
 def webhook_managers_only(view):
     """Marks a dashboard view of the Webhooks pages, which only admins may open."""
     ADMIN_ENDPOINTS[f"web.{view.__name__}"] = "webhooks"
+    return view
+
+
+def connection_managers_only(view):
+    """Marks a dashboard view of the Connections pages (metric sources), which only admins may open."""
+    ADMIN_ENDPOINTS[f"web.{view.__name__}"] = "connections"
+    return view
+
+
+def source_editors_only(view):
+    """Marks a dashboard view of a key result's source or its evidence, which viewers never open (a query can name
+    the company's systems): refused with the sources right's words, its GET included."""
+    ADMIN_ENDPOINTS[f"web.{view.__name__}"] = "sources"
     return view
 
 

@@ -273,9 +273,11 @@ def what(event, names):
     if kind == "data" and action == "imported":
         return [imported(data)]
     if kind == "key_result" and action == "source_failed":
-        stopped = " and has stopped" if data.get("state") == "stopped" else ""
-        return [f"failed ({data.get('error') or 'no reason given'}){stopped}, {data.get('failures')} times in a "
-                "row; key result ", subject(event, names), f" keeps its value {data.get('value')}"]
+        failures = data.get("failures") or 1
+        stopped = ", and has stopped" if data.get("state") == "stopped" else ""
+        value = shown(data["value"]) if data.get("value") is not None else "its value"
+        return [f"failed: {data.get('error') or 'no reason given'} ({failures} failure{'s' if failures != 1 else ''} "
+                f"in a row{stopped}); key result ", subject(event, names), f" keeps its value, {value}"]
     it = subject(event, names)
     if action == "created":
         if kind == "key_result":

@@ -56,9 +56,13 @@ def daily_values(checkins, first, last):
 def key_result_timeline(db, node, starts_on, ends_on):
     """A key result's chart: {"points": [(day, value)] for each day it had a check-in (the day's last), "first"
     and "last" (the days the chart spans), "expected": the line from its start value on the cycle's start to its
-    target on its end, as ((day, value), (day, value)), or None (no cycle dates, or no target)}; None without a
-    check-in. node is its report node (okr.reports.alignment), with its start value."""
-    points = sorted(last_each_day(stored.key_result_checkins(db, node["id"])).items())
+    target on its end, as ((day, value), (day, value)), or None (no cycle dates, or no target), "sourced": the
+    days whose last check-in a metric source wrote}; None without a check-in. node is its report node
+    (okr.reports.alignment), with its start value."""
+    made = stored.key_result_checkins(db, node["id"])
+    points = sorted(last_each_day((at, value) for at, value, _ in made).items())
+    sourced = {day for day, by_source in last_each_day((at, by_source) for at, _, by_source in made).items()
+               if by_source}
     found = span(starts_on, ends_on, [day for day, _ in points])
     if found is None or not points:
         return None
@@ -66,7 +70,7 @@ def key_result_timeline(db, node, starts_on, ends_on):
     aim = aimed_at(node["type"], node["start_value"], node["target_value_min"], node["target_value_max"])
     dated = bool(starts_on and ends_on)
     expected = ((first, node["start_value"]), (last, aim)) if dated and aim is not None else None
-    return {"points": points, "first": first, "last": last, "expected": expected}
+    return {"points": points, "first": first, "last": last, "expected": expected, "sourced": sourced}
 
 
 def aimed_at(kind, start, low, high):

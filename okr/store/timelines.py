@@ -14,9 +14,11 @@ CHECKIN_COLUMNS = "k.seq, c.value, c.created_at"
 
 
 def key_result_checkins(db, key_result_id):
-    """A key result's check-ins as (created_at, value) pairs, in the order they were made."""
+    """A key result's check-ins as (created_at, value, by_source) in the order they were made; by_source: a
+    metric source wrote it (it has evidence)."""
     return db.execute(
-        "SELECT c.created_at, c.value FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq "
+        "SELECT c.created_at, c.value, EXISTS (SELECT 1 FROM evidence e WHERE e.checkin_seq = c.seq) "
+        "FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq "
         "WHERE k.id = ? ORDER BY c.seq", (key_result_id,)).fetchall()
 
 

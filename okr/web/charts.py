@@ -109,18 +109,39 @@ def today_mark(frame, first, last, today):
             f'<text class="today-label" x="{x:.1f}" y="{TOP - 8}" text-anchor="middle">today</text>']
 
 
-def series(frame, points, shown, radius=3):
+def series(frame, points, shown, radius=3, sourced=frozenset()):
     """The line through the points ((day, value), value None: not drawn) and a dot for each, titled with its date
-    and shown value (shown(value): the value in words)."""
+    and shown value (shown(value): the value in words); a day in sourced (a metric source wrote its value) gets
+    a diamond instead, a shape of its own, not only a colour."""
     drawn = [(day, value) for day, value in points if value is not None]
     out = []
     if len(drawn) > 1:
         line = " ".join(f"{frame.x(day):.1f},{frame.y(value):.1f}" for day, value in drawn)
         out.append(f'<polyline class="line" points="{line}"/>')
     for day, value in drawn:
-        out.append(f'<circle class="dot" cx="{frame.x(day):.1f}" cy="{frame.y(value):.1f}" r="{radius}">'
-                   f'<title>{escape(wording.day(day.isoformat()))}: {escape(shown(value))}</title></circle>')
+        title = f'<title>{escape(wording.day(day.isoformat()))}: {escape(shown(value))}'
+        x, y = frame.x(day), frame.y(value)
+        if day in sourced:
+            out.append(f'<path class="dot source" d="{diamond(x, y, radius + 3)}">{title}, by the source</title>'
+                       "</path>")
+        else:
+            out.append(f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="{radius}">{title}</title></circle>')
     return out
+
+
+def diamond(x, y, half):
+    """The path of a diamond centred on x, y, half wide."""
+    return f"M{x:.1f} {y - half:.1f}L{x + half:.1f} {y:.1f}L{x:.1f} {y + half:.1f}L{x - half:.1f} {y:.1f}Z"
+
+
+def marks_legend():
+    """What the two marks of a key result's chart mean, under it: a person's check-in, and a source's."""
+    circle = '<circle class="dot" cx="6" cy="6" r="3"/>'
+    source = f'<path class="dot source" d="{diamond(6, 6, 5)}"/>'
+    keys = [f'<svg class="chart-key" viewBox="0 0 12 12" width="12" height="12" aria-hidden="true">{mark}</svg>'
+            for mark in (circle, source)]
+    return (f'<ul class="legend chart-marks"><li>{keys[0]} a person\'s check-in</li>'
+            f"<li>{keys[1]} written by its source</li></ul>")
 
 
 def svg(label, parts):
@@ -141,7 +162,7 @@ def table(caption, headings, rows):
 
 
 def value_chart(points, first, last, kind, target_min=None, target_max=None, expected=None, today=None, unit=None,
-                position=None):
+                position=None, sourced=frozenset()):
     """A key result's values over time.
 
     points: [(day, value)], its check-ins (a day's last), values decimal strings; first and last: the days the
@@ -149,7 +170,8 @@ def value_chart(points, first, last, kind, target_min=None, target_max=None, exp
     targets are a band, the others' target a line (a baseline has none). expected: ((day, value), (day, value)),
     the line from its start value at the cycle's start to its target at the cycle's end, or None. today is marked
     when inside first..last; unit (optional) labels the value axis, and the values in words carry it where it
-    goes (position, as the key result's unit_position).
+    goes (position, as the key result's unit_position). sourced: the days whose value a metric source wrote, drawn
+    as diamonds, with a legend and a column of the table saying so.
     """
     first = min([first, *(day for day, _ in points)])
     last = max([last, *(day for day, _ in points)])
@@ -178,16 +200,21 @@ def value_chart(points, first, last, kind, target_min=None, target_max=None, exp
     if expected is not None:
         parts.append(expected_line(frame, expected))
     parts += today_mark(frame, first, last, today)
-    parts += series(frame, points, lambda value: shown(value))
+    sourced = {day for day, _ in points if day in sourced}
+    parts += series(frame, points, lambda value: shown(value), sourced=sourced)
     said = f"{len(points)} check-in day{'s' if len(points) != 1 else ''}"
     if points:
         said += f", from {shown(points[0][1])} on {wording.day(points[0][0].isoformat())}" \
                 f" to {shown(points[-1][1])} on {wording.day(points[-1][0].isoformat())}"
+    if sourced:
+        said += f"; {len(sourced)} written by its source (diamonds)"
     if targets:
         said += "; target " + " to ".join(shown(str(t)) for t in targets)
-    return Markup(svg(f"Value over time: {said}", parts) + table(
-        "The values", ["Date", f"Value ({unit})" if unit else "Value"],
-        [(day, plain(Decimal(value))) for day, value in points]))
+    headings = ["Date", f"Value ({unit})" if unit else "Value"] + (["Written by"] if sourced else [])
+    rows = [[day, plain(Decimal(value))] + (["its source" if day in sourced else "a person"] if sourced else [])
+            for day, value in points]
+    return Markup(svg(f"Value over time: {said}", parts) + (marks_legend() if sourced else "")
+                  + table("The values", headings, rows))
 
 
 def expected_line(frame, expected):

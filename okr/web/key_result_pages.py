@@ -195,6 +195,15 @@ def edit_key_result(key_result_id):
                              check, save, LABELS)
 
 
+def stored_form(key_result_id):
+    """A key result's edit page as a GET shows it (its form holding the stored values), for the pages that act on
+    its Source section and show it again with what they did."""
+    stored = key_results.get(get_db(), key_result_id)
+    objective = objectives.get(get_db(), stored["objective_id"])
+    values = shown(stored)
+    return render_form(objective, stored, values, revision=stored["revision"], original=editing.snapshot(values))
+
+
 @bp.route("/keyresults/<key_result_id>/delete", methods=["GET", "POST"])
 @sessions.editors_only
 @editing.unlocked

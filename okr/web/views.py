@@ -28,7 +28,7 @@ from ..records import cycle_details_json
 from ..reports import alignment, review, spooled, streaming, timelines
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
-from ..store import checkins, cycles, key_results, locks, objectives, teams, users
+from ..store import checkins, cycles, key_results, locks, objectives, sources, teams, users
 from ..store import reports as report_rows
 from ..store import timelines as stored_timelines
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
@@ -62,6 +62,8 @@ def page_globals():
         "signed_out": signed_out,
         "may_write": lambda: not signed_out() and access.may_write(page_actor(), "POST"),
         "may_manage_people": lambda: not signed_out() and access.may_manage_people(page_actor()),
+        "may_manage_connections": lambda: not signed_out() and access.may_manage_connections(page_actor()),
+        "may_see_sources": lambda: not signed_out() and access.may_see_sources(page_actor()),
         "may_change": lambda: not signed_out() and access.may_write(page_actor(), "POST") and
         g.get("closed_cycle") is None,
         "closed_cycle": lambda: g.get("closed_cycle"),
@@ -419,14 +421,16 @@ def render_key_result(key_result_id, form=None, errors=None, confirm=None):
     line = timelines.key_result_timeline(db, node, cycle["starts_on"], cycle["ends_on"])
     chart = None if line is None else charts.value_chart(
         line["points"], line["first"], line["last"], node["type"], node["target_value_min"],
-        node["target_value_max"], line["expected"], moment.date(), node["unit"], node["unit_position"])
+        node["target_value_max"], line["expected"], moment.date(), node["unit"], node["unit_position"],
+        line["sourced"])
     if form is None:
         form = {"value": "", "confidence": wording.percent(node["confidence"]), "comment": "",
                 "done": "1" if Decimal(node["current_value"]) >= 1 else ""}  # a milestone's box says where it is
     return render_template(
         "keyresult.html", kr=node, objective=objective, history=shown, more=len(history) > HISTORY_ROWS,
         chart=chart, form=form, errors=errors or {}, moment=moment, owner=owner, confirm=confirm,
-        owner_is_viewer=owner_is_viewer,
+        owner_is_viewer=owner_is_viewer, source=sources.of_key_result(db, key_result_id),
+        by_source=sources.evidence_names(db, key_results.get(db, key_result_id)["seq"]),
     )
 
 

@@ -142,3 +142,52 @@ def closed_note(cycle):
     name = cycle["name"] or "Unnamed cycle"
     return (f"{name} is closed: {who} closed it on {day(cycle['closed_at'][:10])}. Nothing in it can be "
             "changed, checked in or commented on until an admin reopens it.")
+
+
+# A metric source's kinds (okr.sources.reading.KINDS), as the connection pages name them.
+SOURCE_KIND_WORDS = {"http_json": "HTTP JSON", "csv": "CSV", "postgresql": "PostgreSQL", "sqlite": "SQLite file",
+                     "prometheus": "Prometheus"}
+# How often a source may run (15 minutes to a day), as its form offers it.
+EVERY_WORDS = {15: "Every 15 minutes", 30: "Every 30 minutes", 60: "Every hour", 120: "Every 2 hours",
+               360: "Every 6 hours", 720: "Every 12 hours", 1440: "Once a day"}
+
+
+def every(minutes):
+    """A source's schedule in words: 60 is "Every hour"; one the API set otherwise, "Every 45 minutes"."""
+    return EVERY_WORDS.get(minutes) or f"Every {minutes} minutes"
+
+
+def clock_time(timestamp):
+    """A stored timestamp as a day and a UTC time: "28 Nov 2026, 10:05 UTC"."""
+    return f"{day(timestamp[:10])}, {timestamp[11:16]} UTC"
+
+
+def time_until(timestamp, now):
+    """A stored timestamp to come, in words relative to now: "in 5 minutes", "in 2 hours"; "now" once due."""
+    seconds = int((progress.parse_timestamp(timestamp) - now).total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = seconds // size
+            return f"in {count} {unit}{'s' if count != 1 else ''}"
+    return "now"
+
+
+def source_trouble(source):
+    """What a key result's page says to everyone of a source that fails (its reason, never its query): "Source
+    failing since 28 Nov 2026, 10:05 UTC: the reason"; None when it is active."""
+    if source["state"] == "stopped":
+        return f"Source stopped after {source['failures']} failures: {source['last_error']}"
+    if source["state"] == "failing":
+        return f"Source failing since {clock_time(source['failing_since'])}: {source['last_error']}"
+    return None
+
+
+def source_state(source, now):
+    """A source's state in words (a row of okr.store.sources): "Active, last read 5 minutes ago, next in 55
+    minutes", "Failing since 28 Nov 2026, 10:05 UTC: the reason", "Stopped after 20 failures: the reason"."""
+    trouble = source_trouble(source)
+    if trouble:
+        said = trouble.removeprefix("Source ")
+        return said[:1].upper() + said[1:]
+    read = f"last read {time_ago(source['last_run_at'], now)}" if source["last_run_at"] else "not read yet"
+    return f"Active, {read}, next {time_until(source['next_run_at'], now)}"
