@@ -11,7 +11,7 @@ from ..accounts import sessions
 from ..db import get_db
 from ..errors import Conflict, Invalid
 from ..rules.body_schemas import connection_patch_schema, connection_schema
-from ..sources import reading, sealing
+from ..sources import sealing, syncing
 from ..store import connections
 from . import editing, wording
 from .errors import PageError
@@ -80,7 +80,7 @@ def checked(schema, form, kind):
         errors.update({name: text for name, text in error.fields.items() if name not in errors})
         values = None
     if values is not None and not errors:
-        problem = reading.connection_problem(kind, values["address"], values.get("headers") or {})
+        problem = syncing.connection_problem(current_app.config, kind, values["address"], values.get("headers") or {})
         if problem:
             errors["address"] = problem
     if errors:
