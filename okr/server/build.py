@@ -32,7 +32,9 @@ ENTRY = "from okr.server.single_file import at_start\n\nat_start()\n\nfrom okr._
 DATA = (("schema.sql", "."), ("okr/web/templates", "okr/web/templates"), ("okr/web/static", "okr/web/static"),
         ("okr/accounts/common-passwords.txt.gz", "okr/accounts"))
 # Never used by the program: this module and its builder, and what the standard library would carry along.
-EXCLUDED = ("okr.server.build", "PyInstaller", "yaml", "tkinter", "unittest", "pydoc_data", "lib2to3", "ensurepip", "idlelib", "test")
+# psycopg_binary: libpq and its TLS libraries, 6 MB; the single file's PostgreSQL sources use the system's libpq.
+EXCLUDED = ("okr.server.build", "PyInstaller", "yaml", "tkinter", "unittest", "pydoc_data", "lib2to3", "ensurepip",
+            "idlelib", "test", "psycopg_binary")
 SIZE_GOAL_MB = 45  # with Litestream: docs/design.md
 START_GOAL_S = 1.5
 

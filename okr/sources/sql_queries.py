@@ -145,7 +145,11 @@ def psycopg_query(query):
 
 def run_postgresql(address, secret, query, moment, timeout):
     """(columns, rows, more) of query on the PostgreSQL database at address, read only."""
-    import psycopg  # imported when used: the rest of the service never needs it
+    try:
+        import psycopg  # imported when used: the rest of the service never needs it
+    except ImportError as error:  # the single file leaves psycopg's own libpq out (its size goal): a system's
+        raise SourceFailed(f"PostgreSQL sources need libpq on this machine ({error}): install it (Debian: "
+                           "apt-get install libpq5), or run okr installed with pip, which brings its own") from None
 
     problem = postgresql_problem(address) or sql_problem(query)
     if problem:

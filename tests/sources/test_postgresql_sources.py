@@ -2,6 +2,7 @@
 a count, :as_of, a wrong password's message without the password, a write refused by the read-only
 transaction, a slow query stopped by the statement timeout, results that are not one number."""
 import hashlib
+import sys
 from datetime import datetime, timezone
 from decimal import Decimal
 
@@ -80,4 +81,11 @@ def test_results_that_are_not_one_number(postgresql, query, words):
 
 def test_nothing_listening_fails_plainly():
     with pytest.raises(SourceFailed, match="PostgreSQL: connection .* failed"):
+        read(connection("postgresql", "postgresql://okr@127.0.0.1:9/metrics"), "pw", source("SELECT 1"), timeout=2)
+
+
+def test_without_a_libpq_a_postgresql_source_says_what_to_install(monkeypatch):
+    # The single file leaves psycopg's own libpq out: where the system has none either, psycopg cannot load.
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg then raises ImportError
+    with pytest.raises(SourceFailed, match="PostgreSQL sources need libpq on this machine .*apt-get install libpq5"):
         read(connection("postgresql", "postgresql://okr@127.0.0.1:9/metrics"), "pw", source("SELECT 1"), timeout=2)
