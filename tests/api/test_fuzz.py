@@ -13,6 +13,8 @@ rather than a 404.
 import json
 import os
 import random
+import sqlite3
+from contextlib import closing
 from decimal import Decimal
 
 import pytest
@@ -37,7 +39,7 @@ chance = random.Random(None if os.environ.get("FUZZ_RANDOM") == "1" else 0)
 REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
               "parent_objective_id": "objectives", "objective_id": "objectives",
               "key_result_id": "key_results", "user_id": "users", "author_id": "users", "owner_id": "users",
-              "comment_id": "comments", "checkin_id": "checkins"}
+              "comment_id": "comments", "checkin_id": "checkins", "connection_id": "connections"}
 
 # A 412 depends on the resource's state, not on the request's data, as a 404 does: an If-Match
 # naming a tag the resource no longer has (or an empty one) fails whether the body is valid or not.
@@ -66,6 +68,15 @@ def api(app, runner):
     runner.invoke(args=["users", "add", "--name", "Ann Admin", "--email", "ann@example.com", "--role", "admin"])
     result = runner.invoke(args=["keys", "create", "--name", "admin", "--user", "ann@example.com", "--json"])
     app.config["FUZZ_ADMIN_KEY"] = json.loads(result.output)
+    # A connection a source may read: an SQLite file of one number (a source's own rules judge the query).
+    figures = os.path.join(os.path.dirname(app.config["DATABASE"]), "figures.db")
+    with closing(sqlite3.connect(figures)) as db:
+        db.execute("CREATE TABLE figures (value REAL)")
+        db.execute("INSERT INTO figures VALUES (12)")
+        db.commit()
+    made = app.test_client().post("/v1/connections", json={"name": "Figures", "kind": "sqlite", "address": figures},
+                                  headers=signed(app, "FUZZ_ADMIN_KEY"))
+    assert made.status_code == 200, made.get_json()
     return app
 
 
@@ -184,7 +195,8 @@ PATCHED = {"/v1/objectives/{objective_id}": ("objectives", "objective_id"),
            "/v1/keyresults/{key_result_id}": ("key_results", "key_result_id"),
            "/v1/cycles/{cycle_id}": ("cycles", "cycle_id"),
            "/v1/comments/{comment_id}": ("comments", "comment_id"),
-           "/v1/checkins/{checkin_id}": ("checkins", "checkin_id")}
+           "/v1/checkins/{checkin_id}": ("checkins", "checkin_id"),
+           "/v1/connections/{connection_id}": ("connections", "connection_id")}
 
 
 def fix_dates(body):
@@ -200,8 +212,8 @@ def make_patch_consistent(case, app, body):
     """A merge patch is validated merged over the stored record: makes that merge consistent."""
     table, parameter = PATCHED[case.operation.path]
     stored = stored_row(app, table, case.path_parameters[parameter])
-    if stored is None or table == "comments":
-        return  # a 404, whatever the body; a comment's body is all JSON Schema says
+    if stored is None or table in ("comments", "connections"):
+        return  # a 404, whatever the body; a comment's or a connection's body is all JSON Schema says
     if table == "objectives":
         if body.get("is_company", stored["is_company"]) and body.get("is_personal", stored["is_personal"]):
             body["is_personal"] = False
@@ -268,7 +280,7 @@ def make_consistent(case, app):
         return
     if "cycle_id" in body:
         body["cycle_id"] = a_cycle(app)
-    for field in ("team_id", "assignee_id", "parent_objective_id", "author_id", "owner_id"):
+    for field in ("team_id", "assignee_id", "parent_objective_id", "author_id", "owner_id", "connection_id"):
         if body.get(field) is not None:
             body[field] = existing_id(app, REFERENCES[field])
     patching = case.method.upper() == "PATCH"

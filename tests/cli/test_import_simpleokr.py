@@ -126,6 +126,7 @@ def run(runner, source, *args, credential=True):
 
 def report(result, status=0):
     assert result.exit_code == status, result.output
+    assert result.stdout, result.output  # a failure before the report says why on stderr
     return json.loads(result.stdout)
 
 

@@ -272,12 +272,12 @@ def test_test_shows_the_value_and_what_it_read_and_writes_nothing(client, quarte
     result = parse(response.get_data(as_text=True)).one("section", id="test-result")
     assert "It would write 41.5 (nothing was written)." in result.text
     assert result.one("pre", cls="request").raw_text() == NOW_QUERY
-    assert result.one("pre", cls="answer").raw_text() == "[[41.5]]"
+    assert result.one("pre", cls="answer").raw_text() == '{"columns": ["value"], "rows": [["41.5"]]}'
     assert source_of(client, quarter) is None and history_authors(client, quarter) == before
     failed = act(client, quarter, "test", connection_id=connection["id"], query="SELECT value FROM nowhere",
                  path="", every_minutes="60")
     assert parse(failed.get_data(as_text=True)).one("section", id="test-result").one("p", cls="error").text == \
-        "It read nothing: the query failed: no such table: nowhere."
+        "It read nothing: SQLite: no such table: nowhere."
 
 
 def test_sync_now_records_a_changed_value_and_says_so(client, clock, attached):
@@ -298,20 +298,20 @@ def test_a_failing_source_says_so_to_editors_and_on_the_key_result_s_page_and_st
     with closing(sqlite3.connect(metrics.address)) as db:
         db.execute("DROP TABLE figures")
     response = act(client, key_result, "sync")
-    assert said(response) == ("It read nothing: the query failed: no such table: figures. The key result keeps its "
+    assert said(response) == ("It read nothing: SQLite: no such table: figures. The key result keeps its "
                               "value; that is 1 failure in a row.")
     state = parse(response.get_data(as_text=True)).one(id="source-state")
-    assert state.text.endswith("Failing since 5 Jan 2026, 10:00 UTC: the query failed: no such table: figures.")
+    assert state.text.endswith("Failing since 5 Jan 2026, 10:00 UTC: SQLite: no such table: figures.")
     assert "failing" in state.classes
     page = get(client, f"/keyresults/{key_result}")
     assert page.one(id="source-line").text == ("Updated by the source “Metrics”. Source failing since 5 Jan 2026, "
-                                               "10:00 UTC: the query failed: no such table: figures")
+                                               "10:00 UTC: SQLite: no such table: figures")
     for _ in range(19):
         last = act(client, key_result, "sync")
     assert said(last).endswith("that is 20 failures in a row. It has stopped: Start again once it is fixed.")
     tree = parse(last.get_data(as_text=True))
     assert tree.one(id="source-state").text.endswith(
-        "Stopped after 20 failures: the query failed: no such table: figures.")
+        "Stopped after 20 failures: SQLite: no such table: figures.")
     assert form_of(tree, "/source/restart").one("button").text == "Start again"
     assert "Source stopped after 20 failures" in get(client, f"/keyresults/{key_result}").one(id="source-line").text
     assert act(client, key_result, "restart").status_code == 303
@@ -342,7 +342,7 @@ def test_a_fill_back_that_reads_nothing_says_why_and_writes_nothing(client, cloc
         db.execute("DROP TABLE figures")
     clock.now = "2026-01-25T10:00:00Z"
     failed = act(client, key_result, "fill", **{"from": "", "to": "", "step": "daily"})
-    assert said(failed) == "Nothing was filled: the query failed: no such table: figures."
+    assert said(failed) == "Nothing was filled: SQLite: no such table: figures."
     assert history_authors(client, key_result) == ["—"]
 
 
@@ -411,7 +411,7 @@ def test_the_evidence_page_shows_what_a_value_was_read_from_and_recompute_tells_
     facts = dict(zip((dt.text for dt in tree.find_all("dt")), (dd.text for dd in tree.find_all("dd"))))
     answer = client.get(f"/checkins/{checkin['id']}/evidence/answer", headers=BROWSER)
     assert answer.headers["Content-Disposition"] == f'attachment; filename="evidence-{checkin["id"]}.bin"'
-    assert facts == {"The request as run": AS_OF_QUERY, "As of": "5 Jan 2026, 10:00 UTC",
+    assert facts == {"The request as run": f"{AS_OF_QUERY} -- :as_of = 2026-01-05T10:00:00Z", "As of": "5 Jan 2026, 10:00 UTC",
                      "Read at": "5 Jan 2026, 10:00 UTC", "SHA-256 of the answer": hashlib.sha256(answer.data).hexdigest(),
                      "Size of the answer": f"{len(answer.data)} bytes"}
     assert [a.attrs["href"] for a in tree.find_all("a") if "download" in a.attrs] == [
@@ -469,7 +469,7 @@ def test_the_activity_page_names_the_source_and_words_its_failure(client, attach
     items = [item.text for item in get(client, "/activity").one("ol", cls="activity").find_all("li", recursive=None)
              if item.parent.tag == "ol"]
     assert items[:2] == [
-        "The source “Metrics” failed: the query failed: no such table: figures (1 failure in a row); key result "
+        "The source “Metrics” failed: SQLite: no such table: figures (1 failure in a row); key result "
         "“Customers” keeps its value, 12 just now",
         "The source “Metrics” checked in 12 (confidence 70%) on key result “Customers” just now"]
 
