@@ -488,10 +488,12 @@ class Importer:
 
     @staticmethod
     def differs(name, row, stored):
-        """The fields whose value the row would change in the stored one."""
+        """The fields whose value the row would change in the stored one; none when only modified_at would (a
+        change made here since, such as closing its cycle, stamped the stored row after the source's)."""
         # created_at never changes; revision is this database's own count.
-        return [field for field in FIELDS[name] if field not in ("id", "created_at", "revision")
-                and row[field] is not NOT_GIVEN and stored[field] != row[field]]
+        fields = [field for field in FIELDS[name] if field not in ("id", "created_at", "revision")
+                  and row[field] is not NOT_GIVEN and stored[field] != row[field]]
+        return [] if fields == ["modified_at"] else fields
 
     def check_in(self, row):
         """The check-in the API records when a key result is created or its value moves."""
