@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -156,6 +157,26 @@ def app(tmp_path, new_database):
 @pytest.fixture
 def client(app):
     return app.test_client()
+
+
+@pytest.fixture
+def metrics(tmp_path):
+    """An SQLite file of daily figures, a metric source's (the sqlite kind): metrics.set(day, value) records one;
+    metrics.address is its path."""
+    path = tmp_path / "metrics.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE figures (day TEXT PRIMARY KEY, value REAL NOT NULL)")
+        db.commit()
+
+    class Metrics:
+        address = str(path)
+
+        def set(self, day, value):
+            with contextlib.closing(sqlite3.connect(path)) as db:
+                db.execute("INSERT OR REPLACE INTO figures VALUES (?, ?)", (day, value))
+                db.commit()
+
+    return Metrics()
 
 
 @pytest.fixture

@@ -1061,8 +1061,7 @@ PATH_ERRORS = {
                     "another origin (Origin)" for path in ADMIN_ONLY},
     **{(path, 403): "Signed with a viewer's key or a read-only API key, which never see a source's query nor its "
                     "evidence; or a write from a page of another origin (Origin)" for path in EDITOR_ONLY},
-    ("/v1/connections/{connection_id}", 409): "Some key result reads this connection (delete); or the kind would "
-                                              "change (patch)",
+    ("/v1/connections/{connection_id}", 409): "Some key result reads this connection: remove its sources first",
     ("/v1/keyresults/{key_result_id}/source/fill", 409): "The key result's cycle is closed",
     ("/v1/comments/{comment_id}", 403):
         "Signed by neither the comment's author nor an admin (a service key included), or with a read-only API "
@@ -1147,8 +1146,8 @@ def error_codes(path, method, body, parameters):
         codes.append(404)  # after names no event kept
     if condition(path, method) == "If-Match":
         codes.append(412)
-    if path == "/v1/connections/{connection_id}" and method in ("delete", "patch"):
-        codes.append(409)  # a connection some source reads; a kind that would change
+    if path == "/v1/connections/{connection_id}" and method == "delete":
+        codes.append(409)  # a connection some source reads
     if method != "get" and locked(path):
         codes.append(409)  # a closed cycle (and the starting check-in, a cycle closed already)
     codes.append(413)  # any request that declares a body over the limit

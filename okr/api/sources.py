@@ -12,17 +12,12 @@ from ..records import connection_json, evidence_json, source_json
 from ..rules.body_schemas import (connection_patch_schema, connection_schema, fill_schema, source_schema,
                                   source_test_schema)
 from ..sources import reading, sealing, syncing
-from ..sources.reading import SourceFailed
 from ..store import connections, key_results, sources
 from .bodies import load_body, read_json_body
 from .paging import paginate
 from .responses import deleted
 
 bp = Blueprint("sources", __name__, url_prefix="/v1")
-
-# Of an answer, what a test shows inline (the whole of it is the evidence's).
-EXCERPT_BYTES = 2000
-
 
 def require_admin():
     if not access.may_manage_connections(access.current_actor()):
@@ -119,9 +114,7 @@ def put_source(key_result_id):
     key_result = key_results.get(db, key_result_id)
     body = load_body(source_schema)
     connection = connections.get_or_invalid(db, body["connection_id"])
-    problems = reading.source_problem(connection["kind"], body["query"], body["path"])
-    if problems:
-        raise Invalid(problems)
+    syncing.checked_query(connection, body["query"], body["path"])
     sources.put(db, key_result["seq"], connection["seq"], body["query"], body["path"], body["every_minutes"],
                 access.person_id())
     return shown_source(sources.of_key_result(db, key_result_id))
@@ -140,13 +133,6 @@ def delete_source(key_result_id):
     return deleted()
 
 
-def reading_json(value, found):
-    excerpt = found.answer[:EXCERPT_BYTES].decode("utf-8", "replace")
-    return {"value": value, "request": found.request,
-            "sha256": syncing.evidence_of(found, None)["sha256"], "answer_size": len(found.answer),
-            "answer_excerpt": excerpt}
-
-
 @bp.post("/keyresults/<key_result_id>/source/test")
 @reads_first
 def test_source(key_result_id):
@@ -163,16 +149,9 @@ def test_source(key_result_id):
                   else connections.by_seq(db, stored["connection_seq"]))
     query = body.get("query", stored and stored["query"])
     path = body["path"] if "path" in body else stored and stored["path"]
-    problems = reading.source_problem(connection["kind"], query, path)
-    if problems:
-        raise Invalid(problems)
+    syncing.checked_query(connection, query, path)
     finish_reading()
-    try:
-        value, found = syncing.preview(current_app.config, connection, query, path)
-    except SourceFailed as failure:
-        return {"ok": False, "error": str(failure), "value": None, "request": None, "sha256": None,
-                "answer_size": None, "answer_excerpt": None}
-    return {"ok": True, "error": None, **reading_json(value, found)}
+    return syncing.trial(current_app.config, connection, query, path)
 
 
 @bp.post("/keyresults/<key_result_id>/source/sync")
@@ -223,10 +202,4 @@ def recompute_evidence(checkin_id):
     """Runs a source-written value's request again, as it was run, and says whether the answer still matches;
     writes nothing."""
     require_editor()
-    try:
-        return syncing.recompute(current_app.config, InRequest(), checkin_id)
-    except SourceFailed as failure:
-        kept = sources.evidence_of(get_db(), checkin_id)
-        return {"checkin_id": checkin_id, "matches": False, "value_matches": False, "value": None,
-                "value_then": kept["value"], "sha256": None, "sha256_then": kept["sha256"], "read_at": None,
-                "read_at_then": kept["read_at"], "error": str(failure)}
+    return syncing.recompute(current_app.config, InRequest(), checkin_id)

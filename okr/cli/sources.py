@@ -8,7 +8,6 @@ from flask.cli import AppGroup
 from ..db import transaction
 from ..errors import Conflict, Invalid, NotFound
 from ..sources import reading, syncing
-from ..sources.reading import SourceFailed
 from ..store import sources
 from ..store.schema import OwnTransactions
 from .common import echo_json, read_database, reports_errors, use_database
@@ -77,11 +76,10 @@ def test_source(key_result_id):
     """Read a key result's source now and print the value it would write; writes nothing."""
     read_database()
     row = source_of(key_result_id)
-    try:
-        value, found = syncing.preview(current_app.config, row, row["query"], row["path"])
-    except SourceFailed as failure:
-        raise click.ClickException(f"the source read nothing: {failure}") from None
-    click.echo(f"value:   {value}\nrequest: {found.request}\nanswer:  {len(found.answer)} bytes")
+    tried = syncing.trial(current_app.config, row, row["query"], row["path"])
+    if not tried["ok"]:
+        raise click.ClickException(f"the source read nothing: {tried['error']}")
+    click.echo(f"value:   {tried['value']}\nrequest: {tried['request']}\nanswer:  {tried['answer_size']} bytes")
 
 
 @sources_cli.command("sync")
@@ -142,8 +140,10 @@ def recompute_checkin(checkin_id):
         except NotFound:
             raise click.ClickException(f"check-in {checkin_id} was not written by a source (or does not "
                                        "exist)") from None
-        except (Conflict, SourceFailed) as error:
+        except Conflict as error:  # its connection is gone
             raise click.ClickException(str(error)) from None
+    if again["error"]:
+        raise click.ClickException(f"the source read nothing now: {again['error']}")
     if again["matches"]:
         click.echo(f"the answer matches (SHA-256 {again['sha256']}); value {again['value']}")
     else:

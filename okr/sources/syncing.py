@@ -119,20 +119,36 @@ def retry_seconds(config, failures, rand=random.random):
     return schedule[min(failures, len(schedule)) - 1] * (1 + JITTER * (2 * rand() - 1))
 
 
-def read_now(config, row, as_of):
-    """Reads a source (a sources row) for the moment as_of (now, for a sync), outside any transaction; a Reading,
-    or SourceFailed."""
-    return reading.read(connection_of(row), secret_of(config, row["sealed_secret"]),
-                        {"query": row["query"], "path": row["path"]}, as_of, timeout=config["SOURCE_TIMEOUT"])
+def checked_query(connection, query, path):
+    """Invalid, beside each field, unless the reader takes query and path for the connection's kind."""
+    problems = reading.source_problem(connection["kind"], query, path)
+    if problems:
+        raise Invalid(problems)
 
 
-def preview(config, connection, query, path):
-    """What a source would write now, without writing: (value text, Reading). connection is a connections row;
-    SourceFailed when it reads nothing."""
-    found = reading.read(connection_of(connection), secret_of(config, connection["sealed_secret"]),
-                         {"query": query, "path": path}, parse_time(clock.utc_now()),
-                         timeout=config["SOURCE_TIMEOUT"])
-    return value_text(found.value), found
+def read_now(config, connection, query, path, as_of):
+    """Reads query (and path) through a connection (a connections or sources row) for the moment as_of, outside
+    any transaction; a Reading, or SourceFailed."""
+    return reading.read(connection_of(connection), secret_of(config, connection["sealed_secret"]),
+                        {"query": query, "path": path}, as_of, timeout=config["SOURCE_TIMEOUT"])
+
+
+# Of an answer, what a Test shows (the evidence keeps more).
+EXCERPT_BYTES = 2000
+
+
+def trial(config, connection, query, path):
+    """Test: what a source would write now, without writing, and what it read, as the API answers it: ok, error
+    (why it read nothing), value, request (as run), sha256, answer_size, answer_excerpt."""
+    try:
+        found = read_now(config, connection, query, path, parse_time(clock.utc_now()))
+        value = value_text(found.value)
+    except SourceFailed as failure:
+        return {"ok": False, "error": str(failure), "value": None, "request": None, "sha256": None,
+                "answer_size": None, "answer_excerpt": None}
+    return {"ok": True, "error": None, "value": value, "request": found.request,
+            "sha256": hashlib.sha256(found.answer).hexdigest(), "answer_size": len(found.answer),
+            "answer_excerpt": found.answer[:EXCERPT_BYTES].decode("utf-8", "replace")}
 
 
 def run_result(outcome, **values):
@@ -154,7 +170,7 @@ def sync(config, transactions, source_id, mailer=None):
             sources.postpone(db, row, rfc3339(parse_time(now) + timedelta(seconds=every_seconds(row))))
         return run_result("idle", reason=idle)
     try:
-        found = read_now(config, row, parse_time(now))
+        found = read_now(config, row, row["query"], row["path"], parse_time(now))
         value = value_text(found.value)
     except SourceFailed as failure:
         return count_failure(config, transactions, row, str(failure), mailer)
@@ -324,21 +340,25 @@ def fill(config, transactions, source_id, first=None, last=None, step="daily"):
 
 def recompute(config, transactions, checkin_id):
     """Runs a source-written check-in's request again, as it was run, and says whether the answer still matches:
-    {matches (same SHA-256), value_matches, value (now), value_then, sha256 (now), sha256_then, read_at}.
-    Conflict when its connection is gone; SourceFailed when it reads nothing now."""
+    {matches (same SHA-256), value_matches, value (now), value_then, sha256 (now), sha256_then, read_at,
+    read_at_then, error (why it read nothing now, else None)}. Conflict when its connection is gone."""
     with transactions.reading() as db:
         kept = sources.evidence_of(db, checkin_id)
         connection = connections.by_seq(db, kept["connection_seq"]) if kept["connection_seq"] else None
     if connection is None:
         raise Conflict("the connection this value was read through is gone: it cannot be run again")
-    again = reading.replay(connection_of(connection), secret_of(config, connection["sealed_secret"]),
-                           kept["replay"], timeout=config["SOURCE_TIMEOUT"])
-    value = value_text(again.value)
+    then = {"checkin_id": checkin_id, "value_then": kept["value"], "sha256_then": kept["sha256"],
+            "read_at_then": kept["read_at"]}
+    try:
+        again = reading.replay(connection_of(connection), secret_of(config, connection["sealed_secret"]),
+                               kept["replay"], timeout=config["SOURCE_TIMEOUT"])
+        value = value_text(again.value)
+    except SourceFailed as failure:
+        return {**then, "matches": False, "value_matches": False, "value": None, "sha256": None, "read_at": None,
+                "error": str(failure)}
     digest = hashlib.sha256(again.answer).hexdigest()
-    return {"checkin_id": checkin_id, "matches": digest == kept["sha256"],
-            "value_matches": Decimal(value) == Decimal(kept["value"]), "value": value, "value_then": kept["value"],
-            "sha256": digest, "sha256_then": kept["sha256"], "read_at": clock.utc_now(),
-            "read_at_then": kept["read_at"], "error": None}
+    return {**then, "matches": digest == kept["sha256"], "value_matches": Decimal(value) == Decimal(kept["value"]),
+            "value": value, "sha256": digest, "read_at": clock.utc_now(), "error": None}
 
 
 SOURCE_NICENESS = 10

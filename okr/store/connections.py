@@ -9,8 +9,10 @@ from .. import clock
 from ..clock import new_id
 from ..errors import Conflict, Invalid, NotFound
 
-NAME_MAX = 100
 COLUMNS = "seq, id, name, kind, address, headers, sealed_secret, inside_network, created_at, modified_at"
+# Each connection with how many sources read it (sources).
+WITH_SOURCES = f"""SELECT {COLUMNS}, (SELECT count(*) FROM sources s WHERE s.connection_seq = c.seq) AS sources
+    FROM connections c"""
 
 
 def shaped(row):
@@ -22,22 +24,19 @@ def shaped(row):
 
 def listed(db):
     """Every connection, by name, with how many sources use it (sources)."""
-    rows = db.execute(f"""SELECT {COLUMNS}, (SELECT count(*) FROM sources s WHERE s.connection_seq = c.seq) AS sources
-                          FROM connections c ORDER BY name COLLATE NOCASE, seq""").fetchall()
+    rows = db.execute(f"{WITH_SOURCES} ORDER BY name COLLATE NOCASE, seq").fetchall()
     return [shaped(row) for row in rows]
 
 
 def page(db, after, limit):
     """Up to limit connections after seq, in creation order, with how many sources use each (sources)."""
-    rows = db.execute(f"""SELECT {COLUMNS}, (SELECT count(*) FROM sources s WHERE s.connection_seq = c.seq) AS sources
-                          FROM connections c WHERE seq > ? ORDER BY seq LIMIT ?""", (after, limit)).fetchall()
+    rows = db.execute(f"{WITH_SOURCES} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall()
     return [shaped(row) for row in rows]
 
 
 def get(db, connection_id):
     """One connection (a dict); NotFound."""
-    row = db.execute(f"""SELECT {COLUMNS}, (SELECT count(*) FROM sources s WHERE s.connection_seq = c.seq) AS sources
-                         FROM connections c WHERE id = ?""", (connection_id,)).fetchone()
+    row = db.execute(f"{WITH_SOURCES} WHERE id = ?", (connection_id,)).fetchone()
     if row is None:
         raise NotFound("connection")
     return shaped(row)

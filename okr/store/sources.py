@@ -50,12 +50,6 @@ def due(db, now, limit):
         (now, limit)).fetchall()]
 
 
-def next_due(db):
-    """When the next source is due (RFC 3339), or None when none runs."""
-    row = db.execute("SELECT min(next_run_at) FROM sources WHERE state != 'stopped'").fetchone()
-    return row[0]
-
-
 def put(db, key_result_seq, connection_seq, query, path, every_minutes, created_by=None):
     """Attaches a key result to a connection, or changes its source: active again, due now. The source's id."""
     now = clock.utc_now()

@@ -16,15 +16,12 @@ from ..errors import Conflict, Invalid, NotFound
 from ..rules import quantities
 from ..rules.body_schemas import fill_schema, source_schema
 from ..sources import reading, syncing
-from ..sources.reading import SourceFailed
 from ..store import connections, key_results, sources
 from . import editing, key_result_pages, wording
 from .views import bp, now
 
 SOURCE_FIELDS = ("connection_id", "query", "path", "every_minutes")
 FILL_FIELDS = ("from", "to", "step")
-# Of an answer, what a Test shows on the page (the evidence keeps more, to download).
-EXCERPT_BYTES = 2000
 FILL_STEPS = {"daily": "One value a day", "weekly": "One value a week"}
 
 
@@ -97,9 +94,7 @@ def typed_source(form):
 def checked_source(db, values):
     """The connection a source's values name, and the reader's own refusals of its query and path beside them."""
     connection = connections.get_or_invalid(db, values["connection_id"])
-    problems = reading.source_problem(connection["kind"], values["query"], values["path"])
-    if problems:
-        raise Invalid(problems)
+    syncing.checked_query(connection, values["query"], values["path"])
     return connection
 
 
@@ -121,15 +116,6 @@ def save_source(key_result_id):
     return back_to_section(key_result_id)
 
 
-def test_result(value, found):
-    """What a Test read, for the page: the value it would write, the request as run, the answer's start."""
-    kept = syncing.evidence_of(found, None)
-    return {"ok": True, "value": value, "request": found.request, "sha256": kept["sha256"],
-            "answer_size": kept["answer_size"],
-            "answer_excerpt": found.answer[:EXCERPT_BYTES].decode("utf-8", "replace"),
-            "cut": kept["answer_size"] > EXCERPT_BYTES}
-
-
 @bp.post("/keyresults/<key_result_id>/source/test")
 @sessions.source_editors_only
 @reads_first
@@ -145,11 +131,9 @@ def test_source(key_result_id):
     except Invalid as error:
         return edit_page(key_result_id, 400, form=form, errors=error.fields)
     finish_reading()
-    try:
-        value, found = syncing.preview(current_app.config, connection, values["query"], values["path"])
-    except SourceFailed as failure:
-        return edit_page(key_result_id, form=form, test={"ok": False, "error": str(failure)})
-    return edit_page(key_result_id, form=form, test=test_result(value, found))
+    tried = syncing.trial(current_app.config, connection, values["query"], values["path"])
+    cut = tried["ok"] and tried["answer_size"] > syncing.EXCERPT_BYTES  # the page says it shows the start only
+    return edit_page(key_result_id, form=form, test={**tried, "cut": cut})
 
 
 def run_words(outcome, unit=None, position=None):
@@ -280,6 +264,6 @@ def recompute_evidence(checkin_id):
     writes nothing."""
     try:
         outcome = syncing.recompute(current_app.config, InRequest(), checkin_id)
-    except (SourceFailed, Conflict) as failure:
+    except Conflict as failure:  # its connection is gone
         outcome = {"error": str(failure)}
     return evidence_page(checkin_id, outcome)

@@ -122,3 +122,19 @@ def test_the_service_s_own_database_is_no_source(app, client, suffix):
     assert response.status_code == 400
     assert response.get_json()["details"]["address"] == ("that is this service's own database: a source reads "
                                                           "another system's")
+
+
+def test_a_secret_typed_into_a_query_is_masked_in_the_evidence(client, metrics):
+    connection = add_connection(client, metrics)
+    cycle = client.post("/v1/cycles", json={"name": "Q"}).get_json()
+    objective = client.post("/v1/objectives", json={"name": "o", "cycle_id": cycle["id"], "is_company": False,
+                                                    "is_personal": False}).get_json()
+    kr = client.post(f"/v1/objectives/{objective['id']}/keyresults", json={"name": "k", "type": "baseline"}).get_json()
+    assert client.put(f"/v1/keyresults/{kr['id']}/source", json={
+        "connection_id": connection["id"], "query": f"SELECT value FROM figures -- {SECRET}"}).status_code == 200
+    run = client.post(f"/v1/keyresults/{kr['id']}/source/sync").get_json()
+    evidence = client.get(f"/v1/checkins/{run['checkin_id']}/evidence").get_json()
+    assert evidence["request"].startswith("SELECT value FROM figures -- ***")
+    assert SECRET not in json.dumps(evidence)
+    tested = client.post(f"/v1/keyresults/{kr['id']}/source/test").get_json()
+    assert tested["ok"] and SECRET not in json.dumps(tested)

@@ -25,26 +25,6 @@ START = "2026-01-01"
 END = "2026-03-31"
 
 
-@pytest.fixture
-def metrics(tmp_path):
-    """An SQLite file of daily figures: metrics.set(day, value) records one; a source reads the latest at or
-    before its as_of."""
-    path = tmp_path / "metrics.db"
-    with closing(sqlite3.connect(path)) as db:
-        db.execute("CREATE TABLE figures (day TEXT PRIMARY KEY, value REAL NOT NULL)")
-        db.commit()
-
-    class Metrics:
-        address = str(path)
-
-        def set(self, day, value):
-            with closing(sqlite3.connect(path)) as db:
-                db.execute("INSERT OR REPLACE INTO figures VALUES (?, ?)", (day, value))
-                db.commit()
-
-    return Metrics()
-
-
 NOW_QUERY = "SELECT value FROM figures ORDER BY day DESC LIMIT 1"
 AS_OF_QUERY = "SELECT value FROM figures WHERE day <= substr(:as_of, 1, 10) ORDER BY day DESC LIMIT 1"
 
@@ -393,3 +373,29 @@ def test_the_scheduler_s_threads_give_people_s_requests_the_cpu_first(app, monke
     finally:
         scheduler.close()
     assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + syncing.SOURCE_NICENESS)]
+
+
+@pytest.mark.parametrize("minutes", [14, 1441, "60", 30.5])
+def test_a_source_runs_from_every_15_minutes_to_once_a_day(client, quarter, metrics, minutes):
+    source = attach(client, quarter["key_result"]["id"], metrics.address)
+    assert source["every_minutes"] == 60  # an hour unless said
+    response = client.put(f"/v1/keyresults/{quarter['key_result']['id']}/source", json={
+        "connection_id": source["connection_id"], "query": NOW_QUERY, "every_minutes": minutes})
+    assert response.status_code == 400 and "every_minutes" in response.get_json()["details"]
+
+
+def test_a_fill_back_stops_at_the_cycle_s_end(client, clock, metrics):
+    clock.now = "2026-01-01T09:00:00Z"
+    cycle = client.post("/v1/cycles", json={"name": "Short", "starts_on": "2026-01-01",
+                                            "ends_on": "2026-01-10"}).get_json()
+    objective = client.post("/v1/objectives", json={"name": "o", "cycle_id": cycle["id"], "is_company": False,
+                                                    "is_personal": False}).get_json()
+    kr = client.post(f"/v1/objectives/{objective['id']}/keyresults", json={"name": "k", "type": "baseline"}).get_json()
+    for day in range(1, 21):
+        metrics.set(f"2026-01-{day:02}", day)
+    attach(client, kr["id"], metrics.address, AS_OF_QUERY)
+    clock.now = "2026-01-20T08:00:00Z"
+    filled = client.post(f"/v1/keyresults/{kr['id']}/source/fill", json={"to": "2026-01-19"}).get_json()
+    assert (filled["outcome"], filled["read"], filled["written"]) == ("filled", 10, 10)
+    dates = [c["created_at"] for c in client.get(f"/v1/keyresults/{kr['id']}/checkins").get_json()["checkins"]]
+    assert dates[-1] == "2026-01-10T23:59:59Z"

@@ -29,25 +29,6 @@ NOW_QUERY = "SELECT value FROM figures ORDER BY day DESC LIMIT 1"
 
 
 @pytest.fixture
-def metrics(tmp_path):
-    """An SQLite file of daily figures: metrics.set(day, value) records one."""
-    path = tmp_path / "metrics.db"
-    with closing(sqlite3.connect(path)) as db:
-        db.execute("CREATE TABLE figures (day TEXT PRIMARY KEY, value REAL NOT NULL)")
-        db.commit()
-
-    class Metrics:
-        address = str(path)
-
-        def set(self, day, value):
-            with closing(sqlite3.connect(path)) as db:
-                db.execute("INSERT OR REPLACE INTO figures VALUES (?, ?)", (day, value))
-                db.commit()
-
-    return Metrics()
-
-
-@pytest.fixture
 def quarter(client, clock):
     """A cycle of the first quarter of 2026 with a positive key result (0 to 100), made on 1 January; the clock
     then stands on 5 January."""
@@ -358,8 +339,8 @@ def test_a_source_changed_while_it_was_read_records_nothing_and_says_so(client, 
     other = add_connection(client, name="Other", address=metrics.address)
     real_read = syncing.read_now
 
-    def read_while_someone_changes_it(config, row, as_of):
-        found = real_read(config, row, as_of)
+    def read_while_someone_changes_it(config, row, *read):
+        found = real_read(config, row, *read)
         with client.application.app_context(), transaction() as db:
             sources.put(db, row["key_result_seq"], other["seq"], NOW_QUERY, None, 60)
         return found
