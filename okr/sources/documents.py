@@ -1,5 +1,6 @@
 """The number in a document: a JSON answer's node that an RFC 9535 JSONPath selects, a CSV file's cell."""
 import csv
+import functools
 import io
 import json
 import re
@@ -15,12 +16,19 @@ CELL = re.compile(r"([A-Za-z]{1,3})([1-9][0-9]{0,6})")
 GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
 
+@functools.lru_cache(maxsize=1024)
+def compiled(path):
+    """path (a str) compiled, kept: a source's path is checked and used at every run, and compiling it costs more
+    than finding its node. JSONPathError for one that does not parse."""
+    return jsonpath_rfc9535.compile(path)
+
+
 def path_problem(path):
     """Why path is not an RFC 9535 JSONPath, or None."""
     if not isinstance(path, str) or not path.strip():
         return "the path must be a JSONPath such as $.total_count"
     try:
-        jsonpath_rfc9535.compile(path)
+        compiled(path)
     except jsonpath_rfc9535.JSONPathError as error:
         return f"the JSONPath does not parse: {error}"
     return None
@@ -40,7 +48,7 @@ def json_number(body, path):
     problem = path_problem(path)
     if problem:
         raise SourceFailed(problem)
-    nodes = jsonpath_rfc9535.compile(path).find(document)
+    nodes = compiled(path).find(document)
     if len(nodes) == 0:
         raise SourceFailed(f"the path {path} selects nothing in the answer")
     if len(nodes) > 1:

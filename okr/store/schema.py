@@ -27,11 +27,13 @@ logger = logging.getLogger("okr")
 MIN_SQLITE = (3, 35, 0)
 
 
-def connect(path, busy_timeout_ms):
-    """Opens a connection with the pragmas every connection needs."""
+def connect(path, busy_timeout_ms, any_thread=False):
+    """Opens a connection with the pragmas every connection needs; any_thread: one thread at a time uses it, not
+    always the one that opened it (a pool's)."""
     # isolation_level=None: we issue BEGIN ourselves, so a request is one transaction.
     # timeout= is SQLite's busy timeout: wait for a lock rather than fail at once.
-    db = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    db = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000,
+                         check_same_thread=not any_thread)
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA foreign_keys = ON")
     db.execute("PRAGMA journal_mode = WAL")
@@ -49,8 +51,8 @@ class OwnTransactions:
     context manager that closes it; reading() and writing() each yield it inside a transaction, committed at the
     end of the block, rolled back should it raise."""
 
-    def __init__(self, path, busy_timeout_ms):
-        self.db = connect(path, busy_timeout_ms)
+    def __init__(self, path, busy_timeout_ms, any_thread=False):
+        self.db = connect(path, busy_timeout_ms, any_thread)
 
     def __enter__(self):
         return self

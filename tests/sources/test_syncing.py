@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import threading
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
 
@@ -297,7 +296,7 @@ def test_the_schedule_runs_each_source_when_due_with_jitter_and_never_a_stopped_
     changed = client.put(f"/v1/keyresults/{key_result}/source", json={
         "connection_id": source_state(client, key_result)["connection_id"], "query": NOW_QUERY, "every_minutes": 30})
     assert changed.get_json().get("every_minutes") == 30, changed.get_json()
-    scheduler = syncing.Scheduler(app.config, lambda: schema.OwnTransactions(app.config["DATABASE"], 1000))
+    scheduler = syncing.Scheduler(app.config)
     try:
         clock.now = "2026-01-02T10:00:00Z"
         assert scheduler.tick() == 1  # due at once, when attached
@@ -306,7 +305,7 @@ def test_the_schedule_runs_each_source_when_due_with_jitter_and_never_a_stopped_
         next_run = datetime.fromisoformat(source_state(client, key_result)["next_run_at"][:-1])
         assert timedelta(minutes=27) <= next_run - datetime(2026, 1, 2, 10) <= timedelta(minutes=33)
 
-        scheduler = syncing.Scheduler(app.config, lambda: schema.OwnTransactions(app.config["DATABASE"], 1000))
+        scheduler = syncing.Scheduler(app.config)
         clock.now = "2026-01-02T10:20:00Z"
         assert scheduler.tick() == 0  # not due yet
         clock.now = "2026-01-02T10:40:00Z"
@@ -318,7 +317,7 @@ def test_the_schedule_runs_each_source_when_due_with_jitter_and_never_a_stopped_
         with app.app_context(), transaction() as db:
             sources.restart(db, sources.of_key_result(db, key_result))
             db.execute("UPDATE sources SET state = 'stopped'")
-        scheduler = syncing.Scheduler(app.config, lambda: schema.OwnTransactions(app.config["DATABASE"], 1000))
+        scheduler = syncing.Scheduler(app.config)
         clock.now = "2026-02-01T00:00:00Z"
         assert scheduler.tick() == 0
     finally:
@@ -366,13 +365,28 @@ def test_a_source_changed_while_it_was_read_writes_nothing(client, clock, quarte
 def test_the_scheduler_s_threads_give_people_s_requests_the_cpu_first(app, monkeypatch):
     seen = []
     monkeypatch.setattr(syncing, "sync", lambda config, transactions, source_id: seen.append(
-        os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
-    scheduler = syncing.Scheduler(app.config, lambda: schema.OwnTransactions(app.config["DATABASE"], 1000))
+        os.sched_getscheduler(0)))
+    scheduler = syncing.Scheduler(app.config)
     try:
         scheduler.pool.submit(scheduler.run, "a-source").result()
     finally:
         scheduler.close()
-    assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + syncing.SOURCE_NICENESS)]
+    assert seen == [os.SCHED_IDLE]
+
+
+def test_the_scheduler_keeps_one_connection_per_thread_and_closes_them(app, monkeypatch):
+    used = []
+    monkeypatch.setattr(syncing, "sync", lambda config, transactions, source_id: used.append(transactions.db))
+    scheduler = syncing.Scheduler(app.config, workers=1)
+    try:
+        for source_id in ("a", "b", "c"):
+            scheduler.pool.submit(scheduler.run, source_id).result()
+        assert scheduler.tick() == 0  # the ticking thread's own
+    finally:
+        scheduler.close()
+    assert len(used) == 3 and used[0] is used[1] is used[2]
+    with pytest.raises(sqlite3.ProgrammingError):  # closed
+        used[0].execute("SELECT 1")
 
 
 @pytest.mark.parametrize("minutes", [14, 1441, "60", 30.5])
