@@ -3,6 +3,7 @@ import os
 import sys
 
 from flask import Flask
+from jinja2 import BytecodeCache
 from werkzeug.routing import Rule
 
 from . import proxies, settings
@@ -42,14 +43,19 @@ class LazyRule(Rule):
 
     Parsing the rule strings was then most of what was left, paid again for each app a process builds (every
     test builds one). What compile() makes of a string depends only on it, the map's settings and converter
-    classes, so a later rule of the same takes it, with converters of its own (they belong to their map).
+    classes, so a later rule of the same takes it, with converters of its own (they belong to their map). So does
+    a builder: its code takes the rule it builds for, and with it that rule's converters.
     """
 
     parsed = {}  # (the string and what else compile reads) -> (parts, trace, the get_converter calls it made)
+    built = {}  # (that, the defaults, append_unknown) -> the builder function, to be bound to each rule
+
+    def parse_key(self):
+        return (self.rule, self.subdomain, self.host, self.merge_slashes, self.map.host_matching,
+                tuple(self.map.converters.items()))
 
     def compile(self):
-        key = (self.rule, self.subdomain, self.host, self.merge_slashes, self.map.host_matching,
-               tuple(self.map.converters.items()))
+        key = self.parse_key()
         try:
             parts, trace, converters = LazyRule.parsed[key]
         except KeyError:
@@ -81,10 +87,56 @@ class LazyRule(Rule):
 
         def build(rule, *args, **kwargs):
             if not compiled:  # two threads may both compile; either result is the same function
-                compiled.append(compile_now(append_unknown).__get__(rule, None))
+                compiled.append(rule.kept_builder(compile_now, append_unknown).__get__(rule, None))
             return compiled[0](*args, **kwargs)
 
         return build
+
+    def kept_builder(self, compile_now, append_unknown):
+        """The builder function of this rule's string, defaults and kind, compiled once per process: it takes
+        the rule it builds for (and so its converters) as its first argument."""
+        try:
+            key = (self.parse_key(), tuple(sorted((self.defaults or {}).items())), append_unknown)
+            hash(key)
+        except TypeError:  # a default that cannot be a key
+            return compile_now(append_unknown)
+        try:
+            return LazyRule.built[key]
+        except KeyError:
+            LazyRule.built[key] = function = compile_now(append_unknown)
+            return function
+
+
+class KeptTemplates(BytecodeCache):
+    """Jinja's bytecode cache, in memory, for every app this process builds: the first app to render a template
+    compiles it (lexing, parsing and Python's compile: most of a first render's time), later apps take the code.
+    The key holds the template's name, its source's checksum and the environment's options that shape the code,
+    so a changed template or an app with other options compiles anew."""
+
+    def __init__(self):
+        self.kept = {}
+
+    @staticmethod
+    def shape(environment):
+        return (environment.block_start_string, environment.block_end_string,
+                environment.variable_start_string, environment.variable_end_string,
+                environment.comment_start_string, environment.comment_end_string,
+                environment.line_statement_prefix, environment.line_comment_prefix, environment.trim_blocks,
+                environment.lstrip_blocks, environment.newline_sequence, environment.keep_trailing_newline,
+                environment.optimized, environment.is_async, isinstance(environment.autoescape, bool)
+                and environment.autoescape, tuple(sorted(environment.extensions)),
+                tuple(sorted(environment.filters)), tuple(sorted(environment.tests)))
+
+    def load_bytecode(self, bucket):
+        code = self.kept.get((bucket.key, bucket.checksum, self.shape(bucket.environment)))
+        if code is not None:
+            bucket.code = code
+
+    def dump_bytecode(self, bucket):
+        self.kept[(bucket.key, bucket.checksum, self.shape(bucket.environment))] = bucket.code
+
+
+KEPT_TEMPLATES = KeptTemplates()
 
 
 def create_app(test_config=None):
@@ -92,6 +144,7 @@ def create_app(test_config=None):
     test_config, each value parsed to its setting's type (ValueError of one line for one it cannot take)."""
     app = Flask(__name__, static_folder=None)
     app.url_rule_class = LazyRule
+    app.jinja_options = {**app.jinja_options, "bytecode_cache": KEPT_TEMPLATES}
     app.ensure_sync = sync_once(app.ensure_sync)
     # //v1/cycles is not a redirect to /v1/cycles but an unknown path.
     app.url_map.merge_slashes = False
