@@ -35,8 +35,8 @@ BUILD_TIMEOUT = 900
 def built(request):
     """The executable, built once for the whole run into a folder its xdist workers share; and the build's output.
 
-    The first worker to want it builds it, alone (the build times the executable's start-up), while the others wait
-    for it and then take what it left.
+    The first worker to want it builds it while the others run their tests, then times the executable's start-up
+    alone; the other workers that want it wait for it and take what it left.
     """
     try:
         import PyInstaller  # noqa: F401 (only whether it is installed)
@@ -49,11 +49,15 @@ def built(request):
     dist, output = folder / "dist", folder / "build-output.txt"
     with one_at_a_time(request.config, folder):
         if not output.exists():
-            with alone(request.config):
-                build = subprocess.run([sys.executable, "-m", "okr.server.build", "--dist", str(dist), "--starts", "1"],
-                                       cwd=REPO, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+            build = subprocess.run([sys.executable, "-m", "okr.server.build", "--dist", str(dist), "--starts", "0"],
+                                   cwd=REPO, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
             assert build.returncode == 0, build.stdout + build.stderr
-            output.write_text(build.stdout)
+            with alone(request.config):  # the start-up is timed on a quiet machine; the build needs none
+                timed = subprocess.run([sys.executable, "-m", "okr.server.build", "--dist", str(dist),
+                                        "--timed-only", "--starts", "1"],
+                                       cwd=REPO, capture_output=True, text=True, timeout=120)
+            assert timed.returncode == 0, timed.stdout + timed.stderr
+            output.write_text(build.stdout + timed.stdout)
     return dist / "okr", output.read_text()
 
 
@@ -147,6 +151,13 @@ def test_the_build_prints_the_size_and_start_up_time_against_their_goals(built):
     assert "start-up to the first answer: " in output and f"(goal < {START_GOAL_S} s: met)" in output
     # Holds the package's data and metadata, and Litestream, not the builder.
     assert size < SIZE_GOAL_MB * 1e6
+
+
+def test_timing_a_file_not_built_says_so_in_one_line(tmp_path):
+    timed = subprocess.run([sys.executable, "-m", "okr.server.build", "--dist", str(tmp_path), "--timed-only"],
+                           cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert timed.returncode == 1 and timed.stdout == ""
+    assert timed.stderr == f"okr.server.build: {tmp_path / 'okr'} is not there: build it first\n"
 
 
 def test_the_executable_is_the_whole_program(okr):
