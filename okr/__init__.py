@@ -95,16 +95,14 @@ class LazyRule(Rule):
     def kept_builder(self, compile_now, append_unknown):
         """The builder function of this rule's string, defaults and kind, compiled once per process: it takes
         the rule it builds for (and so its converters) as its first argument."""
-        try:
-            key = (self.parse_key(), tuple(sorted((self.defaults or {}).items())), append_unknown)
-            hash(key)
-        except TypeError:  # a default that cannot be a key
-            return compile_now(append_unknown)
+        key = (self.parse_key(), tuple(sorted((self.defaults or {}).items())), append_unknown)
         try:
             return LazyRule.built[key]
         except KeyError:
             LazyRule.built[key] = function = compile_now(append_unknown)
             return function
+        except TypeError:  # a default that cannot be a key
+            return compile_now(append_unknown)
 
 
 class KeptTemplates(BytecodeCache):

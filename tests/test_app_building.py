@@ -1,6 +1,8 @@
 """Building the app: URL builders are compiled only when url_for first needs them, once per process, and build what
 werkzeug's own rules build; a rule string is parsed once per process, and a later app's rules are what werkzeug's
 own make; a template is compiled once per process, and anew when its source or the environment's options differ."""
+import re
+
 import jinja2
 from werkzeug.routing import Map, Rule
 
@@ -120,5 +122,4 @@ def test_a_changed_template_or_other_options_compile_anew(tmp_path, monkeypatch,
 
 def strip_tokens(page):
     """A page without its one-time values (the CSRF token, the style nonce)."""
-    import re
     return re.sub(rb'(value|nonce|content)="[^"]*"', b"", page)

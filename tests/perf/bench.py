@@ -1224,15 +1224,17 @@ def fetch_report_politely(port, path, results):
         connection.close()
 
 
-def small_reads(port, paths, stop, latencies):
-    """GETs paths in turn over one keep-alive connection until stop is set; appends each one's seconds."""
+def small_reads(port, paths, stop, latencies, stamped=False):
+    """GETs paths in turn over one keep-alive connection until stop is set; appends each one's seconds (stamped:
+    with the moment it was asked, time.time(), the counting API's clock)."""
     connection = keep_alive(port)
     try:
         index = 0
         while not stop.is_set():
-            started = time.perf_counter()
+            asked, started = time.time(), time.perf_counter()
             body = fetch_body(connection, paths[index % len(paths)])[0]
-            latencies.append(time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            latencies.append((asked, seconds) if stamped else seconds)
             assert body
             index += 1
             time.sleep(SMALL_READS_PAUSE)
@@ -2122,22 +2124,6 @@ def bursts(stamps):
     return [(first - SOURCE_ANSWER_DELAY, last + 0.05) for first, last in windows]
 
 
-def timed_reads(port, paths, stop, latencies):
-    """small_reads, each kept with the moment it was asked (time.time(), the counting API's clock)."""
-    connection = keep_alive(port)
-    try:
-        index = 0
-        while not stop.is_set():
-            asked, started = time.time(), time.perf_counter()
-            body = fetch_body(connection, paths[index % len(paths)])[0]
-            latencies.append((asked, time.perf_counter() - started))
-            assert body
-            index += 1
-            time.sleep(SMALL_READS_PAUSE)
-    finally:
-        connection.close()
-
-
 def time_sources(folder, args):
     """One round per --rounds: a fresh server as users start it, with SOURCES key results each reading a local
     JSON API (http_json, inside our network); small reads alone for --seconds x 3, then while every source is
@@ -2173,7 +2159,7 @@ def time_sources(folder, args):
                 time.sleep(1)
                 idle = tree_rss(server.pid)
                 stop, quiet, busy = threading.Event(), [], []
-                reader = threading.Thread(target=timed_reads, args=(port, small, stop, quiet))
+                reader = threading.Thread(target=small_reads, args=(port, small, stop, quiet, True))
                 reader.start()
                 time.sleep(args.seconds * 3)
                 stop.set()
@@ -2185,7 +2171,7 @@ def time_sources(folder, args):
                     assert status == 200, body
                 sampler = TreeSampler(server.pid)
                 stop = threading.Event()
-                reader = threading.Thread(target=timed_reads, args=(port, small, stop, busy))
+                reader = threading.Thread(target=small_reads, args=(port, small, stop, busy, True))
                 reader.start()
                 for burst in range(SOURCE_BURSTS):
                     deadline = time.monotonic() + 30
