@@ -549,3 +549,46 @@ CREATE TABLE IF NOT EXISTS evidence (
     answer_size    INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS evidence_by_connection ON evidence (connection_seq) WHERE connection_seq IS NOT NULL;
+
+-- AI assistants (version 15; okr/assistants, okr/accounts/assistant_grants.py). A grant is one connected assistant:
+-- a person's personal token (client_seq NULL), or the tokens an OAuth client (registered by itself, RFC 7591)
+-- was given when the person consented. Tokens are kept only as their SHA-256; a grant ends when it expires,
+-- when the person is deactivated or their role is no longer the one it was given under (role), or when it is
+-- disconnected (the row goes). An authorization code lives ten minutes and is used once. None is exported.
+CREATE TABLE IF NOT EXISTS oauth_clients (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    client_id     TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+    redirect_uris TEXT NOT NULL,
+    metadata      TEXT NOT NULL,
+    created_at    TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS oauth_codes (
+    code_hash      TEXT PRIMARY KEY,
+    client_seq     INTEGER NOT NULL REFERENCES oauth_clients (seq) ON DELETE CASCADE,
+    user_id        TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    redirect_uri   TEXT NOT NULL,
+    scope          TEXT NOT NULL,
+    code_challenge TEXT NOT NULL,
+    resource       TEXT,
+    expires_at     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS oauth_codes_by_client ON oauth_codes (client_seq);
+CREATE INDEX IF NOT EXISTS oauth_codes_by_user ON oauth_codes (user_id);
+CREATE TABLE IF NOT EXISTS assistant_grants (
+    seq                INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                 TEXT NOT NULL UNIQUE,
+    user_id            TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    client_seq         INTEGER REFERENCES oauth_clients (seq) ON DELETE CASCADE,
+    name               TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 100),
+    read_only          INTEGER NOT NULL CHECK (read_only IN (0, 1)),
+    role               TEXT NOT NULL,
+    token_hash         TEXT NOT NULL UNIQUE,
+    expires_at         TEXT NOT NULL,
+    refresh_hash       TEXT UNIQUE,
+    refresh_expires_at TEXT,
+    created_at         TEXT NOT NULL,
+    last_used_at       TEXT
+);
+CREATE INDEX IF NOT EXISTS assistant_grants_by_user ON assistant_grants (user_id, seq);
+CREATE INDEX IF NOT EXISTS assistant_grants_by_client ON assistant_grants (client_seq) WHERE client_seq IS NOT NULL;

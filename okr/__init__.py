@@ -170,12 +170,13 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.json.ensure_ascii = False
 
-    from . import api, cli, db, pipeline, web
+    from . import api, assistants, cli, db, pipeline, web
 
     # The pipeline first: its after-request hooks then run last, on every answer, a failed commit's too.
     pipeline.init_app(app)
     db.init_app(app, pipeline.request_writes)
     api.init_app(app)
     web.init_app(app)
+    assistants.init_app(app)
     cli.init_app(app)
     return app

@@ -18,7 +18,8 @@ from okr.server import connections, http_server, litestream, request_log, worker
 from okr.sources import sql_queries, values
 from okr.store import events, invitations, password_resets, webhooks
 from okr.transfer import from_simpleokr, rows
-from okr.web import account_pages, comment_pages, forms, objective_pages, team_pages, views, your_week
+from okr.reports import your_week
+from okr.web import account_pages, comment_pages, forms, objective_pages, team_pages, views
 
 OPERATIONS = helpers.REPO / "docs" / "operations.md"
 DOCUMENTS = [helpers.REPO / "README.md", *sorted((helpers.REPO / "docs").glob("*.md"))]

@@ -39,7 +39,8 @@ UNKNOWN_KEY_SECRET = secrets.token_hex(32)
 @dataclass(frozen=True)
 class Actor:
     """Who makes a request: user_id, user_name and role (None for a service key), and the key's credential,
-    name and read_only when a key signed the request or opened the session (else None)."""
+    name and read_only when a key signed the request or opened the session (else None); via, the assistant's
+    name when an AI assistant acts for the person (okr.accounts.assistant_grants)."""
 
     user_id: str | None
     user_name: str | None
@@ -47,6 +48,7 @@ class Actor:
     credential: str | None = None
     key_name: str | None = None
     read_only: bool = False
+    via: str | None = None
 
 
 OPEN_ACCESS = {"type": "system", "id": None, "name": "open access"}
@@ -54,7 +56,7 @@ OPEN_ACCESS = {"type": "system", "id": None, "name": "open access"}
 
 def event_actor(actor):
     """How the activity feed names an actor (None: sign-in is off): a person, with the key they signed with
-    if any; a service key; or the system."""
+    if any and the assistant that acted for them ("via"); a service key; or the system."""
     if actor is None:
         return OPEN_ACCESS
     if actor.user_id is None:
@@ -62,6 +64,8 @@ def event_actor(actor):
     named = {"type": "user", "id": actor.user_id, "name": actor.user_name}
     if actor.credential is not None:
         named["key"] = {"id": actor.credential, "name": actor.key_name}
+    if actor.via is not None:
+        named["via"] = actor.via
     return named
 
 
@@ -181,7 +185,9 @@ def write_refusal(actor, method):
     """Why this actor may not make a request with this method, for people; None when it may."""
     if may_write(actor, method):
         return None
-    if actor.read_only:
+    if actor.read_only and actor.via is not None and actor.role != "viewer":
+        return "this assistant was connected to read only; connect it again to read and write"
+    if actor.read_only and actor.via is None:
         return "this API key is read-only"
     return "a viewer may look but not change anything; an admin can make you an editor"
 
@@ -291,10 +297,15 @@ def is_api_path(path):
     return path == "/v1" or path.startswith("/v1/")
 
 
+# Paths outside /v1 that answer machines, in JSON: the health check, the assistants' MCP endpoint and its metadata.
+MACHINE_PATHS = frozenset({"/healthz", "/mcp", "/.well-known/oauth-protected-resource",
+                           "/.well-known/oauth-protected-resource/mcp"})
+
+
 def answers_as_api(path):
-    """Whether a path's answers are the API's (JSON, errors in the error shape, no session): /v1 and /healthz.
-    Every other path is a page."""
-    return is_api_path(path) or path == "/healthz"
+    """Whether a path's answers are the API's (JSON, errors in the error shape, no session): /v1, /healthz, and the
+    assistants' /mcp and its metadata. Every other path is a page."""
+    return is_api_path(path) or path in MACHINE_PATHS
 
 
 def wants_page():

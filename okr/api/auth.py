@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from flask import g, request
 from werkzeug.exceptions import Unauthorized
 
-from ..accounts import access
+from ..accounts import access, assistant_grants
 from ..db import get_connection, get_db
 from ..rules.request_signature import SCHEME, sign
 
@@ -63,6 +63,15 @@ def authenticate():
     # A read checks the key inside its own snapshot (one snapshot, not two: the
     # dearer part of a small read); a write checks before it takes the write lock.
     db = get_db() if request.method in access.READ_METHODS else get_connection()
+    grant = request.environ.get(assistant_grants.ENVIRON_KEY)
+    if grant is not None:  # an assistant's tool call, made in this process (okr.assistants.in_process)
+        try:  # read again at each call: a grant ends at once when disconnected, or its person changes
+            grant = assistant_grants.still_valid(db, grant)
+        except assistant_grants.GrantRefused as refused:
+            raise Unauthenticated(str(refused)) from None
+        g.actor = assistant_grants.actor_of(grant)
+        access.require_write(g.actor, request.method)
+        return
     if not access.auth_enabled(db):
         return
     credential, timestamp, signature = parse_authorization(request.headers.get("Authorization"))

@@ -3,13 +3,15 @@ status, export and import, import from a Simple OKR API, webhooks, metric source
 import functools
 
 from ..store import events
-from . import database, demo, keys, reminders, replication, import_simpleokr, sources, transfer, users, webhooks
+from . import (assistants, database, demo, keys, reminders, replication, import_simpleokr, sources, transfer, users,
+               webhooks)
 
 # In the order `okr --help` lists them, after serve.
 COMMANDS = (database.init_db_command, users.users_cli, keys.keys_cli, keys.auth_header, webhooks.webhooks_cli,
             sources.sources_cli,
             reminders.reminders_cli, database.backup, database.restore, replication.replication_cli,
-            transfer.export_command, transfer.import_command, import_simpleokr.import_simpleokr_command, demo.demo)
+            transfer.export_command, transfer.import_command, import_simpleokr.import_simpleokr_command, demo.demo,
+            assistants.mcp_command)
 # Each command's own help names the options only it takes.
 GLOBAL_OPTIONS_EPILOG = "Global options such as --database work here too: see okr --help."
 

@@ -168,6 +168,8 @@ def actor_name(actor):
     """Who made a change, as the feed names them: a person (with the key they used), a key, or the system."""
     if actor["type"] == "user":
         name = actor.get("name") or "Someone"
+        if actor.get("via"):
+            return f"{name} (via {actor['via']})"
         return name + (f" (with the API key “{actor['key']['name']}”)" if actor.get("key") else "")
     if actor["type"] == "key":
         return f"The API key “{actor.get('name') or actor.get('id')}”"

@@ -25,6 +25,10 @@ NUMBER = re.compile(
     r"(?P<whole>[0-9]{1,3}(?:(?P<sep>[" + GROUP_SEPARATORS + r"])[0-9]{3})(?:(?P=sep)[0-9]{3})*|[0-9]*)"
     r"(?:\.(?P<fraction>[0-9]*))?"
     r"(?:[" + SPACES + r"]?(?P<scale>" + "|".join(sorted(SCALES, key=len, reverse=True)) + r"))?")
+# A confidence as people write it: "80 %", "80%", "0.8".
+PERCENT = re.compile(r"(.*?)\s*%")
+CONFIDENCE_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)")
+ENTER_A_CONFIDENCE = "Enter a number such as 0.8 or 80 %."
 # How far a check-in may move a value, in spans of its key result, before the person is asked to confirm it.
 FAR_SPANS = 10
 
@@ -74,6 +78,22 @@ def typed(text, unit=None, position=None):
         negative, kept, exponent = number.as_tuple()
         number = Decimal((negative, kept, exponent + SCALES[match["scale"]]))
     return number
+
+
+def typed_confidence(text):
+    """A confidence as a person writes it: "80 %", "80%" or "0.8" as the rules' "0.8"; "" as None (keep the
+    present one); NotANumber (ENTER_A_CONFIDENCE) for anything else, or outside 0 to 1."""
+    text = text.strip()
+    if not text:
+        return None
+    match = PERCENT.fullmatch(text)
+    number_text = (match.group(1) if match else text).strip()
+    if len(number_text) > MAX_TYPED or not CONFIDENCE_NUMBER.fullmatch(number_text):
+        raise NotANumber(ENTER_A_CONFIDENCE)
+    number = Decimal(number_text) / (100 if match else 1)
+    if not 0 <= number <= 1:
+        raise NotANumber(ENTER_A_CONFIDENCE)
+    return format(number.normalize(), "f")
 
 
 @lru_cache(maxsize=4096)

@@ -136,7 +136,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 def holds_tables(db):
@@ -294,8 +294,8 @@ def add_closing(db):
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
-# Versions 3, 5, 12 and 14 added the web_secrets, web_sessions, board_links and metric sources' tables, which
-# schema.sql creates: no step of their own.
+# Versions 3, 5, 12, 14 and 15 added the web_secrets, web_sessions, board_links, metric sources' and
+# assistants' tables, which schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
               9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing}

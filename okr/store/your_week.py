@@ -1,4 +1,5 @@
-"""Your week's reads: the key results a person looks after in the given cycles (okr.web.your_week builds the page).
+"""Your week's reads: the key results a person looks after in the given cycles (okr.reports.your_week builds it,
+for the page and the assistants).
 
 The team's objectives come from okr.store.reports (a cycle report per team), the person's teams from
 okr.store.team_members.

@@ -65,6 +65,8 @@ def closed_refusal(cycle):
 # docs/operations.md lists them, and a test holds every table and column of schema.sql to being either a
 # field of the format, derived from one (DERIVED_COLUMNS), or here.
 WEBHOOKS = ("webhooks", "each holds the secret that signs its deliveries; add them again with okr webhooks add")
+ASSISTANTS = ("connected assistants", "their tokens are bound to this server and kept only as hashes: people "
+                                       "connect their assistants again")
 LEFT_OUT = {
     "users.password_hash": ("passwords", "a file is copied and kept where a database is not, and a password hash "
                                          "can be attacked offline; people set theirs again (okr users invite)"),
@@ -86,6 +88,7 @@ LEFT_OUT = {
                                                "again (the values they wrote are check-ins, and come along)"),
     "evidence": ("the evidence of source-written values", "bytes read from the company's systems, up to 64 KB "
                                                          "a value: the check-ins come along without it"),
+    "oauth_clients": ASSISTANTS, "oauth_codes": ASSISTANTS, "assistant_grants": ASSISTANTS,
 }
 # Columns a file does not hold because they follow from what it holds: every table's seq (the order of its
 # section), a user's email_key (from the email), a key result's cycle (its objective's), a check-in's key

@@ -18,8 +18,7 @@ from ..rules.body_schemas import checkin_schema
 from ..rules import quantities
 
 ENTER_A_NUMBER = "Enter a number such as 42 or 3.5."
-ENTER_A_CONFIDENCE = "Enter a number such as 0.8 or 80 %."
-PERCENT = re.compile(r"(.*?)\s*%")
+ENTER_A_CONFIDENCE = quantities.ENTER_A_CONFIDENCE
 TYPED_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)")
 MAX_TYPED = quantities.MAX_TYPED  # characters: a 1,000,000-digit number is a typo or an attack
 MAX_LENGTH = re.compile(r"Longer than maximum length (\d+)\.")
@@ -40,17 +39,12 @@ class FieldError(ValueError):
 
 
 def confidence(text):
-    """A confidence as typed: "80 %", "80%" or "0.8" as the rules' "0.8"; "" as None (keep the present one)."""
-    text = text.strip()
-    if not text:
-        return None
-    match = PERCENT.fullmatch(text)
-    number = decimal(match.group(1) if match else text, ENTER_A_CONFIDENCE)
-    if match:
-        number /= 100
-    if not 0 <= number <= 1:
-        raise FieldError(ENTER_A_CONFIDENCE)
-    return format(number.normalize(), "f")
+    """A confidence as typed (okr.rules.quantities.typed_confidence): "80 %" or "0.8" as the rules' "0.8"; "" as
+    None (keep the present one); FieldError otherwise."""
+    try:
+        return quantities.typed_confidence(text)
+    except quantities.NotANumber as error:
+        raise FieldError(str(error)) from None
 
 
 def decimal(text, message=ENTER_A_NUMBER):

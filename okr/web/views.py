@@ -25,14 +25,14 @@ from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..records import cycle_details_json
-from ..reports import alignment, review, spooled, streaming, timelines
+from ..reports import alignment, review, spooled, streaming, timelines, your_week
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, key_results, locks, objectives, sources, teams, users
 from ..store import reports as report_rows
 from ..store import timelines as stored_timelines
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
-from . import charts, forms, your_week, wording
+from . import charts, forms, wording
 from . import service_index
 from .errors import PageError
 from .tree import Rows, review_html

@@ -44,6 +44,8 @@ def app_routes(app):
             continue
         if rule.endpoint.startswith("web.") and rule.endpoint not in API_ENDPOINTS_OF_THE_DASHBOARD:
             continue
+        if rule.endpoint.startswith("assistants."):  # /mcp and its sign-in are MCP's and OAuth's: docs/assistants.md
+            continue
         path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
         routes |= {(path, method.lower()) for method in rule.methods - {"HEAD", "OPTIONS"}}
     return routes

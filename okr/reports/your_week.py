@@ -9,9 +9,9 @@ of them), the person's teams, then one filtered cycle report per team and curren
 """
 from .. import progress
 from ..records import cycle_details_json
-from ..reports import alignment
 from ..store import cycles as stored_cycles
 from ..store import team_members, your_week
+from . import alignment
 
 # At most this many of a team's objectives are listed per cycle; the cycle page, filtered by the team, has
 # them all.

@@ -1,0 +1,143 @@
+"""/mcp: the MCP server over Streamable HTTP, in the server's own process and worker threads, stateless, answering
+in JSON; and the protected resource's metadata (RFC 9728) that tells an assistant where to sign in.
+
+A POST /mcp carries a bearer token (okr.accounts.assistant_grants): without a live one it is a 401 whose
+WWW-Authenticate names the metadata, as MCP's authorization spec asks. With one, the request's reading transaction
+ends, and the SDK's Streamable HTTP transport serves the one exchange on an event loop of this thread's own: the
+tools then run here, on this worker thread, and each of their calls into the API is a request (and a transaction)
+of its own (okr.assistants.in_process). GET and DELETE /mcp are 405 at once: a stateless server opens no stream and
+keeps no session. Host and Origin are checked by the pipeline's guards, as on every path.
+"""
+import asyncio
+import contextvars
+
+from flask import Blueprint, Response, current_app, g, request
+from werkzeug.exceptions import MethodNotAllowed, Unauthorized
+
+from .. import proxies
+from ..accounts import assistant_grants
+from ..db import finish_reading, get_db, own_write, reads_first
+from .in_process import Caller
+
+bp = Blueprint("assistants", __name__)
+
+# The scopes a grant may have: reading, or reading and writing.
+SCOPES = ("okr:read", "okr:write")
+
+
+class TokenRefused(Unauthorized):
+    """A 401 with the WWW-Authenticate MCP clients read: where the resource's metadata is, and why the token was
+    refused (RFC 6750's error)."""
+
+    def __init__(self, description, error=None):
+        super().__init__(description)
+        self.error = error
+
+    def get_headers(self, environ=None, scope=None):
+        challenge = f'Bearer resource_metadata="{metadata_url()}"'
+        if self.error:
+            challenge += f', error="{self.error}", error_description="{self.description}"'
+        return [*super().get_headers(environ, scope), ("WWW-Authenticate", challenge)]
+
+
+def metadata_url():
+    return proxies.service_root() + "/.well-known/oauth-protected-resource"
+
+
+def bearer_token():
+    """The request's bearer token, or None."""
+    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def authenticated_grant():
+    """The grant the request's bearer token carries; TokenRefused (401) without one."""
+    token = bearer_token()
+    if token is None:
+        raise TokenRefused("an assistant signs in: send Authorization: Bearer with its token")
+    try:
+        grant = assistant_grants.grant_for_token(get_db(), token)
+    except assistant_grants.GrantRefused as refused:
+        raise TokenRefused(str(refused), "invalid_token") from None
+    if assistant_grants.needs_marking(grant):
+        with own_write() as db:
+            assistant_grants.mark_used(db, grant)
+    return grant
+
+
+@bp.post("/mcp")
+@reads_first  # its own transaction only reads: the tools' calls write in theirs
+def serve_mcp():
+    """Serves one MCP exchange for the assistant whose token the request carries."""
+    grant = authenticated_grant()
+    finish_reading()  # no snapshot is held while the tools run: each of their calls has its own
+    g.pop("db", None)
+    caller = Caller(current_app._get_current_object(), grant, request.environ.get("HTTP_HOST", "localhost"),
+                    request.remote_addr or "127.0.0.1", request.scheme)
+    status, headers, body = exchange(caller, asgi_scope(), request.get_data())
+    return Response(body, status=status, headers=headers)
+
+
+@bp.route("/mcp", methods=["GET", "DELETE"])
+def refuse_streams():
+    """Refuses a stream or a session's end: this server is stateless and answers each POST in JSON."""
+    raise MethodNotAllowed(valid_methods=["POST"], description="this server keeps no stream nor session: POST a "
+                                                               "JSON-RPC message to /mcp")
+
+
+@bp.get("/.well-known/oauth-protected-resource")
+def show_resource_metadata():
+    """Shows the protected resource's metadata (RFC 9728): /mcp, and the authorization server that signs people in."""
+    root = proxies.service_root()
+    return {"resource": root + "/mcp", "authorization_servers": [root], "scopes_supported": list(SCOPES),
+            "bearer_methods_supported": ["header"], "resource_name": "OKRs"}
+
+
+@bp.get("/.well-known/oauth-protected-resource/mcp")
+def show_resource_metadata_of_mcp():
+    """Shows the same metadata where RFC 9728 puts it for the resource /mcp (its path after the well-known name)."""
+    return show_resource_metadata()
+
+
+def asgi_scope():
+    """The ASGI scope of the request being served, for the SDK's transport."""
+    environ = request.environ
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
+    client = (request.remote_addr or "127.0.0.1", int(environ.get("REMOTE_PORT") or 0))
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "scheme": request.scheme, "path": "/mcp", "raw_path": b"/mcp", "root_path": "",
+            "query_string": environ.get("QUERY_STRING", "").encode("latin-1"), "headers": headers,
+            "server": (environ.get("SERVER_NAME", "localhost"), int(environ.get("SERVER_PORT") or 80)),
+            "client": client}
+
+
+def exchange(caller, scope, body):
+    """(status, headers, body) of the SDK's answer to one request, served on an event loop of this thread's own, in
+    a context of its own (the tools' calls into the API then have their own Flask contexts)."""
+    def serve():
+        from . import tools  # the SDK is imported at the first exchange, not at the server's start
+        tools.CALLER.set(caller)
+        return asyncio.run(served(tools.new_session_manager(), scope, body))
+    return contextvars.Context().run(serve)
+
+
+async def served(manager, scope, body):
+    answer = {"status": 500, "headers": [], "body": []}
+    delivered = asyncio.Event()
+
+    async def receive():
+        if delivered.is_set():  # the body is read once; later, the client is still there until the answer is sent
+            await asyncio.Event().wait()
+        delivered.set()
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["headers"] = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", [])]
+        elif message["type"] == "http.response.body":
+            answer["body"].append(message.get("body", b""))
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return int(answer["status"]), answer["headers"], b"".join(answer["body"])
