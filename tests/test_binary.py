@@ -213,6 +213,44 @@ def test_the_executable_serves_a_new_database_in_the_current_folder(okr):
     assert (work / "okr.db").exists()
 
 
+def test_the_executable_serves_an_assistant_over_stdio_and_over_http(okr):
+    """The MCP SDK travels in the file: `okr mcp --as` over stdio, and /mcp on the server, through the SDK's client."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp_types import Implementation
+
+    from okr.accounts.assistant_grants import make_personal_token
+    from okr.store.schema import connect
+
+    run, start, work, home = okr
+    run("init-db")
+    ada = json.loads(run("users", "add", "--name", "Ada", "--email", "ada@example.com").stdout)
+    with closing(connect(str(work / "okr.db"), 5000)) as db, db:
+        token = make_personal_token(db, {**ada, "role": "editor"}, "Copilot", False, 30)
+    env = {key: value for key, value in os.environ.items() if key not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    stdio = StdioServerParameters(command=str(home / "okr"), args=["mcp", "--as", "ada@example.com"], cwd=str(work),
+                                  env=env)
+
+    async def whoami(server):
+        async with Client(server, client_info=Implementation(name="Claude Desktop", version="1")) as client:
+            return (await client.call_tool("whoami", {})).structured_content
+
+    assert asyncio.run(whoami(stdio))["assistant"] == "Claude Desktop"
+    process, http = start()
+    try:
+        answer = http.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                    "params": {"name": "whoami", "arguments": {}}},
+                           headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                                    "Accept": "application/json, text/event-stream",
+                                    "MCP-Protocol-Version": "2025-06-18"})
+        assert answer.status == 200, answer.payload
+        assert answer.json()["result"]["structuredContent"]["assistant"] == "Copilot"
+    finally:
+        stop(process)
+
+
 def test_an_error_from_the_executable_is_one_plain_line(okr):
     run, start, work, home = okr
     result = run("keys", "list", check=False)

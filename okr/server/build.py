@@ -33,8 +33,12 @@ DATA = (("schema.sql", "."), ("okr/web/templates", "okr/web/templates"), ("okr/w
         ("okr/accounts/common-passwords.txt.gz", "okr/accounts"))
 # Never used by the program: this module and its builder, and what the standard library would carry along.
 # psycopg_binary: libpq and its TLS libraries, 6 MB; the single file's PostgreSQL sources use the system's libpq.
+# The MCP SDK's optional company, which its server never imports: rich (and pygments, markdown_it) for its log,
+# uvicorn (sse_starlette's optional hook), the client's jsonschema (with referencing, rpds) and JWT, and
+# hypothesis, which pydantic.v1's plugin names.
 EXCLUDED = ("okr.server.build", "PyInstaller", "yaml", "tkinter", "unittest", "pydoc_data", "lib2to3", "ensurepip",
-            "idlelib", "test", "psycopg_binary")
+            "idlelib", "test", "psycopg_binary", "rich", "pygments", "markdown_it", "mdurl", "uvicorn", "jsonschema",
+            "jsonschema_specifications", "referencing", "rpds", "jwt", "hypothesis", "pydantic.v1")
 SIZE_GOAL_MB = 45  # with Litestream: docs/design.md
 START_GOAL_S = 1.5
 
@@ -69,7 +73,9 @@ def build(dist, work):
     litestream = packed_litestream(work)
     entry = work / "okr_entry.py"  # not okr.py, which would hide the package
     entry.write_text(ENTRY)
-    arguments = [str(entry), "--onefile", "--name", "okr", "--noconfirm", "--log-level", "WARN",
+    # --strip: the shared libraries without their symbols (a Python built with debug information carries 17 MB of
+    # them in libpython alone).
+    arguments = [str(entry), "--onefile", "--strip", "--name", "okr", "--noconfirm", "--log-level", "WARN",
                  "--distpath", str(dist), "--workpath", str(work / "build"), "--specpath", str(work),
                  "--paths", str(REPO), "--collect-submodules", "okr", "--copy-metadata", "okr-service"]
     for source, target in DATA:

@@ -7,13 +7,13 @@ may send, with sessions.own_account.
 """
 import time
 
-from flask import redirect, render_template, request, url_for
+from flask import make_response, redirect, render_template, request, url_for
 from marshmallow import ValidationError
 
 from .. import proxies
-from ..accounts import access, password_links, sessions, sign_in, throttle
+from ..accounts import access, assistant_grants, password_links, sessions, sign_in, throttle
 from ..db import get_db
-from ..errors import Conflict
+from ..errors import Conflict, Invalid, NotFound
 from ..rules.ids import MAX_ROW_ID
 from ..rules.messages import flatten
 from ..rules.body_schemas import user_schema
@@ -35,16 +35,59 @@ def show_account():
     return render_account()
 
 
-def render_account(errors=None, changed=False):
+def render_account(errors=None, changed=False, new_token=None, assistant_form=None):
     db = get_db()
     actor = access.current_actor()
     user = None if actor is None or actor.user_id is None else users.get(db, actor.user_id)
+    everyone = actor is not None and actor.role == "admin"
     return render_template(
         "account.html", actor=actor, user=user, role_words=ROLE_WORDS, errors=errors or {}, changed=changed,
         teams=team_members.teams_of(db, user["id"]) if user else [],
         email_set_up=password_links.mail_settings() is not None,
         has_keys=bool(user) and keys.user_has_keys(db, user["id"]),
+        assistants=assistant_grants.connected(db, None if everyone else user["id"]) if user else [],
+        everyone=everyone, new_token=new_token, token_days=assistant_grants.PERSONAL_TOKEN_DAYS,
+        assistant_form=assistant_form or {"name": "", "rights": "read", "days": "90"},
+        mcp_url=proxies.service_root() + "/mcp",
     )
+
+
+@bp.post("/account/assistants")
+@sessions.own_account
+def connect_assistant():
+    """Makes a personal token for an assistant of the signed-in person's, shown on the page this once."""
+    user = signed_in_user()
+    form = {name: request.form.get(name, "").strip() for name in ("name", "rights", "days")}
+    errors = {}
+    if form["rights"] not in ("read", "write"):
+        errors["rights"] = "Choose read only, or read and write."
+    if not (form["days"].isascii() and form["days"].isdigit() and int(form["days"]) in
+            assistant_grants.PERSONAL_TOKEN_DAYS):
+        errors["days"] = "Choose 30, 90 or 365 days."
+    if not errors:
+        try:
+            token = assistant_grants.make_personal_token(
+                get_db(), user, form["name"], form["rights"] == "read" or access.current_actor().read_only,
+                int(form["days"]))
+        except Invalid as invalid:
+            errors = invalid.fields
+    if errors:
+        return render_account(errors, assistant_form=form), 400
+    response = make_response(render_account(new_token={"token": token, "name": form["name"]}))
+    response.headers["Cache-Control"] = "no-store"  # the token is on this page once, and in no cache
+    return response
+
+
+@bp.post("/account/assistants/<grant_id>/disconnect")
+@sessions.own_account
+def disconnect_assistant(grant_id):
+    """Disconnects an assistant: its token ends at once (a person's own; an admin's, anyone's)."""
+    signed_in_user()
+    try:
+        assistant_grants.disconnect(get_db(), grant_id, access.current_actor())
+    except NotFound:
+        raise PageError(404, "Not found", "That assistant is not connected (any more).") from None
+    return redirect(url_for("web.show_account") + "#assistants-heading", 303)
 
 
 def signed_in_user():
