@@ -18,6 +18,7 @@ from flask import Flask
 
 from .. import db
 from ..accounts import assistant_grants
+from ..errors import NotFound
 
 # What an id may be in a path the tools build: the ids this service makes, and nothing that would route elsewhere.
 ID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -99,14 +100,17 @@ class Caller:
         return self.call("PATCH", path, body=body)
 
     def read(self, reader):
-        """reader(db, grant) in a reading transaction of its own, the grant checked again first: for the read
-        models no /v1 path serves (Your week)."""
+        """reader(db, grant) in a reading transaction of its own on this thread's connection, the grant checked again
+        first: for the read models no /v1 path serves (Your week), and for reads that would take several calls.
+        The project's NotFound becomes the API's 404."""
         def run():
-            with self.app.app_context(), db.transaction(write=False) as connection:
+            with self.app.request_context(self.environ("GET", "/v1")):
                 try:
+                    connection = db.get_db()
                     grant = assistant_grants.still_valid(connection, self.grant)
+                    return reader(connection, grant)
                 except assistant_grants.GrantRefused as refused:
                     raise CallFailed(401, str(refused)) from None
-                return reader(connection, grant)
+                except NotFound as missing:
+                    raise CallFailed(404, str(missing)) from None
         return contextvars.Context().run(run)
-

@@ -24,14 +24,16 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import clock, progress
+from ..errors import NotFound
 from ..records import checkin_json, comment_json
 from ..reports import activity as activity_report
-from ..reports import streaming, your_week
+from ..reports import alignment, streaming, your_week
 from ..rules import quantities
 from ..rules.percentages import percent
 from ..store import checkins as stored_checkins
 from ..store import comments as stored_comments
 from ..store import cycles as stored_cycles
+from ..store import objectives as stored_objectives
 from .in_process import CallFailed, checked_id
 
 # The calls' Caller (okr.assistants.in_process), set by the transport for each request (HTTP) or session (stdio).
@@ -269,26 +271,32 @@ def get_objective(objective_id: Id, ctx: Context) -> CallToolResult:
     return answer("\n".join(lines), {"objective": objective, "comments": comments})
 
 
-def key_result_node(current, key_result_id):
-    """(the key result's report node, with progress and status; its objective's report)."""
-    key_result = current.get(f"/v1/keyresults/{key_result_id}")
-    objective = current.get(f"/v1/objectives/{key_result['objective_id']}/report")["objective"]
-    return next(kr for kr in objective["key_results"] if kr["id"] == key_result_id), objective
+def key_result_node(current, key_result_id, with_history=False):
+    """The key result's report node (progress, status, pace: okr.reports.alignment), with its objective's name,
+    and with_history its newest check-ins and comments; in one read."""
+    def read(db, grant):
+        node = alignment.key_result_report(db, key_result_id, now())
+        if node is None:
+            raise NotFound("key result")
+        found = {"key_result": node, "objective_name": stored_objectives.named(db, node["objective_id"])["name"]}
+        if with_history:
+            found.update(latest_of("key_result_id", key_result_id, True)(db, grant))
+        return found
+    return current.read(read)
 
 
 @tool(READS, "A key result with its progress and status, its recent check-ins (newest first) and its latest "
              "comments.")
 def get_key_result(key_result_id: Id, ctx: Context) -> CallToolResult:
     current = caller(ctx)
-    key_result_id = checked_id(key_result_id, "key_result_id")
-    node, objective = key_result_node(current, key_result_id)
-    recent = current.read(latest_of("key_result_id", key_result_id, True))
-    lines = [key_result_line(node), f"Objective “{objective['name']}” [id {objective['id']}]"]
+    found = key_result_node(current, checked_id(key_result_id, "key_result_id"), with_history=True)
+    node = found["key_result"]
+    lines = [key_result_line(node), f"Objective “{found['objective_name']}” [id {node['objective_id']}]"]
     lines += [f"Check-in {c['created_at'][:10]} by {c['author_name'] or 'someone'}: {figure(c['value'], node)}, "
               f"confidence {percent(c['confidence'])}" + (f": {c['comment']}" if c.get("comment") else "")
-              for c in recent["checkins"]]
-    lines += comment_lines(recent["comments"])
-    return answer("\n".join(lines), {"key_result": node, **recent})
+              for c in found["checkins"]]
+    lines += comment_lines(found["comments"])
+    return answer("\n".join(lines), found)
 
 
 @tool(READS, "Finds objectives, key results, teams and people by name, across cycles.")
@@ -345,7 +353,7 @@ def check_in(key_result_id: Id,
                                                   max_length=10000)] = None) -> CallToolResult:
     current = caller(ctx)
     key_result_id = checked_id(key_result_id, "key_result_id")
-    node, _ = key_result_node(current, key_result_id)
+    node = key_result_node(current, key_result_id)["key_result"]
     body = {"comment": comment}
     try:
         body["value"] = (milestone_value(value) if node["type"] == "milestone"
@@ -453,7 +461,7 @@ def update_key_result(key_result_id: Id, ctx: Context, name: Annotated[str | Non
     current = caller(ctx)
     key_result_id = checked_id(key_result_id, "key_result_id")
     named = sent_arguments(ctx)
-    node, _ = key_result_node(current, key_result_id)
+    node = key_result_node(current, key_result_id)["key_result"]
     shown_unit = unit if "unit" in named else node["unit"]
     position = unit_position if "unit_position" in named else node["unit_position"]
     changes = {}

@@ -5,9 +5,10 @@
                                [--sign-ins 20] [--pin] [--webhooks-only | --replicate-only]
                                [--sign-in-flood-only [--flood-seconds 10]]
                                [--events-only [--large-events 4000]] [--retrospective-only] [--sources-only]
+                               [--assistants-only]
 
-Needs wrk (apt-get install wrk), but for --events-only, --sign-in-flood-only and --retrospective-only. Seeds a fresh database in a temporary
-folder through the project's own code, starts `app.py` and a bare Flask app
+Needs wrk (apt-get install wrk), but for --events-only, --sign-in-flood-only, --retrospective-only and
+--assistants-only. Seeds a fresh database in a temporary folder through the project's own code, starts `app.py` and a bare Flask app
 ("hello", 4 waitress threads) as separate processes, and prints a table.
 Throughput and latency goals are ratios to figures taken in the same round,
 because the machines are noisy; each is the median over the rounds, as are
@@ -158,6 +159,17 @@ or at a 429, so that the throttle (100 per address) lets the flood be hashed. Go
 no check-in refused under the flood, and its p99 at most 2 x the p99 without it
 + 100 ms (each the median of the rounds' p99s).
 
+AI assistants (--assistants-only, needs no wrk): a server as users start it, on a
+database with an editor, the editor's API key and a personal token of theirs (so
+sign-in is on). Over one keep-alive connection, in turns, ASSISTANT_CALLS times a
+round: a signed GET /v1/keyresults/:id of a key result with 20 check-ins, then the
+get_key_result tool on it over /mcp (its progress, check-ins and comments), then a
+signed check-in POST on another key result, then the check_in tool on a third, each
+/mcp call a JSON-RPC tools/call with the bearer token. Goals: each tool's median
+latency at most 5 x the median of its signed request's (the median of the rounds'
+ratios). The SDK is imported at a first call before the rounds, as a server's first
+assistant would.
+
 The service runs as a user starts it: default settings, placed by nobody but
 itself. wrk runs on the last CPU, as if the clients were on other machines,
 and the hello ceiling is pinned to the first CPU. --pin also pins the service
@@ -190,6 +202,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the tests' helpers
 
 from okr import create_app  # noqa: E402
+from okr.accounts import assistant_grants  # noqa: E402
 from okr.accounts.passwords import hash_password  # noqa: E402
 from okr.clock import new_id, utc_now  # noqa: E402
 from okr.reports.review import PER_PAGE as REVIEW_PER_PAGE  # noqa: E402
@@ -2242,6 +2255,118 @@ def sources_only(args, placement):
     print_table(rows, goals)
 
 
+ASSISTANT_CALLS = 200  # per round, of each of the four requests, in turns over one connection each
+
+
+def mcp_call(connection, token, tool, arguments):
+    """Seconds for one tools/call over /mcp on an open connection, the answer checked."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}})
+    started = time.perf_counter()
+    connection.request("POST", "/mcp", body=body, headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+    response = connection.getresponse()
+    answer = response.read()
+    took = time.perf_counter() - started
+    if response.status != 200 or json.loads(answer)["result"]["isError"]:
+        raise RuntimeError(f"/mcp {tool} answered {response.status}: {answer[:300]!r}")
+    return took
+
+
+def signed_call(connection, key, method, path, body=None):
+    """Seconds for one signed request on an open connection, the answer checked."""
+    headers = dict(signature(key))
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    started = time.perf_counter()
+    connection.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+    response = connection.getresponse()
+    answer = response.read()
+    took = time.perf_counter() - started
+    if response.status != 200:
+        raise RuntimeError(f"{method} {path} answered {response.status}: {answer[:300]!r}")
+    return took
+
+
+def time_assistants(folder, args):
+    """The assistants' section (see the module's doc): per round, the medians of each request's latency."""
+    database = os.path.join(folder, "assistants.db")
+    app = create_app({"DATABASE": database})
+    with app.app_context():
+        init_db()
+    with app.app_context(), transaction() as db:
+        editor = users.create(db, *BENCH_EDITOR[:2], "editor")
+        key = keys.create(db, "bench editor's key", user_id=editor["id"])
+        token = assistant_grants.make_personal_token(db, editor, "bench assistant", False, 30)
+    port = free_port()
+    server = Process(okr_command(database, port, args.threads), port, "/healthz",
+                     log=os.path.join(folder, "assistants.log"))
+    rounds = []
+    try:
+        connection = keep_alive(port)
+        cycle = json.loads(send_json_on(connection, key, "/v1/cycles", {"name": "Q3"}))
+        objective = json.loads(send_json_on(connection, key, "/v1/objectives", {
+            "name": "Grow", "cycle_id": cycle["id"], "is_company": False, "is_personal": False}))
+        key_results = [json.loads(send_json_on(connection, key, f"/v1/objectives/{objective['id']}/keyresults", {
+            "name": f"KR {n}", "type": "positive", "target_value_min": "1000"}))["id"] for n in range(4)]
+        for n in range(20):  # a key result with a history, as one mid-quarter has
+            signed_call(connection, key, "POST", f"/v1/keyresults/{key_results[0]}/checkins", {"value": str(n)})
+        mcp_call(connection, token, "get_key_result", {"key_result_id": key_results[0]})  # imports the SDK
+        for _ in range(args.rounds):
+            timings = {"get": [], "mcp get": [], "check-in": [], "mcp check-in": []}
+            for n in range(ASSISTANT_CALLS):
+                value = str(n % 1000)
+                timings["get"].append(signed_call(connection, key, "GET", f"/v1/keyresults/{key_results[0]}"))
+                timings["mcp get"].append(mcp_call(connection, token, "get_key_result",
+                                                   {"key_result_id": key_results[0]}))
+                timings["check-in"].append(signed_call(connection, key, "POST",
+                                                       f"/v1/keyresults/{key_results[1]}/checkins", {"value": value}))
+                timings["mcp check-in"].append(mcp_call(connection, token, "check_in",
+                                                        {"key_result_id": key_results[2], "value": value}))
+            rounds.append({name: statistics.median(values) for name, values in timings.items()})
+        connection.close()
+    finally:
+        server.stop()
+    return rounds, server.peak_rss
+
+
+def send_json_on(connection, key, path, body):
+    """A signed POST on an open connection; its body."""
+    headers = {**dict(signature(key)), "Content-Type": "application/json"}
+    connection.request("POST", path, body=json.dumps(body), headers=headers)
+    response = connection.getresponse()
+    answer = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"POST {path} answered {response.status}: {answer[:300]!r}")
+    return answer
+
+
+def assistants_rows(rounds):
+    """The table's rows of the assistants' section, and their goals' verdicts."""
+    rows, goals = [], []
+    for call, plain, label in (("mcp get", "get", "get_key_result over /mcp / signed GET /v1/keyresults/:id"),
+                               ("mcp check-in", "check-in", "check_in over /mcp / signed POST of a check-in")):
+        ratio = statistics.median(r[call] / r[plain] for r in rounds)
+        figure = f"{statistics.median(r[call] for r in rounds) * 1000:.2f} ms"
+        base = f"{statistics.median(r[plain] for r in rounds) * 1000:.2f} ms"
+        rows.append((label, figure, f"{ratio:.2f}x of {base}", "<= 5x"))
+        goals.append(ratio <= 5)
+    return rows, goals
+
+
+def assistants_only(args, placement):
+    folder = tempfile.mkdtemp(prefix="okr-bench-")
+    try:
+        rounds, peak = time_assistants(folder, args)
+    finally:
+        shutil.rmtree(folder)
+    rows, goals = assistants_rows(rounds)
+    print_table(rows, goals)
+    print(f"\n{sum(goals)} of {len(goals)} goals met; medians of {args.rounds} rounds of {ASSISTANT_CALLS} calls of "
+          f"each, in turns over one keep-alive connection; the server's peak resident memory {peak / 1e6:.0f} MB")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
@@ -2272,6 +2397,8 @@ def main():
                              "alone (needs no wrk)")
     parser.add_argument("--sources-only", action="store_true",
                         help=f"run the section of {SOURCES} metric sources syncing at once alone (needs no wrk)")
+    parser.add_argument("--assistants-only", action="store_true",
+                        help="run the section of the assistants' MCP calls against the API's own alone (needs no wrk)")
     parser.add_argument("--sign-in-flood-only", action="store_true",
                         help="run the section of check-ins under a flood of wrong passwords alone (needs no wrk)")
     parser.add_argument("--flood-seconds", type=int, default=10,
@@ -2296,6 +2423,9 @@ def main():
         return
     if args.sources_only:
         sources_only(args, placement)
+        return
+    if args.assistants_only:
+        assistants_only(args, placement)
         return
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
