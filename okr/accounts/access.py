@@ -297,9 +297,14 @@ def is_api_path(path):
     return path == "/v1" or path.startswith("/v1/")
 
 
-# Paths outside /v1 that answer machines, in JSON: the health check, the assistants' MCP endpoint and its metadata.
-MACHINE_PATHS = frozenset({"/healthz", "/mcp", "/.well-known/oauth-protected-resource",
-                           "/.well-known/oauth-protected-resource/mcp"})
+# Paths any page may call, whatever its origin: they take no cookie, so another site gains nothing by calling them
+# from a browser (an assistant that runs in one registers and gets its tokens there).
+OPEN_TO_OTHER_ORIGINS = frozenset({"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+                                   "/.well-known/oauth-authorization-server", "/oauth/register", "/oauth/token",
+                                   "/oauth/revoke"})
+# Paths outside /v1 that answer machines, in JSON: the health check, the assistants' MCP endpoint, its metadata and
+# its sign-in's (but the consent page, a page).
+MACHINE_PATHS = frozenset({"/healthz", "/mcp"}) | OPEN_TO_OTHER_ORIGINS
 
 
 def answers_as_api(path):

@@ -15,14 +15,13 @@ from flask import Blueprint, Response, current_app, g, request
 from werkzeug.exceptions import MethodNotAllowed, Unauthorized
 
 from .. import proxies
-from ..accounts import assistant_grants
+from ..accounts import access, assistant_grants, oauth_server
 from ..db import finish_reading, get_db, own_write, reads_first
 from .in_process import Caller
 
 bp = Blueprint("assistants", __name__)
 
-# The scopes a grant may have: reading, or reading and writing.
-SCOPES = ("okr:read", "okr:write")
+SCOPES = oauth_server.SCOPES
 
 
 class TokenRefused(Unauthorized):
@@ -141,3 +140,38 @@ async def served(manager, scope, body):
     async with manager.run():
         await manager.handle_request(scope, receive, send)
     return int(answer["status"]), answer["headers"], b"".join(answer["body"])
+
+
+@bp.get("/.well-known/oauth-authorization-server")
+def show_server_metadata():
+    """Shows the authorization server's metadata (RFC 8414): where an assistant registers, signs in and gets tokens."""
+    return oauth_server.metadata()
+
+
+@bp.post("/oauth/register")
+def register_client():
+    """Registers an assistant as an OAuth client (RFC 7591), without a credential, as MCP clients expect."""
+    return oauth_server.server_of(current_app).create_endpoint_response("client_registration")
+
+
+@bp.post("/oauth/token")
+def issue_token():
+    """Gives an assistant its tokens for a code (with its PKCE verifier), or new ones for a refresh token."""
+    return oauth_server.server_of(current_app).create_token_response()
+
+
+@bp.post("/oauth/revoke")
+def revoke_token():
+    """Ends an assistant's grant for its access or refresh token (RFC 7009)."""
+    return oauth_server.server_of(current_app).create_endpoint_response("revocation")
+
+
+@bp.after_request
+def allow_other_origins(response):
+    """The metadata and the OAuth endpoints answer pages of any origin (an assistant in a browser): they take no
+    cookie, so another site's page gains nothing it could not get by itself."""
+    if request.path in access.OPEN_TO_OTHER_ORIGINS:
+        response.headers["Access-Control-Allow-Origin"] = "*"
+        response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, MCP-Protocol-Version"
+        response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+    return response

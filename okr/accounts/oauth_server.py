@@ -1,0 +1,325 @@
+"""Sign-in for remote assistants: an OAuth 2.1 authorization server, Authlib's, as MCP's authorization spec asks.
+
+An assistant given only this server's address reads the protected resource's metadata (okr.assistants.remote),
+then this server's (RFC 8414), registers itself (RFC 7591: no credential needed, as MCP clients expect), and sends
+the person to the consent page (okr.web.consent_pages), where they sign in as they always do and choose read
+only or read and write. The code it gets back is good once, for ten minutes, and only with the PKCE verifier of
+its challenge (S256 only). Its access token lasts an hour; its refresh token 30 days, and is replaced at each use
+(the old one ends). Both are a grant of okr.accounts.assistant_grants, kept as SHA-256 digests, ended as every
+grant ends (disconnected, the person deactivated or given another role) or revoked here (RFC 7009).
+
+Scopes: okr:read, and okr:write (reading and writing, as the person may).
+"""
+import hashlib
+import json
+import re
+import secrets
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from authlib.integrations.flask_oauth2 import AuthorizationServer
+from authlib.oauth2.rfc6749 import grants
+from authlib.oauth2.rfc6749.errors import InvalidRequestError
+from authlib.oauth2.rfc7009 import RevocationEndpoint
+from authlib.oauth2.rfc7591 import ClientMetadataClaims, ClientRegistrationEndpoint, InvalidClientMetadataError
+from authlib.oauth2.rfc7636 import CodeChallenge
+from flask import g
+
+from .. import proxies
+from ..db import get_db
+from ..store import assistant_grants as stored_grants
+from ..store import oauth_clients as oauth
+from ..store import users
+from . import assistant_grants
+
+READ, WRITE = "okr:read", "okr:write"
+SCOPES = (READ, WRITE)
+CODE_LIFE = timedelta(minutes=10)
+AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
+GRANT_TYPES = ("authorization_code", "refresh_token")
+# Registration is open, as MCP clients expect: clients that never got a grant go after a day, and no more than
+# this many wait at once.
+UNUSED_CLIENT_LIFE = timedelta(days=1)
+MOST_UNUSED_CLIENTS = 1000
+MAX_REDIRECT_URIS = 10
+# A native app's own scheme (RFC 8252 7.1): a reversed domain name, such as com.example.app or cursor (one word).
+PRIVATE_SCHEME = re.compile(r"[a-z][a-z0-9+.-]{1,40}")
+REFUSED_SCHEMES = frozenset({"http", "https", "javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws",
+                             "wss"})
+
+
+def digest(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def is_loopback_redirect(parts):
+    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "::1", "localhost")
+
+
+def redirect_problem(uri):
+    """Why a client may not be sent back to uri, or None: https anywhere, http on loopback only (any port, RFC
+    8252), or a native app's own scheme; never with a fragment or user info."""
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 (a bad port raises)
+    except ValueError:
+        return "is not a URL"
+    if parts.fragment or "@" in parts.netloc:
+        return "must have no fragment and no user name"
+    if parts.scheme == "https" and parts.hostname:
+        return None
+    if is_loopback_redirect(parts):
+        return None
+    if parts.scheme not in REFUSED_SCHEMES and PRIVATE_SCHEME.fullmatch(parts.scheme) and "." in parts.scheme:
+        return None
+    return "must be https, http on this machine's loopback, or an app's own scheme (com.example.app:/callback)"
+
+
+def same_redirect(registered, given):
+    """Whether given is a registered redirect URI: exactly, or on loopback with another port (RFC 8252 7.3)."""
+    if registered == given:
+        return True
+    a, b = urlsplit(registered), urlsplit(given)
+    return (is_loopback_redirect(a) and is_loopback_redirect(b) and a.hostname == b.hostname and a.path == b.path
+            and a.query == b.query)
+
+
+class Client:
+    """A registered client (a row of oauth_clients), as Authlib asks of one."""
+
+    def __init__(self, row):
+        self.row = row
+        self.client_id = row["client_id"]
+        self.name = row["name"]
+        self.redirect_uris = json.loads(row["redirect_uris"])
+        self.metadata = json.loads(row["metadata"])
+
+    def get_client_id(self):
+        return self.client_id
+
+    def get_default_redirect_uri(self):
+        return self.redirect_uris[0] if len(self.redirect_uris) == 1 else None
+
+    def get_allowed_scope(self, scope):
+        asked = [s for s in (scope or "").split() if s in SCOPES]
+        return " ".join(asked) if asked else " ".join(SCOPES)
+
+    def check_redirect_uri(self, redirect_uri):
+        return any(same_redirect(registered, redirect_uri) for registered in self.redirect_uris)
+
+    def check_client_secret(self, client_secret):
+        stored = self.metadata.get("secret_sha256")
+        return stored is not None and secrets.compare_digest(stored, digest(client_secret))
+
+    def check_endpoint_auth_method(self, method, endpoint):
+        return method == self.metadata.get("token_endpoint_auth_method", "none")
+
+    def check_response_type(self, response_type):
+        return response_type == "code"
+
+    def check_grant_type(self, grant_type):
+        return grant_type in GRANT_TYPES
+
+
+class AuthorizationCode:
+    """A stored authorization code, as Authlib asks of one."""
+
+    def __init__(self, row):
+        self.row = row
+        self.code_challenge = row["code_challenge"]
+        self.code_challenge_method = "S256"
+        self.user_id = row["user_id"]
+
+    def get_redirect_uri(self):
+        return self.row["redirect_uri"]
+
+    def get_scope(self):
+        return self.row["scope"]
+
+
+class StoredGrant:
+    """A grant found by its refresh token, as Authlib asks of a token."""
+
+    def __init__(self, row):
+        self.row = row
+
+    def check_client(self, client):
+        return self.row["client_id"] == client.client_id
+
+    def get_scope(self):
+        return READ if self.row["read_only"] else f"{READ} {WRITE}"
+
+    def is_expired(self):
+        return False  # an ended grant is never found (grant_by_refresh_token)
+
+    def is_revoked(self):
+        return False
+
+
+class S256Only(CodeChallenge):
+    SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]
+    DEFAULT_CODE_CHALLENGE_METHOD = "S256"
+
+    def validate_code_challenge(self, grant, redirect_uri):
+        if not grant.request.payload.data.get("code_challenge"):
+            raise InvalidRequestError("Missing 'code_challenge': PKCE with S256 is required")
+        if grant.request.payload.data.get("code_challenge_method", "plain") != "S256":
+            raise InvalidRequestError("Unsupported 'code_challenge_method': use S256")
+        super().validate_code_challenge(grant, redirect_uri)
+
+
+class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = list(AUTH_METHODS)
+
+    def save_authorization_code(self, code, request):
+        scope = g.get("consented_scope") or request.payload.scope or READ
+        oauth.save_code(get_db(), digest(code), request.client.row["seq"], request.user["id"],
+                        request.payload.redirect_uri or request.client.get_default_redirect_uri(), scope,
+                        request.payload.data["code_challenge"], request.payload.data.get("resource"),
+                        assistant_grants.later(CODE_LIFE))
+
+    def query_authorization_code(self, code, client):
+        row = oauth.live_code(get_db(), digest(code), client.row["seq"], assistant_grants.now())
+        return None if row is None else AuthorizationCode(row)
+
+    def delete_authorization_code(self, authorization_code):
+        oauth.delete_code(get_db(), authorization_code.row["code_hash"])
+
+    def authenticate_user(self, authorization_code):
+        user = users.find(get_db(), authorization_code.user_id)
+        return dict(user) if user is not None and user["is_active"] else None
+
+
+class RefreshTokenGrant(grants.RefreshTokenGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = list(AUTH_METHODS)
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def authenticate_refresh_token(self, refresh_token):
+        row = grant_by_refresh_token(refresh_token)
+        return None if row is None else StoredGrant(row)
+
+    def authenticate_user(self, refresh_token):
+        user = users.find(get_db(), refresh_token.row["user_id"])
+        return dict(user) if user is not None and user["is_active"] else None
+
+    def revoke_old_credential(self, refresh_token):
+        pass  # save_token replaces both tokens of the grant in place
+
+
+def grant_by_refresh_token(refresh_token):
+    """The live grant a refresh token belongs to (with its client's client_id), or None."""
+    if not refresh_token or not refresh_token.startswith(assistant_grants.REFRESH_TOKEN_PREFIX):
+        return None
+    row = oauth.grant_by_refresh_hash(get_db(), digest(refresh_token))
+    if row is None or assistant_grants.refusal(row, row["refresh_expires_at"]) is not None:
+        return None
+    return row
+
+
+class Registration(ClientRegistrationEndpoint):
+    """RFC 7591: open registration of public or confidential clients, with the redirect URIs this server takes."""
+
+    claims_classes = [ClientMetadataClaims]
+
+    def get_server_metadata(self):
+        return metadata()
+
+    def authenticate_token(self, request):
+        return True  # MCP clients register without a credential
+
+    def generate_client_secret(self, request):
+        method = request.payload.data.get("token_endpoint_auth_method", "client_secret_basic")
+        return None if method == "none" else secrets.token_urlsafe(32)
+
+    def save_client(self, client_info, client_metadata, request):
+        uris = client_metadata.get("redirect_uris") or []
+        if not uris or len(uris) > MAX_REDIRECT_URIS:
+            raise InvalidClientMetadataError(f"give 1 to {MAX_REDIRECT_URIS} redirect_uris")
+        for uri in uris:
+            problem = redirect_problem(uri)
+            if problem is not None:
+                raise InvalidClientMetadataError(f"redirect_uri {uri[:200]} {problem}")
+        method = client_metadata.get("token_endpoint_auth_method", "client_secret_basic")
+        if method not in AUTH_METHODS:
+            raise InvalidClientMetadataError(f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}")
+        name = " ".join(str(client_metadata.get("client_name") or "").split())[:assistant_grants.MAX_NAME_LENGTH]
+        kept = {"token_endpoint_auth_method": method,
+                "grant_types": client_metadata.get("grant_types") or ["authorization_code"],
+                "response_types": client_metadata.get("response_types") or ["code"]}
+        if client_info.get("client_secret"):
+            kept["secret_sha256"] = digest(client_info["client_secret"])
+        db = get_db()
+        oauth.forget_unused_clients(db, assistant_grants.later(-UNUSED_CLIENT_LIFE))
+        if oauth.unused_client_count(db) >= MOST_UNUSED_CLIENTS:
+            raise InvalidClientMetadataError("too many clients are waiting to be used; try again tomorrow")
+        oauth.save_client(db, client_info["client_id"], name or "an MCP client", uris, kept)
+        client_metadata["token_endpoint_auth_method"] = method
+        return client_metadata
+
+
+class Revocation(RevocationEndpoint):
+    CLIENT_AUTH_METHODS = list(AUTH_METHODS)
+
+    def query_token(self, token_string, token_type_hint):
+        row = oauth.grant_by_any_token_hash(get_db(), digest(token_string))
+        return None if row is None else StoredGrant(row)
+
+    def revoke_token(self, token, request):
+        stored_grants.delete(get_db(), token.row["id"])
+
+
+def generate_token(grant_type, client, user=None, scope=None, expires_in=None, include_refresh_token=True):
+    """This server's tokens, with prefixes of their own (a leaked one is recognised)."""
+    token = {"token_type": "Bearer", "access_token": assistant_grants.new_token(assistant_grants.ACCESS_TOKEN_PREFIX),
+             "expires_in": int(assistant_grants.ACCESS_TOKEN_LIFE.total_seconds()), "scope": scope or READ}
+    if include_refresh_token:
+        token["refresh_token"] = assistant_grants.new_token(assistant_grants.REFRESH_TOKEN_PREFIX)
+    return token
+
+
+def save_token(token, request):
+    """Keeps a grant's tokens as digests: a new grant for a code, the same grant's new tokens for a refresh."""
+    db = get_db()
+    expires = assistant_grants.later(assistant_grants.ACCESS_TOKEN_LIFE)
+    refresh_expires = assistant_grants.later(assistant_grants.REFRESH_TOKEN_LIFE)
+    if request.payload.grant_type == "refresh_token":
+        row = request.refresh_token.row
+        stored_grants.renew(db, row["seq"], digest(token["access_token"]), expires, digest(token["refresh_token"]),
+                            refresh_expires)
+        token["scope"] = request.refresh_token.get_scope()
+        return
+    user, client = request.user, request.client
+    read_only = WRITE not in (token.get("scope") or "").split() or user["role"] == "viewer"
+    stored_grants.create(db, user["id"], client.name, read_only, user["role"], digest(token["access_token"]),
+                         expires, client_seq=client.row["seq"], refresh_hash=digest(token["refresh_token"]),
+                         refresh_expires_at=refresh_expires)
+
+
+def query_client(client_id):
+    row = oauth.client(get_db(), client_id) if client_id else None
+    return None if row is None else Client(row)
+
+
+def metadata():
+    """This authorization server's metadata (RFC 8414), its addresses from the public URL or the request's."""
+    root = proxies.service_root()
+    return {"issuer": root, "authorization_endpoint": root + "/oauth/authorize", "token_endpoint": root + "/oauth/token",
+            "registration_endpoint": root + "/oauth/register", "revocation_endpoint": root + "/oauth/revoke",
+            "scopes_supported": list(SCOPES), "response_types_supported": ["code"],
+            "grant_types_supported": list(GRANT_TYPES), "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
+            "revocation_endpoint_auth_methods_supported": list(AUTH_METHODS)}
+
+
+def init_app(app):
+    server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
+    server.register_token_generator("default", generate_token)
+    server.register_grant(AuthorizationCodeGrant, [S256Only(required=True)])
+    server.register_grant(RefreshTokenGrant)
+    server.register_endpoint(Registration)
+    server.register_endpoint(Revocation)
+    app.extensions["okr.authorization_server"] = server
+
+
+def server_of(app):
+    return app.extensions["okr.authorization_server"]

@@ -1,0 +1,277 @@
+"""Sign-in for remote assistants by OAuth 2.1, through Flask's test client: the metadata an assistant follows,
+registration, the consent page (signed in first), the code good once and only with its PKCE verifier (S256), the
+tokens working on /mcp as the person via the client's name, a refresh that ends the old tokens, revocation, and
+what is refused (a redirect URI not registered or not allowed, a denial, a viewer asking to write)."""
+import base64
+import hashlib
+import re
+import secrets
+import sqlite3
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+
+from helpers import user_with_password
+
+PASSWORD = "correct horse battery staple"
+HTML = {"Accept": "text/html"}
+REDIRECT = "http://127.0.0.1:33418/callback"
+MCP = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+WHOAMI = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+
+
+def csrf(client, path="/login"):
+    page = client.get(path, headers=HTML).get_data(as_text=True)
+    return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+
+
+def browser_of(app, role="editor", email="maya@example.com"):
+    user_with_password(app, PASSWORD, "Maya Lee", email, role)
+    browser = app.test_client()
+    signed = browser.post("/login", data={"csrf_token": csrf(browser), "email": email, "password": PASSWORD,
+                                          "next": "/"})
+    assert signed.status_code == 303
+    return browser
+
+
+def register(client, redirect_uris=(REDIRECT,), **extra):
+    return client.post("/oauth/register", json={"client_name": "Claude", "redirect_uris": list(redirect_uris),
+                                                "token_endpoint_auth_method": "none",
+                                                "grant_types": ["authorization_code", "refresh_token"],
+                                                "response_types": ["code"], **extra})
+
+
+def pkce():
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+def authorize_path(client_id, challenge, scope="okr:read okr:write", redirect_uri=REDIRECT, **extra):
+    query = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "xyz",
+             "scope": scope, "code_challenge": challenge, "code_challenge_method": "S256",
+             "resource": "http://localhost/mcp", **extra}
+    return "/oauth/authorize?" + urlencode({k: v for k, v in query.items() if v is not None})
+
+
+def consent(browser, path, decision="allow", rights="write"):
+    return browser.post(path, data={"csrf_token": csrf(browser, path), "decision": decision, "rights": rights},
+                        headers=HTML)
+
+
+def code_from(answer):
+    assert answer.status_code == 302, answer.get_data(as_text=True)
+    location = urlsplit(answer.headers["Location"])
+    assert f"{location.scheme}://{location.netloc}{location.path}" == REDIRECT
+    return parse_qs(location.query)
+
+
+def tokens(client, **form):
+    return client.post("/oauth/token", data=form)
+
+
+def whoami(client, token):
+    return client.post("/mcp", json=WHOAMI, headers={**MCP, "Authorization": f"Bearer {token}"})
+
+
+@pytest.fixture
+def signed_in_flow(app, client):
+    """(browser, client_id, tokens' answer, verifier): an editor signed in, Claude registered, allowed to write."""
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    answer = code_from(consent(browser, authorize_path(client_id, challenge)))
+    assert answer["state"] == ["xyz"]
+    issued = tokens(client, grant_type="authorization_code", code=answer["code"][0], redirect_uri=REDIRECT,
+                    client_id=client_id, code_verifier=verifier)
+    return browser, client_id, issued, answer["code"][0], verifier
+
+
+def test_an_assistant_finds_where_to_sign_in_from_the_401_alone(client):
+    refused = client.post("/mcp", json=WHOAMI, headers=MCP)
+    metadata_url = re.search(r'resource_metadata="([^"]+)"', refused.headers["WWW-Authenticate"]).group(1)
+    resource = client.get(urlsplit(metadata_url).path).get_json()
+    server = resource["authorization_servers"][0]
+    assert server == "http://localhost"
+    metadata = client.get("/.well-known/oauth-authorization-server").get_json()
+    assert metadata["issuer"] == server
+    assert (metadata["authorization_endpoint"], metadata["token_endpoint"], metadata["registration_endpoint"]) == (
+        server + "/oauth/authorize", server + "/oauth/token", server + "/oauth/register")
+    assert metadata["code_challenge_methods_supported"] == ["S256"]
+    assert "none" in metadata["token_endpoint_auth_methods_supported"]
+    assert set(metadata["grant_types_supported"]) == {"authorization_code", "refresh_token"}
+
+
+def test_the_whole_flow_gives_tokens_that_act_for_the_person_via_the_client(app, client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    assert issued.status_code == 200, issued.get_json()
+    body = issued.get_json()
+    assert body["token_type"].lower() == "bearer" and body["expires_in"] == 3600
+    assert body["access_token"].startswith("okr_at_") and body["refresh_token"].startswith("okr_rt_")
+    assert set(body["scope"].split()) == {"okr:read", "okr:write"}
+    answer = whoami(client, body["access_token"]).get_json()["result"]["structuredContent"]
+    assert answer["assistant"] == "Claude" and answer["may_write"] is True
+    page = browser.get("/account", headers=HTML).get_data(as_text=True)
+    assert "Claude" in page and "signed in by itself" in page
+
+
+def test_a_code_is_good_once_and_only_with_its_verifier(client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    again = tokens(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                   code_verifier=verifier)
+    assert again.status_code == 400 and again.get_json()["error"] == "invalid_grant"
+    other_verifier, challenge = pkce()
+    answer = code_from(consent(browser, authorize_path(client_id, challenge)))
+    wrong = tokens(client, grant_type="authorization_code", code=answer["code"][0], redirect_uri=REDIRECT,
+                   client_id=client_id, code_verifier=verifier)
+    assert wrong.status_code == 400 and wrong.get_json()["error"] == "invalid_grant"
+
+
+@pytest.mark.parametrize("change", [{"code_challenge": None, "code_challenge_method": None},
+                                    {"code_challenge_method": "plain"}])
+def test_pkce_with_s256_is_required(app, client, change):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    path = authorize_path(client_id, challenge, **change)
+    answer = browser.get(path, headers=HTML)
+    assert answer.status_code == 302
+    assert parse_qs(urlsplit(answer.headers["Location"]).query)["error"] == ["invalid_request"]
+
+
+def test_a_refresh_gives_new_tokens_and_ends_the_old_ones(client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    old = issued.get_json()
+    renewed = tokens(client, grant_type="refresh_token", refresh_token=old["refresh_token"], client_id=client_id)
+    assert renewed.status_code == 200, renewed.get_json()
+    new = renewed.get_json()
+    assert new["access_token"] != old["access_token"] and new["refresh_token"] != old["refresh_token"]
+    assert whoami(client, new["access_token"]).status_code == 200
+    assert whoami(client, old["access_token"]).status_code == 401
+    replayed = tokens(client, grant_type="refresh_token", refresh_token=old["refresh_token"], client_id=client_id)
+    assert replayed.status_code == 400 and replayed.get_json()["error"] == "invalid_grant"
+
+
+def test_an_access_token_lasts_an_hour(app, client, clock):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    answer = code_from(consent(browser, authorize_path(client_id, challenge)))
+    issued = tokens(client, grant_type="authorization_code", code=answer["code"][0], redirect_uri=REDIRECT,
+                    client_id=client_id, code_verifier=verifier).get_json()
+    clock.now = "2026-01-01T00:59:59Z"
+    assert whoami(client, issued["access_token"]).status_code == 200
+    clock.now = "2026-01-01T01:00:00Z"
+    assert whoami(client, issued["access_token"]).status_code == 401
+    renewed = tokens(client, grant_type="refresh_token", refresh_token=issued["refresh_token"], client_id=client_id)
+    assert whoami(client, renewed.get_json()["access_token"]).status_code == 200
+
+
+def test_revocation_ends_the_grant_at_once(client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    body = issued.get_json()
+    revoked = client.post("/oauth/revoke", data={"token": body["refresh_token"], "client_id": client_id})
+    assert revoked.status_code == 200
+    assert whoami(client, body["access_token"]).status_code == 401
+    assert "Claude" not in browser.get("/account", headers=HTML).get_data(as_text=True).split("assistants-heading")[1]
+
+
+def test_denying_sends_access_denied_and_makes_no_grant(app, client):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    answer = code_from(consent(browser, authorize_path(client_id, challenge), decision="deny"))
+    assert answer["error"] == ["access_denied"] and "code" not in answer
+    assert "No assistant is connected." in browser.get("/account", headers=HTML).get_data(as_text=True)
+
+
+def test_a_viewer_is_offered_read_only_and_a_forged_write_reads_only(app, client):
+    browser = browser_of(app, "viewer")
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    path = authorize_path(client_id, challenge)
+    page = browser.get(path, headers=HTML).get_data(as_text=True)
+    assert 'value="write"' not in page
+    answer = code_from(consent(browser, path, rights="write"))
+    issued = tokens(client, grant_type="authorization_code", code=answer["code"][0], redirect_uri=REDIRECT,
+                    client_id=client_id, code_verifier=verifier).get_json()
+    assert issued["scope"] == "okr:read"
+    assert whoami(client, issued["access_token"]).get_json()["result"]["structuredContent"]["may_write"] is False
+
+
+def test_the_consent_page_names_the_client_and_lets_its_form_go_on_to_the_redirect(app, client):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    page = browser.get(authorize_path(client_id, pkce()[1]), headers=HTML)
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert "Connect “Claude”?" in html and REDIRECT in html
+    assert "form-action 'self' http://127.0.0.1:33418" in page.headers["Content-Security-Policy"]
+
+
+def test_signing_in_comes_first(app, client):
+    user_with_password(app, PASSWORD)
+    client_id = register(client).get_json()["client_id"]
+    path = authorize_path(client_id, pkce()[1])
+    answer = app.test_client().get(path, headers=HTML)
+    assert answer.status_code == 303 and answer.headers["Location"].startswith("/login?next=")
+
+
+@pytest.mark.parametrize("redirect_uri", ["http://127.0.0.1:9999/elsewhere", "https://attacker.example/callback"])
+def test_a_redirect_uri_not_registered_is_a_page_and_no_redirect(app, client, redirect_uri):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    answer = browser.get(authorize_path(client_id, pkce()[1], redirect_uri=redirect_uri), headers=HTML)
+    assert answer.status_code == 400
+    assert "Location" not in answer.headers
+
+
+def test_a_loopback_redirect_may_change_its_port(app, client):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    other_port = "http://127.0.0.1:40001/callback"
+    answer = consent(browser, authorize_path(client_id, challenge, redirect_uri=other_port))
+    assert answer.status_code == 302 and answer.headers["Location"].startswith(other_port + "?")
+
+
+@pytest.mark.parametrize("uris", [["http://attacker.example/cb"], ["javascript:alert(1)"], ["https://a.example/cb#x"],
+                                  [], ["https://ok.example/cb"] * 11])
+def test_registration_refuses_redirects_this_server_will_not_send_to(client, uris):
+    answer = register(client, uris)
+    assert answer.status_code == 400
+    assert answer.get_json()["error"] in ("invalid_client_metadata", "invalid_redirect_uri")
+
+
+def test_registration_and_tokens_answer_pages_of_other_origins(client):
+    answer = client.post("/oauth/register", json={"client_name": "Inspector", "redirect_uris": [REDIRECT],
+                                                  "token_endpoint_auth_method": "none"},
+                         headers={"Origin": "http://localhost:6274"})
+    assert answer.status_code == 201
+    assert answer.headers["Access-Control-Allow-Origin"] == "*"
+    preflight = client.options("/oauth/token", headers={"Origin": "http://localhost:6274",
+                                                        "Access-Control-Request-Method": "POST"})
+    assert preflight.status_code == 204 and preflight.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_a_confidential_client_authenticates_with_its_secret(app, client):
+    browser = browser_of(app)
+    registered = register(client, token_endpoint_auth_method="client_secret_post").get_json()
+    assert registered["client_secret"]
+    verifier, challenge = pkce()
+    answer = code_from(consent(browser, authorize_path(registered["client_id"], challenge)))
+    form = dict(grant_type="authorization_code", code=answer["code"][0], redirect_uri=REDIRECT,
+                client_id=registered["client_id"], code_verifier=verifier)
+    assert tokens(client, **form, client_secret="wrong").status_code == 401
+    assert tokens(client, **form, client_secret=registered["client_secret"]).status_code == 200
+
+
+def test_tokens_and_codes_are_kept_only_as_digests(app, client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    body = issued.get_json()
+    with sqlite3.connect(app.config["DATABASE"]) as db:
+        db.execute("PRAGMA wal_checkpoint(FULL)")
+    with open(app.config["DATABASE"], "rb") as database:
+        data = database.read()
+    for secret in (body["access_token"], body["refresh_token"], code):
+        assert secret.encode() not in data
