@@ -507,12 +507,15 @@ def one_at_a_time(config, path):
         os.close(descriptor)
 
 
-def npm_installed(config, folder, package):
+def npm_installed(config, folder, package, clean=True):
     """None once folder's pinned packages are installed (npm ci, once for all of the run's workers, one at a time
-    in the folder), package among them; else why they are not."""
+    in the folder), package among them; else why they are not. clean=False: npm install from the lock file without
+    writing it, for a lock whose optional package for another system the registry does not hold (npm ci refuses
+    it as out of step)."""
+    command = ["ci"] if clean else ["install", "--no-save"]
     with one_at_a_time(config, folder):
         if not (folder / "node_modules" / package / "package.json").exists():
-            done = subprocess.run([shutil.which("npm") or "npm", "ci", "--no-audit", "--no-fund"], cwd=folder,
+            done = subprocess.run([shutil.which("npm") or "npm", *command, "--no-audit", "--no-fund"], cwd=folder,
                                   capture_output=True, text=True, timeout=600)
             if done.returncode != 0:
                 return f"npm ci in {folder} failed: {done.stderr[-2000:]}"

@@ -332,6 +332,13 @@ def activity(ctx: Context, cycle_id: Id | None = None, team_id: Id | None = None
 # Writing
 
 
+def as_text(value):
+    """A value as text, as a person would have written it: a model may send 42 or 0.8 as JSON numbers."""
+    if value is None or isinstance(value, str):
+        return value
+    return format(value, "f").rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
 def milestone_value(text):
     words = text.strip().lower()
     if words in ("1", "1.0", "1.00", "done", "yes", "true", "100%", "100 %"):
@@ -344,17 +351,18 @@ def milestone_value(text):
 @tool(WRITES, "Records a check-in on a key result: its new value as people write it (42, 60k, $60,000, 12 %), and "
               "maybe a confidence (0.8 or 80 %) and a comment.")
 def check_in(key_result_id: Id,
-             value: Annotated[str, Field(description="The new value: 42, 60k, $60,000, 12 %; done for a milestone.",
-                                         max_length=40)],
+             value: Annotated[str | int | float, Field(description="The new value: 42, 60k, $60,000, 12 %; done for "
+                                                                   "a milestone.")],
              ctx: Context,
-             confidence: Annotated[str | None, Field(description="How sure the target will be met: 0.8 or 80 %; "
-                                                                 "left out, it stays.", max_length=10)] = None,
+             confidence: Annotated[str | int | float | None, Field(description="How sure the target will be met: 0.8 "
+                                                                               "or 80 %; left out, it stays.")] = None,
              comment: Annotated[str | None, Field(description="What moved it, in a sentence or two.",
                                                   max_length=10000)] = None) -> CallToolResult:
     current = caller(ctx)
     key_result_id = checked_id(key_result_id, "key_result_id")
     node = key_result_node(current, key_result_id)["key_result"]
     body = {"comment": comment}
+    value, confidence = as_text(value), as_text(confidence)
     try:
         body["value"] = (milestone_value(value) if node["type"] == "milestone"
                          else format(quantities.typed(value, node["unit"], node["unit_position"]), "f"))
@@ -406,6 +414,7 @@ def create_objective(name: Annotated[str, Field(min_length=1, max_length=500)], 
 def number(text, field, unit=None, position=None):
     if text is None:
         return None
+    text = as_text(text)
     try:
         return format(quantities.typed(text, unit, position), "f")
     except quantities.NotANumber as wrong:
@@ -413,7 +422,7 @@ def number(text, field, unit=None, position=None):
 
 
 KeyResultType = Literal["positive", "negative", "range", "milestone", "baseline"]
-Figure = Annotated[str, Field(description="A number as people write it: 100, 60k, 1.5M.", max_length=40)]
+Figure = Annotated[str | int | float, Field(description="A number as people write it: 100, 60k, 1.5M.")]
 
 
 @tool(WRITES, "Creates a key result under an objective. type: positive (up to a target), negative (down to one), "

@@ -82,6 +82,18 @@ def test_a_check_in_takes_values_as_people_write_them_and_is_on_the_record_via_t
     assert checkins_of(client, okrs["signups"]["id"])[-1]["value"] == "60000.00"
 
 
+def test_a_model_may_send_values_as_json_numbers(call, client, person, okrs):
+    ada = person()
+    result = call(ada, "check_in", {"key_result_id": okrs["signups"]["id"], "value": 42, "confidence": 0.85})
+    assert not result.is_error, text_of(result)
+    latest = checkins_of(client, okrs["signups"]["id"])[-1]
+    assert (latest["value"], latest["confidence"]) == ("42.00", "0.85")
+    made = call(ada, "create_key_result", {"objective_id": okrs["objective"]["id"], "name": "Latency", "type": "negative",
+                                           "target": 120.5, "start": 300})
+    assert not made.is_error, text_of(made)
+    assert fetch_key_result(client, made.structured_content["key_result"]["id"])["target_value_min"] == "120.50"
+
+
 @pytest.mark.parametrize("arguments, field", [
     ({"value": "lots"}, "value"),
     ({"value": "12", "confidence": "150 %"}, "confidence"),
