@@ -532,3 +532,31 @@ def screenshots_in(config, folder):
     folders.add(str(folder))
     if hasattr(config, "workeroutput"):
         config.workeroutput["okr_screenshot_folders"] = sorted(folders)
+
+
+# Debian's Chromium, which the browser tests drive with Playwright (never a downloaded one).
+CHROMIUM = Path("/usr/bin/chromium")
+# What a headless Chromium needs in a container without a network: no sandbox (no user
+# namespaces as root), no GPU, /tmp instead of a small /dev/shm, and nothing that phones home.
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--disable-breakpad",
+    "--metrics-recording-only",
+    "--mute-audio",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--no-proxy-server",
+    # Loopback only: any host but localhost and 127.0.0.1 resolves to nothing.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
+]

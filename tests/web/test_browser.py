@@ -21,7 +21,8 @@ import pytest
 
 from okr.rules.request_signature import authorization_header
 
-from helpers import HttpClient, free_port, run_okr, screenshots_in, start_service, stop_process
+from helpers import (CHROMIUM, CHROMIUM_FLAGS, HttpClient, free_port, run_okr, screenshots_in, start_service,
+                     stop_process)
 
 pytestmark = [pytest.mark.slow,  # every test here starts a server, a process or a browser
               pytest.mark.xdist_group("browser")]  # in one xdist worker, which starts the module's Chromium and server once
@@ -39,35 +40,10 @@ except ImportError as error:  # the test extra is not installed
 else:
     PLAYWRIGHT_PROBLEM = None
 
-CHROMIUM = Path("/usr/bin/chromium")
 HOW_TO_INSTALL = (
     "install Debian's Chromium and the test extra: `apt-get install chromium` and "
     "`pip install -e '.[test]'` (never `playwright install`: there is no browser download)"
 )
-# What a headless Chromium needs in a container without a network: no sandbox (no user
-# namespaces as root), no GPU, /tmp instead of a small /dev/shm, and nothing that phones home.
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-    "--disable-default-apps",
-    "--disable-domain-reliability",
-    "--disable-client-side-phishing-detection",
-    "--disable-breakpad",
-    "--metrics-recording-only",
-    "--mute-audio",
-    "--password-store=basic",
-    "--use-mock-keychain",
-    "--no-proxy-server",
-    # Loopback only: any host but localhost and 127.0.0.1 resolves to nothing.
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
-]
 DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 PHONE = {"viewport": {"width": 375, "height": 740}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
 TEST_TIME_LIMIT = 60  # seconds a browser test may take, Playwright's waits included
