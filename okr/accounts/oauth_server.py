@@ -311,6 +311,12 @@ def metadata():
             "revocation_endpoint_auth_methods_supported": list(AUTH_METHODS)}
 
 
+def resources():
+    """What a token here may be asked for (RFC 8707's resource): this server's /mcp, or the server itself."""
+    root = proxies.service_root()
+    return {root + "/mcp", root}
+
+
 def init_app(app):
     server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
     server.register_token_generator("default", generate_token)

@@ -23,7 +23,12 @@ def consent_grant(user):
     URI is not one to send anything to, else a redirect with the error, as OAuth asks."""
     server = oauth_server.server_of(current_app)
     try:
-        return server.get_consent_grant(end_user=user)
+        grant = server.get_consent_grant(end_user=user)
+        resource = grant.request.payload.data.get("resource")
+        if resource and resource.rstrip("/") not in oauth_server.resources():
+            raise OAuth2Error("the resource (RFC 8707) must be this server's /mcp", error="invalid_target",
+                              state=grant.request.payload.state, redirect_uri=grant.redirect_uri)
+        return grant
     except OAuth2Error as error:
         if getattr(error, "redirect_uri", None):
             return server.handle_error_response(None, error)

@@ -226,6 +226,15 @@ def test_a_redirect_uri_not_registered_is_a_page_and_no_redirect(app, client, re
     assert "Location" not in answer.headers
 
 
+def test_a_token_asked_for_another_resource_is_refused(app, client):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    answer = browser.get(authorize_path(client_id, pkce()[1], resource="https://other.example/mcp"), headers=HTML)
+    assert answer.status_code == 302
+    query = parse_qs(urlsplit(answer.headers["Location"]).query)
+    assert query["error"] == ["invalid_target"] and query["state"] == ["xyz"]
+
+
 def test_a_loopback_redirect_may_change_its_port(app, client):
     browser = browser_of(app)
     client_id = register(client).get_json()["client_id"]
