@@ -1,5 +1,7 @@
 """Shared assertions and builders for the tests."""
+import asyncio
 import base64
+import contextvars
 import ctypes
 import fcntl
 import http.client
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -560,3 +563,11 @@ CHROMIUM_FLAGS = [
     # Loopback only: any host but localhost and 127.0.0.1 resolves to nothing.
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1",
 ]
+
+
+def run_coroutine(make):
+    """asyncio.run(make()) on a thread of its own, in a copy of this context: the test's thread may run an event loop
+    already (sync Playwright keeps one running for the worker's browser tests)."""
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(context.run, lambda: asyncio.run(make())).result()

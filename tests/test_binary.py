@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from okr.server.build import SIZE_GOAL_MB, START_GOAL_S
-from helpers import (REPO, alone, free_port, keep_file_permissions, one_at_a_time, process_tree, run_folder,
-                     start_service)
+from helpers import (REPO, alone, free_port, keep_file_permissions, one_at_a_time, process_tree, run_coroutine,
+                     run_folder, start_service)
 
 pytestmark = [pytest.mark.slow,  # every test here starts a server, a process or a browser
               pytest.mark.xdist_group("single-file")]  # in one worker: the others need not wait for the build
@@ -215,8 +215,6 @@ def test_the_executable_serves_a_new_database_in_the_current_folder(okr):
 
 def test_the_executable_serves_an_assistant_over_stdio_and_over_http(okr):
     """The MCP SDK travels in the file: `okr mcp --as` over stdio, and /mcp on the server, through the SDK's client."""
-    import asyncio
-
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
     from mcp_types import Implementation
@@ -237,7 +235,7 @@ def test_the_executable_serves_an_assistant_over_stdio_and_over_http(okr):
         async with Client(server, client_info=Implementation(name="Claude Desktop", version="1")) as client:
             return (await client.call_tool("whoami", {})).structured_content
 
-    assert asyncio.run(whoami(stdio))["assistant"] == "Claude Desktop"
+    assert run_coroutine(lambda: whoami(stdio))["assistant"] == "Claude Desktop"
     process, http = start()
     try:
         answer = http.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -22,6 +22,9 @@ PERSONAL_TOKEN_PREFIX = "okr_pat_"
 ACCESS_TOKEN_PREFIX = "okr_at_"
 REFRESH_TOKEN_PREFIX = "okr_rt_"
 PERSONAL_TOKEN_DAYS = (30, 90, 365)
+# What a grant may do, as OAuth names it: read, and write as the person may.
+READ_SCOPE, WRITE_SCOPE = "okr:read", "okr:write"
+SCOPES = (READ_SCOPE, WRITE_SCOPE)
 ACCESS_TOKEN_LIFE = timedelta(hours=1)
 REFRESH_TOKEN_LIFE = timedelta(days=30)
 # How often a grant's "last used" is written: once a minute at most, so that reads stay reads.

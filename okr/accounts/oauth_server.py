@@ -8,7 +8,8 @@ its challenge (S256 only). Its access token lasts an hour; its refresh token 30 
 (the old one ends). Both are a grant of okr.accounts.assistant_grants, kept as SHA-256 digests, ended as every
 grant ends (disconnected, the person deactivated or given another role) or revoked here (RFC 7009).
 
-Scopes: okr:read, and okr:write (reading and writing, as the person may).
+Scopes: okr:read, and okr:write (reading and writing, as the person may). Authlib is imported with this module,
+which the views import at their first request: a server no assistant signs in to never loads it.
 """
 import hashlib
 import json
@@ -32,8 +33,7 @@ from ..store import oauth_clients as oauth
 from ..store import users
 from . import assistant_grants
 
-READ, WRITE = "okr:read", "okr:write"
-SCOPES = (READ, WRITE)
+READ, WRITE, SCOPES = assistant_grants.READ_SCOPE, assistant_grants.WRITE_SCOPE, assistant_grants.SCOPES
 CODE_LIFE = timedelta(minutes=10)
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
 GRANT_TYPES = ("authorization_code", "refresh_token")
@@ -317,15 +317,15 @@ def resources():
     return {root + "/mcp", root}
 
 
-def init_app(app):
-    server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
-    server.register_token_generator("default", generate_token)
-    server.register_grant(AuthorizationCodeGrant, [S256Only(required=True)])
-    server.register_grant(RefreshTokenGrant)
-    server.register_endpoint(Registration)
-    server.register_endpoint(Revocation)
-    app.extensions["okr.authorization_server"] = server
-
-
 def server_of(app):
-    return app.extensions["okr.authorization_server"]
+    """The app's authorization server, made at its first use."""
+    server = app.extensions.get("okr.oauth_server")
+    if server is None:
+        server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
+        server.register_token_generator("default", generate_token)
+        server.register_grant(AuthorizationCodeGrant, [S256Only(required=True)])
+        server.register_grant(RefreshTokenGrant)
+        server.register_endpoint(Registration)
+        server.register_endpoint(Revocation)
+        server = app.extensions.setdefault("okr.oauth_server", server)
+    return server

@@ -3,7 +3,5 @@ at /mcp, acting for one person with their rights; every change it makes is on th
 
 
 def init_app(app):
-    from ..accounts import oauth_server
-    from . import remote  # the SDK itself is imported at the first exchange (okr.assistants.remote)
-    oauth_server.init_app(app)
+    from . import remote  # the SDK and Authlib are imported at their first request (okr.assistants.remote)
     app.register_blueprint(remote.bp)

@@ -10,18 +10,19 @@ keeps no session. Host and Origin are checked by the pipeline's guards, as on ev
 """
 import asyncio
 import contextvars
+from concurrent.futures import ThreadPoolExecutor
 
 from flask import Blueprint, Response, current_app, g, request
 from werkzeug.exceptions import MethodNotAllowed, Unauthorized
 
 from .. import proxies
-from ..accounts import access, assistant_grants, oauth_server
+from ..accounts import access, assistant_grants
 from ..db import finish_reading, get_db, own_write, reads_first
 from .in_process import Caller
 
 bp = Blueprint("assistants", __name__)
 
-SCOPES = oauth_server.SCOPES
+SCOPES = assistant_grants.SCOPES
 
 
 class TokenRefused(Unauthorized):
@@ -37,6 +38,12 @@ class TokenRefused(Unauthorized):
         if self.error:
             challenge += f', error="{self.error}", error_description="{self.description}"'
         return [*super().get_headers(environ, scope), ("WWW-Authenticate", challenge)]
+
+
+def oauth():
+    """okr.accounts.oauth_server, imported at the first request that needs it (Authlib with it)."""
+    from ..accounts import oauth_server
+    return oauth_server
 
 
 def metadata_url():
@@ -117,7 +124,21 @@ def exchange(caller, scope, body):
         from . import tools  # the SDK is imported at the first exchange, not at the server's start
         tools.CALLER.set(caller)
         return asyncio.run(served(tools.new_session_manager(), scope, body))
-    return contextvars.Context().run(serve)
+    context = contextvars.Context()
+    if not runs_an_event_loop():
+        return context.run(serve)
+    # This thread already runs an event loop (the app inside an async server, or a test's sync Playwright), where
+    # no other may run: the exchange gets a thread of its own.
+    with ThreadPoolExecutor(1, thread_name_prefix="okr-mcp") as pool:
+        return pool.submit(context.run, serve).result()
+
+
+def runs_an_event_loop():
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 async def served(manager, scope, body):
@@ -145,25 +166,25 @@ async def served(manager, scope, body):
 @bp.get("/.well-known/oauth-authorization-server")
 def show_server_metadata():
     """Shows the authorization server's metadata (RFC 8414): where an assistant registers, signs in and gets tokens."""
-    return oauth_server.metadata()
+    return oauth().metadata()
 
 
 @bp.post("/oauth/register")
 def register_client():
     """Registers an assistant as an OAuth client (RFC 7591), without a credential, as MCP clients expect."""
-    return oauth_server.server_of(current_app).create_endpoint_response("client_registration")
+    return oauth().server_of(current_app).create_endpoint_response("client_registration")
 
 
 @bp.post("/oauth/token")
 def issue_token():
     """Gives an assistant its tokens for a code (with its PKCE verifier), or new ones for a refresh token."""
-    return oauth_server.server_of(current_app).create_token_response()
+    return oauth().server_of(current_app).create_token_response()
 
 
 @bp.post("/oauth/revoke")
 def revoke_token():
     """Ends an assistant's grant for its access or refresh token (RFC 7009)."""
-    return oauth_server.server_of(current_app).create_endpoint_response("revocation")
+    return oauth().server_of(current_app).create_endpoint_response("revocation")
 
 
 @bp.after_request

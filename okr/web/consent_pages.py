@@ -8,19 +8,26 @@ form-action allows (as the sign-in page allows the identity provider's).
 """
 from urllib.parse import urlsplit
 
-from authlib.oauth2.rfc6749.errors import OAuth2Error
 from flask import current_app, g, render_template, request
 
-from ..accounts import access, oauth_server, sessions
+from ..accounts import access, assistant_grants, sessions
 from ..db import get_db
 from ..store import users
 from .errors import PageError
 from .views import bp
 
 
+def oauth():
+    """okr.accounts.oauth_server, imported at the first consent page (Authlib with it)."""
+    from ..accounts import oauth_server
+    return oauth_server
+
+
 def consent_grant(user):
     """Authlib's grant for this authorization request; a page saying what is wrong when the client or its redirect
     URI is not one to send anything to, else a redirect with the error, as OAuth asks."""
+    from authlib.oauth2.rfc6749.errors import OAuth2Error
+    oauth_server = oauth()
     server = oauth_server.server_of(current_app)
     try:
         grant = server.get_consent_grant(end_user=user)
@@ -63,7 +70,7 @@ def show_consent():
     asked = (grant.request.payload.scope or "").split()
     return render_template("consent.html", client=grant.client, user=user, redirect_uri=redirect_uri,
                            may_write=user["role"] != "viewer" and not access.current_actor().read_only,
-                           asks_write=oauth_server.WRITE in asked or not asked,
+                           asks_write=assistant_grants.WRITE_SCOPE in asked or not asked,
                            action=request.full_path)
 
 
@@ -78,6 +85,6 @@ def answer_consent():
     allowed = request.form.get("decision") == "allow"
     write = (request.form.get("rights") == "write" and user["role"] != "viewer"
              and not access.current_actor().read_only)
-    g.consented_scope = " ".join(oauth_server.SCOPES) if write else oauth_server.READ
-    server = oauth_server.server_of(current_app)
+    g.consented_scope = " ".join(assistant_grants.SCOPES) if write else assistant_grants.READ_SCOPE
+    server = oauth().server_of(current_app)
     return server.create_authorization_response(grant_user=user if allowed else None, grant=grant)

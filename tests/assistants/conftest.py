@@ -1,6 +1,5 @@
 """What the assistants' tests share: people with each role, their tokens, a quarter's OKRs, and calls to the MCP
 server, in process (the SDK's own client connected to the server object) or over /mcp (Flask's test client)."""
-import asyncio
 import contextvars
 import json
 
@@ -11,10 +10,8 @@ from okr.assistants.in_process import Caller
 from okr.db import transaction
 from okr.store import users
 
-from helpers import make_cycle, make_key_result, make_objective
-
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-
+from helpers import make_cycle, make_key_result, make_objective, run_coroutine
+from mcp_calls import MCP_HEADERS, grant_of
 
 @pytest.fixture
 def person(app):
@@ -46,10 +43,6 @@ def okrs(client):
     return {"cycle": cycle, "objective": objective, "signups": signups, "revenue": revenue}
 
 
-def grant_of(user, read_only=False, via="Test Assistant"):
-    return assistant_grants.Grant(user["id"], user["name"], user["role"], read_only or user["role"] == "viewer", via)
-
-
 @pytest.fixture
 def call(app):
     """call(user, tool, arguments, read_only=False, via=...): the tool's CallToolResult, through the SDK's own client
@@ -65,7 +58,7 @@ def call(app):
 
         def in_context():
             tools.CALLER.set(Caller(app, grant_of(user, read_only, via)))
-            return asyncio.run(called())
+            return run_coroutine(called)
         return contextvars.Context().run(in_context)
     return run
 
@@ -80,8 +73,3 @@ def mcp_post(client):
         sent = dict(MCP_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {}))
         return client.post("/mcp", data=json.dumps(message), content_type="application/json", headers=sent)
     return post
-
-
-def text_of(result):
-    """A tool result's text."""
-    return "\n".join(block.text for block in result.content)

@@ -12,7 +12,8 @@ import pytest
 
 from okr.db import transaction
 
-from helpers import CHROMIUM, CHROMIUM_FLAGS, free_port, in_ci, served_in_thread, user_with_password
+from helpers import (CHROMIUM, CHROMIUM_FLAGS, free_port, in_ci, run_coroutine, served_in_thread,
+                     user_with_password)
 
 pytestmark = [pytest.mark.slow]  # a server and a browser
 
@@ -110,7 +111,7 @@ def test_the_sdks_oauth_client_signs_in_through_the_consent_page_in_chromium(app
             return me, checked
 
     with served_in_thread(app, threads=8) as served:
-        me, checked = asyncio.run(session(served.url))
+        me, checked = run_coroutine(lambda: session(served.url))
     assert seen["heading"] == "Connect “Claude”?"
     assert me.structured_content["assistant"] == "Claude" and me.structured_content["may_write"] is True
     assert me.structured_content["user"]["email"] == maya["email"]

@@ -10,7 +10,7 @@ import pytest
 from okr.db import transaction
 from okr.store import assistant_grants as stored_grants
 
-from helpers import fetch
+from helpers import fetch, run_coroutine
 
 CALL = {"name": "whoami", "arguments": {}}
 
@@ -162,3 +162,14 @@ def test_last_used_is_kept_at_most_once_a_minute(app, clock, mcp_post, person, t
     clock.now = "2026-01-01T00:01:00Z"
     whoami(mcp_post, token)
     assert last_used() == "2026-01-01T00:01:00Z"
+
+
+def test_mcp_serves_where_the_thread_already_runs_an_event_loop(mcp_post, person, token_for):
+    """As inside an async server, or beside a test's sync Playwright: the exchange then gets a thread of its own."""
+    token = token_for(person())
+
+    async def inside_a_loop():
+        return whoami(mcp_post, token)
+    answer = run_coroutine(inside_a_loop)
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    assert answer.get_json()["result"]["structuredContent"]["assistant"] == "Claude Desktop"

@@ -2,7 +2,6 @@
 answers, values as people write them, a viewer's and a read-only assistant's writes refused, bad arguments refused
 with the API's own message and nothing written, and every change on the record as the person's, via the
 assistant."""
-import asyncio
 import contextvars
 import json
 
@@ -10,8 +9,8 @@ import pytest
 
 from okr.assistants.in_process import Caller
 
-from helpers import fetch, fetch_key_result
-from conftest import grant_of, text_of
+from helpers import fetch, fetch_key_result, run_coroutine
+from mcp_calls import grant_of, text_of
 
 READING = {"whoami", "my_week", "list_cycles", "cycle_summary", "get_objective", "get_key_result", "search",
            "activity"}
@@ -30,7 +29,7 @@ def session(app, user, steps, read_only=False):
 
     def in_context():
         tools.CALLER.set(Caller(app, grant_of(user, read_only)))
-        return asyncio.run(run())
+        return run_coroutine(run)
     return contextvars.Context().run(in_context)
 
 

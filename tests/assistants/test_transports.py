@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from helpers import APP_PY, fetch, served_in_thread
+from helpers import APP_PY, fetch, run_coroutine, served_in_thread
 
 pytestmark = pytest.mark.slow  # each starts a process or a server
 
@@ -36,7 +36,7 @@ def test_the_sdks_client_over_stdio_reads_and_checks_in_as_the_person(app, clien
             checked = await mcp.call_tool("check_in", {"key_result_id": okrs["signups"]["id"], "value": "42"})
             refused = await mcp.call_tool("check_in", {"key_result_id": okrs["signups"]["id"], "value": "many"})
             return tools, checked, refused
-    tools, checked, refused = asyncio.run(session())
+    tools, checked, refused = run_coroutine(session)
     assert len(tools) == 14
     assert not checked.is_error and refused.is_error
     [event] = edited(client, okrs)
@@ -69,7 +69,7 @@ def test_the_sdks_client_over_streamable_http_against_waitress(app, client, okrs
             summary = await mcp.call_tool("cycle_summary", {"cycle_id": okrs["cycle"]["id"]})
             return names, checked, summary
     with served_in_thread(app) as served:
-        names, checked, summary = asyncio.run(session(served.url + "/mcp"))
+        names, checked, summary = run_coroutine(lambda: session(served.url + "/mcp"))
     assert len(names) == 14
     assert not checked.is_error and checked.structured_content["checkin"]["confidence"] == "0.90"
     assert "Q3" in summary.content[0].text
@@ -87,7 +87,7 @@ def test_without_a_token_the_sdks_client_is_refused_with_the_challenge_it_reads(
             await mcp.list_tools()
     with served_in_thread(app) as served:
         with pytest.raises(Exception):
-            asyncio.run(session(served.url + "/mcp"))
+            run_coroutine(lambda: session(served.url + "/mcp"))
         answer = HttpClient(f"127.0.0.1:{served.port}").post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
                                                                headers={"Content-Type": "application/json"})
     assert answer.status == 401

@@ -4,8 +4,10 @@ phone's header, which keeps to at most 15 % of a 375x667 screen.
 
 The server, the browser and the seeded cycle are test_browser.py's fixtures; an admin with a password, who owns
 a key result, signs in so that Your week and the People page have something to show."""
+import json
 import sqlite3
-from urllib.parse import urlsplit
+import urllib.request
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
@@ -37,12 +39,26 @@ def admin(service):
     return "maya@example.com"
 
 
+def consent_path(service):
+    """The consent page for an assistant registered just now (as MCP clients register: no credential)."""
+    registration = urllib.request.Request(service.url("/oauth/register"), headers={"Content-Type": "application/json"},
+                                          data=json.dumps({"client_name": "Claude", "token_endpoint_auth_method": "none",
+                                                           "redirect_uris": ["http://127.0.0.1:33418/callback"]}).encode())
+    with urllib.request.urlopen(registration, timeout=30) as answer:
+        client_id = json.loads(answer.read())["client_id"]
+    return "/oauth/authorize?" + urlencode({
+        "response_type": "code", "client_id": client_id, "redirect_uri": "http://127.0.0.1:33418/callback",
+        "scope": "okr:read okr:write", "state": "s", "code_challenge_method": "S256",
+        "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"})
+
+
 def pages(service):
     """The main pages, by name: (path)."""
     ids = service.ids
     return {"week": "/", "dashboard": "/cycles", "cycle": f"/cycles/{ids['cycle']}",
             "objective": f"/objectives/{ids['platform_objective']}", "keyresult": f"/keyresults/{ids['positive']}",
-            "people": "/people", "board-links": "/board-links"}
+            "people": "/people", "board-links": "/board-links", "account": "/account",
+            "assistant-consent": consent_path(service)}
 
 
 def signed_in_page(browser, service, email, **options):
