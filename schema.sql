@@ -152,6 +152,8 @@ CREATE TABLE IF NOT EXISTS key_results (
     unit             TEXT CHECK (unit IS NULL OR length(unit) BETWEEN 1 AND 12),
     unit_position    TEXT CHECK (unit_position IN ('before', 'after') AND unit IS NOT NULL OR unit_position IS NULL),
     score            TEXT,  -- version 13: its final score, given as its cycle is closed out
+    -- version 16: how much it counts in its objective's progress (a weighted mean; 0: not at all)
+    weight           INTEGER NOT NULL DEFAULT 1 CHECK (weight BETWEEN 0 AND 100),
     -- the target rules of the spec, by type
     CHECK (CASE type
         WHEN 'positive'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL

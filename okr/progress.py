@@ -70,16 +70,18 @@ def clamped_ratio(gained, needed):
     return Fraction(top * bottom_scale, bottom * top_scale)
 
 
-def mean(values):
-    """The plain mean of the Fractions that are not None, or None when there are none."""
+def mean(values, weights=None):
+    """The mean of the Fractions that are not None, or None when there are none: plain, or weighted by the whole
+    numbers weights gives one per value (an objective's own progress: its key results' weights, where a weight of 0
+    leaves one out; None when every weight is 0). Weights of 1 are the plain mean exactly."""
     # Summed as numerator and denominator: Fraction's own + costs five times as much.
     top, bottom, count = 0, 1, 0
-    for value in values:
-        if value is not None:
-            top, bottom = top * value.denominator + value.numerator * bottom, bottom * value.denominator
+    for value, weight in zip(values, weights) if weights is not None else ((value, 1) for value in values):
+        if value is not None and weight:
+            top, bottom = top * value.denominator + weight * value.numerator * bottom, bottom * value.denominator
             common = gcd(top, bottom)
             top, bottom = top // common, bottom // common
-            count += 1
+            count += weight
     return Fraction(top, bottom * count) if count else None
 
 

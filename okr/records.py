@@ -61,9 +61,10 @@ def cycle_details_json(row, today):
 
 
 def key_result_details_json(row):
-    """A key result with what the spec does not have (reports, PATCH): its owner, its unit and where that goes."""
+    """A key result with what the spec does not have (reports, PATCH): its owner, its unit and where that goes, its
+    close-out score and its weight."""
     return {**key_result_json(row), "owner_id": row["owner_id"], "unit": row["unit"],
-            "unit_position": row["unit_position"], "score": row["score"]}
+            "unit_position": row["unit_position"], "score": row["score"], "weight": row["weight"]}
 
 
 team_json = cycle_json  # a team has a cycle's three fields

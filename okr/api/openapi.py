@@ -145,6 +145,10 @@ class KeyResultDetails(KeyResult):
         "enum": ["before", "after", None],
         "description": "Where the unit goes: before the number ($60,000) or after it (12 ms); null without a unit."})
     score = score_field("Its final score (0.00 to 1.00), given as its cycle is closed out; null until then.")
+    weight = fields.Integer(required=True, metadata={
+        "minimum": 0, "maximum": 100, "example": 1,
+        "description": "How much it counts in its objective's progress (a weighted mean of its key results'): 0 "
+                       "(not at all) to 100, 1 by default. PATCH sets it."})
 
 
 class User(Schema):
@@ -959,14 +963,14 @@ DESCRIPTIONS = {
         "carried_from_id, and its ETag is the one GET gives. A POST (the spec's full update) leaves them as they "
         "are.",
     ("/v1/objectives/{objective_id}/keyresults", "post"):
-        "owner_id (a user's id, or null) is kept but, as the spec's key result has none, not answered here: the "
-        "reports and PATCH show it. " + OWNER_RULE,
+        "owner_id (a user's id, or null) and weight (0 to 100, 1 when absent) are kept but, as the spec's key "
+        "result has neither, not answered here: the reports and PATCH show them. " + OWNER_RULE,
     ("/v1/keyresults/{key_result_id}", "post"):
-        "Replaces what the spec's key result holds; its owner_id stays as it is.",
+        "Replaces what the spec's key result holds; its owner_id, unit and weight stay as they are.",
     ("/v1/keyresults/{key_result_id}", "patch"):
-        "owner_id, unit, unit_position and score (the close-out's) may be changed too (null or \"\" clears a unit; a unit without a "
-        "position goes after the number); the answer shows them, and its ETag is the one GET gives. A POST (the "
-        "spec's full update) leaves the owner and the unit as they are. " + OWNER_RULE,
+        "owner_id, unit, unit_position, score (the close-out's) and weight may be changed too (null or \"\" clears a "
+        "unit; a unit without a position goes after the number); the answer shows them, and its ETag is the one GET "
+        "gives. A POST (the spec's full update) leaves the owner, the unit and the weight as they are. " + OWNER_RULE,
     ("/v1/cycles/{cycle_id}/report.csv", "get"):
         "The file okr export --format csv --cycle writes: one row per key result, objective by objective, with "
         "the report's figures.",

@@ -131,20 +131,21 @@ def alignment_tree(objectives, key_results, stale, pace, root_id=None):
     stale tells whether a key-result row is stale; pace gives its expected progress (pace_test). root_id, when given, is a root
     whatever its parent (an objective report's top, even in a loop written behind the API's back).
     """
-    nodes, exact_of, statuses = {}, {}, []
+    nodes, exact_of, weights_of, statuses = {}, {}, {}, []
     for row in objectives:
         nodes[row["id"]] = {**objective_details_json(row), "progress": None, "progress_from": None, "status": None,
                             "key_results": [], "children": []}
-        exact_of[row["id"]] = []
+        exact_of[row["id"]], weights_of[row["id"]] = [], []
     for row in key_results:
         node, exact = key_result_node(row, stale, pace)
         statuses.append(node["status"])
         nodes[row["objective_id"]]["key_results"].append(node)
         exact_of[row["objective_id"]].append(exact)
+        weights_of[row["objective_id"]].append(row["weight"])
     roots = []
     for row in objectives:
         node = nodes[row["id"]]
-        exact_of[row["id"]] = progress.mean(exact_of[row["id"]])
+        exact_of[row["id"]] = progress.mean(exact_of[row["id"]], weights_of[row["id"]])
         parent = None if row["id"] == root_id else nodes.get(row["parent_objective_id"])
         (parent["children"] if parent is not None else roots).append(node)
     roll_up(roots, exact_of)

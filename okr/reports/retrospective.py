@@ -141,14 +141,16 @@ def at_close(closing):
     nodes = {row["id"]: {"id": row["id"], "cycle_id": row["cycle_id"], "key_results": [], "children": []}
              for row in closing.objectives}
     exact_of = {row["id"]: [] for row in closing.objectives}
+    weights_of = {row["id"]: [] for row in closing.objectives}
     for row in closing.key_results:
         status = row["status_at_close"] = progress.key_result_status(
             row["confidence"], row["updated"], row["type"], row["exact_at_close"], expected, ended)
         nodes[row["objective_id"]]["key_results"].append({"status": status})
         exact_of[row["objective_id"]].append(row["exact_at_close"])
+        weights_of[row["objective_id"]].append(row["weight"])
     roots = []
     for row in closing.objectives:
-        exact_of[row["id"]] = progress.mean(exact_of[row["id"]])
+        exact_of[row["id"]] = progress.mean(exact_of[row["id"]], weights_of[row["id"]])
         parent = nodes.get(row["parent_objective_id"])
         (parent["children"] if parent is not None else roots).append(nodes[row["id"]])
     alignment.roll_up(roots, exact_of)

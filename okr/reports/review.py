@@ -88,7 +88,7 @@ class Figures(Tree):
             self.count += 1
             position = index[row["objective_id"]]
             first[position] = 1  # has key results of its own
-            means.add(position, value)
+            means.add(position, value, row["weight"])
             worst[position] = min(worst[position], rank[node["status"]])
             if choice and choice.keeps(node, position in named):
                 kept[position] = row["objective_id"]

@@ -61,7 +61,7 @@ def write_objective_report(db, objective_id, now, out, encode):
 
 
 class Means:
-    """Running plain means of Fractions, one per position, as okr.progress.mean finds them (numerator and
+    """Running weighted means of Fractions, one per position, as okr.progress.mean finds them (numerator and
     denominator summed, reduced at each step): the same Fraction, without keeping the values."""
 
     def __init__(self):
@@ -72,14 +72,14 @@ class Means:
         self.bottoms.append(1)
         self.counts.append(0)
 
-    def add(self, position, value):
-        if value is None:
+    def add(self, position, value, weight=1):
+        if value is None or not weight:
             return
-        top = self.tops[position] * value.denominator + value.numerator * self.bottoms[position]
+        top = self.tops[position] * value.denominator + weight * value.numerator * self.bottoms[position]
         bottom = self.bottoms[position] * value.denominator
         common = gcd(top, bottom)
         self.tops[position], self.bottoms[position] = top // common, bottom // common
-        self.counts[position] += 1
+        self.counts[position] += weight
 
     def mean(self, position):
         count = self.counts[position]
@@ -182,7 +182,7 @@ class Tree:
             else:
                 chain[last[objective]] = position
             last[objective] = position
-            means.add(objective, value)
+            means.add(objective, value, row["weight"])
             worst[objective] = min(worst[objective], rank[node["status"]])
         key_result_texts.flush()
         self.own = [means.mean(position) for position in range(len(self.parents))]
@@ -289,7 +289,7 @@ def cycle_summary(db, cycle, now):
     for row in key_results:
         node, value = key_result_node(row, stale, pace)
         statuses.append(node["status"])
-        means.add(index[row["objective_id"]], value)
+        means.add(index[row["objective_id"]], value, row["weight"])
         at_risk += node["status"] in ("at_risk", "off_track")
         waiting += node["status"] == "no_update"
         stale_count += node["stale"]

@@ -120,9 +120,10 @@ class Replay:
         for (key_result, day), value in last.items():
             self.changes[day].append((key_result, value))
         self.changes = {date.fromisoformat(day): changed for day, changed in self.changes.items()}
-        # key result: (objective, type, start, low, high), of those with a check-in
+        # key result: (objective, type, start, low, high), of those with a check-in; and its weight
         self.meta = {row[0]: (row[1], row[2], starts[row[0]], row[3], row[4]) for row in key_results
                      if row[0] in starts}
+        self.weights = {row[0]: row[5] for row in key_results}
         self.pending = {}  # key result: its value since the last point
         self.values = {}  # key result: its value at the last point
         self.by_objective = defaultdict(dict)  # objective: {key result: progress}, of those that exist by now
@@ -154,8 +155,9 @@ class Replay:
         return touched
 
     def own(self, objective):
-        """An objective's own progress as it stands: the mean of its key results' (okr.progress.mean)."""
-        return progress.mean(self.by_objective[objective].values())
+        """An objective's own progress as it stands: the weighted mean of its key results' (okr.progress.mean)."""
+        exact = self.by_objective[objective]
+        return progress.mean(exact.values(), [self.weights[key_result] for key_result in exact])
 
     def series(self, first, last, measure, step=1):
         """[(day, measure(touched objectives) as it stood)] from first to last, a point every step days and on
@@ -279,10 +281,10 @@ def points_figures(db, cycle_id, points, team_id=None, assignee_id=None, exact=(
 
     rows = stored.cycle_checkins_by_objective(db, cycle_id, team_id, assignee_id)
     for _, objective_rows in groupby(rows, key=itemgetter(0)):
-        owns = [[] for _ in points]
+        owns, weights = [[] for _ in points], [[] for _ in points]
         for _, key_result_rows in groupby(objective_rows, key=itemgetter(1)):
             last_of_day = {}  # day: its last check-in's value, as Replay keeps them
-            for _, _, kind, low, high, value, created_at in key_result_rows:
+            for _, _, kind, low, high, weight, value, created_at in key_result_rows:
                 if not last_of_day:
                     start = value
                 last_of_day[created_at[:10]] = value
@@ -295,10 +297,11 @@ def points_figures(db, cycle_id, points, team_id=None, assignee_id=None, exact=(
                     if value not in known:
                         known[value] = progress.key_result_progress(kind, start, value, low, high)
                     owns[number].append(known[value])
+                    weights[number].append(weight)
         for number, point in enumerate(points):
             if not owns[number]:
                 continue  # no key result of it existed by then
-            own = progress.mean(owns[number])
+            own = progress.mean(owns[number], weights[number])
             if own is None:
                 continue
             if point in kept:

@@ -102,10 +102,16 @@ class KeyResultFields(BodySchema):
         return data
 
 
+WEIGHT_DESCRIPTION = ("How much it counts in its objective's progress, the weighted mean of its key results' progress: "
+                      "a whole number from 0 (not at all) to 100; 1 by default, and key results of equal weights "
+                      "count equally.")
+
+
 class KeyResultSchema(KeyResultFields):
-    """Creates a key result, maybe with its owner (a user id)."""
+    """Creates a key result, maybe with its owner (a user id) and its weight (1 unless given)."""
 
     owner_id = Text(max_length=100, allow_none=True, load_default=None)
+    weight = WholeNumber(low=0, high=100, load_default=1, metadata={"description": WEIGHT_DESCRIPTION})
 
 
 class UnitFields(BodySchema):
@@ -143,6 +149,7 @@ class KeyResultEditSchema(KeyResultUpdateSchema, UnitFields):
     owner_id = Text(max_length=100, allow_none=True, load_default=None)
     score = DecimalString(minimum=0, maximum=1, allow_none=True, metadata={"description": (
         "Its final score, 0.00 to 1.00, given as its cycle is closed out (absent is unchanged, null none).")})
+    weight = WholeNumber(low=0, high=100, metadata={"description": WEIGHT_DESCRIPTION + " Absent is unchanged."})
 
 
 def merge_patch_schema(update_schema, name):

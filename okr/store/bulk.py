@@ -41,19 +41,20 @@ FIELDS = {
                    "carried_from_id"),
     "key_results": ("id", "objective_id", "name", "type", "confidence", "current_value", "target_value_min",
                     "target_value_max", "created_at", "modified_at", "revision", "owner_id", "unit", "unit_position",
-                    "score"),
+                    "score", "weight"),
     "checkins": ("id", "key_result_id", "value", "confidence", "comment", "author_id", "created_at"),
     "comments": ("id", "objective_id", "key_result_id", "author_id", "body", "created_at", "modified_at", "revision"),
     "api_keys": ("credential", "secret", "name", "read_only", "created_at", "revoked_at", "user_id"),
 }
 # Fields a row may come without: a new row then gets the column's default (schema.sql: a user's role
 # editor, weekly emails on and no identity-provider link, an API key's user_id null, a service key, a cycle's
-# dates and closing, an objective's close-out and carried-from link, a key result's owner, unit and score null),
+# dates and closing, an objective's close-out and carried-from link, a key result's owner, unit and score null and
+# its weight 1),
 # and a stored row keeps its own.
 OPTIONAL = {"users": ("role", "weekly_email", "oidc_issuer", "oidc_subject"), "api_keys": ("user_id",),
             "cycles": ("starts_on", "ends_on", "closed_at", "closed_by"),
             "objectives": ("outcome", "score", "reflection", "carried_from_id"),
-            "key_results": ("owner_id", "unit", "unit_position", "score")}
+            "key_results": ("owner_id", "unit", "unit_position", "score", "weight")}
 # A user's private settings, which no API field shows (okr.store.users): a change of them alone leaves the
 # revision, hence the ETag, as it is.
 PRIVATE = {"users": ("weekly_email", "oidc_issuer", "oidc_subject")}

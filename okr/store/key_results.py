@@ -40,12 +40,13 @@ def create(db, objective, values, author_id=None):
     row = db.execute(
         """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence,
                current_value, target_value_min, target_value_max, created_at, modified_at, owner_id, unit,
-               unit_position)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *, ? AS team_id""",
+               unit_position, weight)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *, ? AS team_id""",
         (new_id(), objective["id"], objective["cycle_id"], values["name"], values["type"],
          values["confidence"], values["current_value"], values["target_value_min"],
          values["target_value_max"], now, now, values.get("owner_id"), values.get("unit"),
-         values.get("unit_position") if values.get("unit") else None, objective["team_id"]),
+         values.get("unit_position") if values.get("unit") else None, values.get("weight", 1),
+         objective["team_id"]),
     ).fetchone()
     key_result_created(db, row)
     record(db, row, row["current_value"], row["confidence"], now, author_id=author_id)
@@ -59,8 +60,8 @@ def key_result_created(db, row):
 
 
 def replace(db, stored, values, author_id=None):
-    """The stored key result (its row) with a KeyResultUpdateSchema's values (its owner and unit stay) or a
-    KeyResultEditSchema's (with owner_id, and maybe unit and unit_position); a new value or confidence is a
+    """The stored key result (its row) with a KeyResultUpdateSchema's values (its owner, unit and weight stay) or a
+    KeyResultEditSchema's (with owner_id, and maybe unit, unit_position and weight); a new value or confidence is a
     check-in, by author_id."""
     check_owner(db, values, stored)
     now = clock.utc_now()
@@ -69,12 +70,14 @@ def replace(db, stored, values, author_id=None):
                target_value_min = ?, target_value_max = ?, modified_at = ?, revision = revision + 1,
                owner_id = CASE WHEN ? THEN ? ELSE owner_id END,
                unit = CASE WHEN ? THEN ? ELSE unit END,
-               unit_position = CASE WHEN ? THEN ? ELSE unit_position END
+               unit_position = CASE WHEN ? THEN ? ELSE unit_position END,
+               weight = CASE WHEN ? THEN ? ELSE weight END
            WHERE id = ? RETURNING *""",
         (values["name"], values["type"], values["confidence"], values["current_value"],
          values["target_value_min"], values["target_value_max"], now, "owner_id" in values,
          values.get("owner_id"), "unit" in values, values.get("unit"), "unit" in values,
-         values.get("unit_position") if values.get("unit") else None, stored["id"]),
+         values.get("unit_position") if values.get("unit") else None, "weight" in values, values.get("weight"),
+         stored["id"]),
     ).fetchone())
     if row is None:
         return get(db, stored["id"])

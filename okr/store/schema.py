@@ -136,7 +136,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 def holds_tables(db):
@@ -291,6 +291,13 @@ def add_closing(db):
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
 
+def add_weights(db):
+    """Version 16, before schema.sql: key results get a weight, 1 for every one there was (today's figures)."""
+    if "weight" not in table_columns(db, "key_results"):
+        db.execute("ALTER TABLE key_results ADD COLUMN weight INTEGER NOT NULL DEFAULT 1 "
+                   "CHECK (weight BETWEEN 0 AND 100)")
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
@@ -298,7 +305,8 @@ def add_closing(db):
 # assistants' tables, which schema.sql creates: no step of their own.
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
-              9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing}
+              9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing,
+              16: add_weights}
 FILLS = {2: record_first_checkins, 10: put_names_on_one_line}
 
 

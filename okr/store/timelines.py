@@ -7,8 +7,8 @@ one day the last is how it stood that day.
 """
 from .reports import DESCENDANTS, cycle_condition, qualified
 
-# A key result as a chart replays it: its type and targets are today's (no history of them is kept).
-KEY_RESULT_COLUMNS = "k.seq, k.objective_id, k.type, k.target_value_min, k.target_value_max"
+# A key result as a chart replays it: its type, targets and weight are today's (no history of them is kept).
+KEY_RESULT_COLUMNS = "k.seq, k.objective_id, k.type, k.target_value_min, k.target_value_max, k.weight"
 # Its check-ins, read from the checkins_history index alone (k.seq, not k.id: nor is key_results' row visited).
 CHECKIN_COLUMNS = "k.seq, c.value, c.created_at"
 
@@ -64,14 +64,15 @@ def cycle_fingerprint(db, cycle_id):
 
 def cycle_checkins_by_objective(db, cycle_id, team_id=None, assignee_id=None):
     """Every check-in of a cycle's key results (of one team's and/or assignee's objectives when given), as
-    (objective id, key result seq, type, target_value_min, target_value_max, value, created_at) tuples: objective
+    (objective id, key result seq, type, target_value_min, target_value_max, weight, value, created_at) tuples: objective
     by objective, each one's key results in creation order and their check-ins in the order made, read from the
     cursor as it goes (the indexes' order: nothing is sorted or held)."""
     kept, params = cycle_condition(cycle_id, team_id, assignee_id)
     cursor = db.cursor()
     cursor.row_factory = None
     return cursor.execute(
-        "SELECT k.objective_id, k.seq, k.type, k.target_value_min, k.target_value_max, c.value, c.created_at "
+        "SELECT k.objective_id, k.seq, k.type, k.target_value_min, k.target_value_max, k.weight, c.value, "
+        "c.created_at "
         "FROM objectives o CROSS JOIN key_results k ON k.objective_id = o.id "
         "CROSS JOIN checkins c ON c.key_result_seq = k.seq "
         f"WHERE {qualified(kept, 'o')} ORDER BY o.seq, k.seq, c.seq", params)

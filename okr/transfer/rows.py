@@ -23,8 +23,8 @@ FORMAT = "okr-export"
 # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner;
 # 3 the comments section, and users' weekly_email, oidc_issuer and oidc_subject; 4 key results' unit and
 # unit_position; 5 cycles' closed_at and closed_by, objectives' outcome, score, reflection and carried_from_id, key
-# results' score.
-VERSION = 5
+# results' score; 6 key results' weight.
+VERSION = 6
 
 SECTIONS = tuple(FIELDS)  # in file order: events, the data, api_keys
 WRITTEN = SECTIONS[:-1]  # always written; api_keys only when asked for
@@ -152,10 +152,11 @@ class CommentRowSchema(CommentSchema):
 
 
 class KeyResultRowSchema(KeyResultSchema, UnitFields):
-    """A key result as the file holds it: as the API creates one, with its unit and score as PATCH sets them
-    (absent from files before versions 4 and 5: see OPTIONAL)."""
+    """A key result as the file holds it: as the API creates one, with its unit, score and weight as PATCH sets them
+    (absent from files before versions 4, 5 and 6: see OPTIONAL)."""
 
     score = KeyResultEditSchema._declared_fields["score"]  # PATCH's own rule (each schema copies its fields)
+    weight = KeyResultEditSchema._declared_fields["weight"]  # absent stays absent: a stored row keeps its own
 
 
 class ObjectiveRowSchema(ObjectiveSchema, ClosingFields):

@@ -1,7 +1,7 @@
 """The key result edit pages: /keyresults/new, /keyresults/<id>/edit and /keyresults/<id>/delete.
 
 Each form's fields are the API's (name, type, target_value_min, target_value_max, current_value, confidence,
-owner_id, unit, unit_position), checked by okr.rules.body_schemas through okr.web.editing.load and written by
+owner_id, unit, unit_position, weight), checked by okr.rules.body_schemas through okr.web.editing.load and written by
 okr.store.key_results; only editors and admins open them (sessions.editors_only). Values and targets are read
 as people write them ("$60,000", "60k": okr.web.forms.quantity, with the unit the form gives). As in the API, a
 changed current value or confidence is recorded as a check-in.
@@ -20,7 +20,7 @@ from . import editing, forms, wording
 from .views import bp
 
 FIELDS = ("name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id", "unit",
-          "unit_position")
+          "unit_position", "weight")
 UNIT_FIELDS = ("unit", "unit_position")
 POSITIONS = [("after", "After the number: 12 ms, 1,250 users, 40%"), ("before", "Before the number: $60,000")]
 NUMBERS = ("target_value_min", "target_value_max", "current_value")
@@ -35,12 +35,13 @@ TYPES = {
 LABELS = {"name": "the name", "type": "the type", "target_value_min": "the target",
           "target_value_max": "the highest target", "current_value": "the current value",
           "confidence": "the confidence", "owner_id": "the owner", "unit": "the unit",
-          "unit_position": "the unit's place"}
+          "unit_position": "the unit's place", "weight": "the weight"}
 # The rules' refusals of targets, as a person at the form reads them.
 RULE_WORDS = {
     "No user with this id exists.": "Choose a person from the list.",
 }
 DOOMED_WORDS = {"checkins": "check-in"}
+WEIGHT_WORDS = "Enter a whole number from 0 to 100."
 
 
 def forbidden_targets(form, typed):
@@ -108,6 +109,11 @@ def checked(schema, form, editing_one):
             errors["confidence"] = forms.ENTER_A_CONFIDENCE
     except forms.FieldError as error:
         errors["confidence"] = str(error)
+    weight = form["weight"].strip()
+    if weight.isdecimal() and weight.isascii() and len(weight) <= 3 and int(weight) <= 100:
+        body["weight"] = int(weight)
+    elif weight or editing_one:
+        errors["weight"] = WEIGHT_WORDS
     try:
         values = editing.load(schema, body, numbers=NUMBERS, unit=unit)
     except Invalid as error:
@@ -129,7 +135,7 @@ def shown(row):
             "current_value": wording.number(row["current_value"]),
             "confidence": wording.percent(row["confidence"]).replace("%", " %"),
             "owner_id": row["owner_id"] or "", "unit": row["unit"] or "",
-            "unit_position": row["unit_position"] or "after"}
+            "unit_position": row["unit_position"] or "after", "weight": str(row["weight"])}
 
 
 def render_form(objective, row=None, form=None, errors=None, conflict=None, revision=None, original=None):
@@ -160,7 +166,7 @@ def new_key_result():
     objective = objectives.get(db, request.args.get("objective_id", ""))
     if request.method == "GET":
         return render_form(objective, form={"type": "positive", "current_value": "0", "confidence": "50 %",
-                                            "unit": "", "unit_position": "after"})
+                                            "unit": "", "unit_position": "after", "weight": "1"})
     form = editing.typed(FIELDS)
     try:
         values = checked(key_result_schema, form, editing_one=False)

@@ -51,7 +51,7 @@ def scored(app, clock):
 
 def test_every_new_field_goes_out_and_comes_back_and_a_closed_cycle_stays_closed(app, scored, tmp_path):
     data = exported(app, tmp_path)
-    assert data["version"] == 5
+    assert data["version"] == 6
     [q1] = [c for c in data["cycles"] if c["id"] == scored["cycle"]]
     assert list(q1)[-2:] == ["closed_at", "closed_by"]
     assert (q1["closed_at"], q1["closed_by"]) == ("2026-03-31T17:00:00Z", scored["ada"])
@@ -63,7 +63,7 @@ def test_every_new_field_goes_out_and_comes_back_and_a_closed_cycle_stays_closed
     [carried] = [o for o in data["objectives"] if o["cycle_id"] == scored["q2"]]
     assert carried["carried_from_id"] == scored["child"]
     positive = next(k for k in data["key_results"] if k["id"] == scored["key_results"]["positive"])
-    assert list(positive)[-1] == "score" and positive["score"] == "0.60"
+    assert list(positive)[-2:] == ["score", "weight"] and positive["score"] == "0.60"
 
     target = new_app(tmp_path / "target.db")
     ok(invoke(target, "import", tmp_path / "all.json"))

@@ -65,7 +65,7 @@ def people(app):
 
 def test_comments_settings_and_provider_links_go_out_and_come_back(app, annotated, tmp_path):
     data = exported(app, tmp_path)
-    assert data["version"] == 5
+    assert data["version"] == 6
     assert list(data)[-1] == "comments"
     assert [list(record) for record in data["comments"]] == [COMMENT_FIELDS] * 3
     edited = data["comments"][0]
@@ -306,9 +306,9 @@ def test_key_results_units_go_out_and_come_back(app, seeded, tmp_path):
     with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
         db.execute("UPDATE key_results SET unit = '$', unit_position = 'before' WHERE id = ?", (positive,))
     data = exported(app, tmp_path)
-    assert data["version"] == 5
+    assert data["version"] == 6
     [record] = [k for k in data["key_results"] if k["id"] == positive]
-    assert list(record)[-4:-1] == ["owner_id", "unit", "unit_position"]
+    assert list(record)[-5:-2] == ["owner_id", "unit", "unit_position"]
     assert (record["unit"], record["unit_position"]) == ("$", "before")
     assert all(k["unit"] is None and k["unit_position"] is None for k in data["key_results"] if k["id"] != positive)
     target = new_app(tmp_path / "target.db")
@@ -320,6 +320,35 @@ def test_key_results_units_go_out_and_come_back(app, seeded, tmp_path):
                                                  for record in data["key_results"]]}
     ok(invoke(target, "import", "--merge", write_json(tmp_path / "v3.json", old)))
     assert stored(target, "SELECT unit, unit_position FROM key_results WHERE id = ?", positive) == [("$", "before")]
+
+
+def test_key_results_weights_go_out_and_come_back(app, seeded, tmp_path):
+    positive = seeded["key_results"]["positive"]
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
+        db.execute("UPDATE key_results SET weight = 3 WHERE id = ?", (positive,))
+    data = exported(app, tmp_path)
+    assert {k["id"]: k["weight"] for k in data["key_results"]}[positive] == 3
+    assert all(k["weight"] == 1 for k in data["key_results"] if k["id"] != positive)
+    target = new_app(tmp_path / "target.db")
+    ok(invoke(target, "import", tmp_path / "all.json"))
+    assert stored(target, "SELECT id, weight FROM key_results WHERE weight <> 1") == [(positive, 3)]
+    # A file of format 5 has no weights: a merge keeps a stored one, and a new key result gets 1.
+    old = {**data, "version": 5, "key_results": [{k: v for k, v in record.items() if k != "weight"}
+                                                 for record in data["key_results"]]}
+    ok(invoke(target, "import", "--merge", write_json(tmp_path / "v5.json", old)))
+    assert stored(target, "SELECT weight FROM key_results WHERE id = ?", positive) == [(3,)]
+    fresh = new_app(tmp_path / "fresh.db")
+    ok(invoke(fresh, "import", tmp_path / "v5.json"))
+    assert stored(fresh, "SELECT DISTINCT weight FROM key_results") == [(1,)]
+
+
+@pytest.mark.parametrize("weight", [-1, 101, 1.5, "2", True])
+def test_a_bad_weight_in_a_file_is_refused(app, seeded, tmp_path, weight):
+    data = exported(app, tmp_path)
+    data["key_results"][0]["weight"] = weight
+    target = new_app(tmp_path / "target.db")
+    line = refused_unchanged(target, "import", write_json(tmp_path / "bad.json", data))
+    assert "key_results[0]: weight: Must be" in line
 
 
 @pytest.mark.parametrize("unit, position, problem", [
