@@ -152,8 +152,10 @@ CREATE TABLE IF NOT EXISTS key_results (
     unit             TEXT CHECK (unit IS NULL OR length(unit) BETWEEN 1 AND 12),
     unit_position    TEXT CHECK (unit_position IN ('before', 'after') AND unit IS NOT NULL OR unit_position IS NULL),
     score            TEXT,  -- version 13: its final score, given as its cycle is closed out
-    -- version 16: how much it counts in its objective's progress (a weighted mean; 0: not at all)
+    -- version 16: how much it counts in its objective's progress (a weighted mean; 0: not at all), and whether
+    -- its progress is its measure's (its values against its targets) or the share of its initiatives done
     weight           INTEGER NOT NULL DEFAULT 1 CHECK (weight BETWEEN 0 AND 100),
+    progress_from    TEXT NOT NULL DEFAULT 'measure' CHECK (progress_from IN ('measure', 'initiatives')),
     -- the target rules of the spec, by type
     CHECK (CASE type
         WHEN 'positive'  THEN target_value_min IS NOT NULL AND target_value_max IS NULL
@@ -495,6 +497,50 @@ BEGIN
     SELECT RAISE(ABORT, 'cycle is closed');
 END;
 
+-- Initiatives (version 16): the work that moves a key result, each with an owner, a state, maybe a due date and a
+-- link to the ticket elsewhere. A key result whose progress_from is 'initiatives' takes the share of them done.
+CREATE TABLE IF NOT EXISTS initiatives (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            TEXT NOT NULL UNIQUE,
+    key_result_id TEXT NOT NULL REFERENCES key_results (id) ON DELETE CASCADE,
+    name          TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 500),
+    owner_id      TEXT REFERENCES users (id) ON DELETE SET NULL,
+    state         TEXT NOT NULL DEFAULT 'planned' CHECK (state IN ('planned', 'in_progress', 'done', 'blocked')),
+    due_on        TEXT CHECK (due_on IS NULL OR date(due_on) IS due_on),
+    link          TEXT CHECK (link IS NULL OR length(link) BETWEEN 1 AND 2000),
+    created_at    TEXT NOT NULL,
+    modified_at   TEXT NOT NULL,
+    revision      INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS initiatives_of_key_result ON initiatives (key_result_id, seq);
+CREATE INDEX IF NOT EXISTS initiatives_with_owner ON initiatives (owner_id) WHERE owner_id IS NOT NULL;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_take_no_initiatives
+BEFORE INSERT ON initiatives
+WHEN (SELECT c.closed_at FROM key_results k JOIN cycles c ON c.id = k.cycle_id WHERE k.id = NEW.key_result_id)
+     IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_keep_their_initiatives
+BEFORE UPDATE ON initiatives
+WHEN (SELECT c.closed_at FROM key_results k JOIN cycles c ON c.id = k.cycle_id WHERE k.id = OLD.key_result_id)
+     IS NOT NULL
+  OR (SELECT c.closed_at FROM key_results k JOIN cycles c ON c.id = k.cycle_id WHERE k.id = NEW.key_result_id)
+     IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
+CREATE TRIGGER IF NOT EXISTS closed_cycles_lose_no_initiatives
+BEFORE DELETE ON initiatives
+WHEN (SELECT c.closed_at FROM key_results k JOIN cycles c ON c.id = k.cycle_id WHERE k.id = OLD.key_result_id)
+     IS NOT NULL
+BEGIN
+    SELECT RAISE(ABORT, 'cycle is closed');
+END;
+
 -- Metric sources (version 14). A connection is an admin's: a kind, an address and a secret, the secret sealed
 -- with the server's key (okr.sources.sealing: Fernet, the key outside the database), never in clear. A
 -- source is an editor's: one key result read through one connection by a query (and a JSONPath or a cell),
@@ -590,7 +636,11 @@ CREATE TABLE IF NOT EXISTS assistant_grants (
     refresh_hash       TEXT UNIQUE,
     refresh_expires_at TEXT,
     created_at         TEXT NOT NULL,
-    last_used_at       TEXT
+    last_used_at       TEXT,
+    -- version 16: the refresh token this one replaced; presented again (a stolen copy), it ends the grant
+    previous_refresh_hash TEXT
 );
+CREATE INDEX IF NOT EXISTS assistant_grants_by_previous_refresh ON assistant_grants (previous_refresh_hash)
+    WHERE previous_refresh_hash IS NOT NULL;
 CREATE INDEX IF NOT EXISTS assistant_grants_by_user ON assistant_grants (user_id, seq);
 CREATE INDEX IF NOT EXISTS assistant_grants_by_client ON assistant_grants (client_seq) WHERE client_seq IS NOT NULL;

@@ -62,9 +62,17 @@ def cycle_details_json(row, today):
 
 def key_result_details_json(row):
     """A key result with what the spec does not have (reports, PATCH): its owner, its unit and where that goes, its
-    close-out score and its weight."""
+    close-out score, its weight and where its progress comes from."""
     return {**key_result_json(row), "owner_id": row["owner_id"], "unit": row["unit"],
-            "unit_position": row["unit_position"], "score": row["score"], "weight": row["weight"]}
+            "unit_position": row["unit_position"], "score": row["score"], "weight": row["weight"],
+            "progress_from": row["progress_from"]}
+
+
+def initiative_json(row):
+    """An initiative: the work that moves a key result (/v1/initiatives, its events, the reports)."""
+    return {"id": row["id"], "key_result_id": row["key_result_id"], "name": row["name"], "owner_id": row["owner_id"],
+            "state": row["state"], "due_on": row["due_on"], "link": row["link"], "created_at": row["created_at"],
+            "modified_at": row["modified_at"]}
 
 
 team_json = cycle_json  # a team has a cycle's three fields

@@ -149,6 +149,10 @@ class KeyResultDetails(KeyResult):
         "minimum": 0, "maximum": 100, "example": 1,
         "description": "How much it counts in its objective's progress (a weighted mean of its key results'): 0 "
                        "(not at all) to 100, 1 by default. PATCH sets it."})
+    progress_from = fields.String(required=True, metadata={
+        "enum": ["measure", "initiatives"],
+        "description": "Where its progress comes from: its measure (its values against its targets, the spec's "
+                       "rule) or the share of its initiatives done. PATCH sets it."})
 
 
 class User(Schema):
@@ -968,7 +972,7 @@ DESCRIPTIONS = {
     ("/v1/keyresults/{key_result_id}", "post"):
         "Replaces what the spec's key result holds; its owner_id, unit and weight stay as they are.",
     ("/v1/keyresults/{key_result_id}", "patch"):
-        "owner_id, unit, unit_position, score (the close-out's) and weight may be changed too (null or \"\" clears a "
+        "owner_id, unit, unit_position, score (the close-out's), weight and progress_from may be changed too (null or \"\" clears a "
         "unit; a unit without a position goes after the number); the answer shows them, and its ETag is the one GET "
         "gives. A POST (the spec's full update) leaves the owner, the unit and the weight as they are. " + OWNER_RULE,
     ("/v1/cycles/{cycle_id}/report.csv", "get"):

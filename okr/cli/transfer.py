@@ -78,7 +78,7 @@ def import_command(path, merge, include_keys):
     """Load a file that okr export wrote into the database.
 
     Without --merge the database must be empty (no users, teams, cycles,
-    objectives, key results, check-ins or comments; okr init-db makes one), and
+    objectives, key results, check-ins, comments or initiatives; okr init-db makes one), and
     every row keeps its id, times and order. With --merge, rows are matched by
     id: new ones are added, changed ones updated, and nothing is deleted; a
     change inside a cycle closed in the database is refused, naming it. The

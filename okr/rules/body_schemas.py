@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from marshmallow import EXCLUDE, Schema, fields, ValidationError, missing, post_load, pre_load, validate, validates_schema
 
-from .fields import DateText, DecimalString, PersonName, StrictBool, Text, UnitPosition, UnitText, WholeNumber
+from .fields import DateText, DecimalString, PersonName, StrictBool, Text, UnitPosition, UnitText, WebLink, WholeNumber
 
 KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
 NAME_MAX = 500
@@ -102,6 +102,7 @@ class KeyResultFields(BodySchema):
         return data
 
 
+PROGRESS_SOURCES = ("measure", "initiatives")
 WEIGHT_DESCRIPTION = ("How much it counts in its objective's progress, the weighted mean of its key results' progress: "
                       "a whole number from 0 (not at all) to 100; 1 by default, and key results of equal weights "
                       "count equally.")
@@ -150,6 +151,9 @@ class KeyResultEditSchema(KeyResultUpdateSchema, UnitFields):
     score = DecimalString(minimum=0, maximum=1, allow_none=True, metadata={"description": (
         "Its final score, 0.00 to 1.00, given as its cycle is closed out (absent is unchanged, null none).")})
     weight = WholeNumber(low=0, high=100, metadata={"description": WEIGHT_DESCRIPTION + " Absent is unchanged."})
+    progress_from = Text(validate=validate.OneOf(PROGRESS_SOURCES), metadata={"description": (
+        "Where its progress comes from: \"measure\" (its values against its targets, as the spec has it) or "
+        "\"initiatives\" (the share of its initiatives done; 0 while it has none). Absent is unchanged.")})
 
 
 def merge_patch_schema(update_schema, name):
@@ -207,6 +211,27 @@ class CommentSchema(BodySchema):
 
 CommentPatchSchema = merge_patch_schema(CommentSchema, "CommentPatchSchema")
 
+INITIATIVE_STATES = ("planned", "in_progress", "done", "blocked")
+
+
+class InitiativeSchema(BodySchema):
+    """Creates an initiative under a key result, or replaces one (PATCH merges over it): the work that moves the key
+    result, with its owner (an editor or an admin), its state, and maybe a due date and a link."""
+
+    name = Text(required=True, max_length=NAME_MAX, not_blank=True)
+    owner_id = Text(max_length=100, allow_none=True, load_default=None, metadata={"description": (
+        "The user who does it: an active editor or admin; null for nobody.")})
+    state = Text(load_default="planned", validate=validate.OneOf(INITIATIVE_STATES), metadata={"description": (
+        "planned, in_progress, done or blocked; planned when absent.")})
+    due_on = DateText(allow_none=True, load_default=None, metadata={"description": (
+        "When it is due, a date such as \"2026-12-15\"; null for none.")})
+    link = WebLink(allow_none=True, load_default=None, metadata={"description": (
+        "The ticket or page elsewhere that tracks it: an http or https address of at most 2,000 characters; null "
+        "or \"\" for none.")})
+
+
+InitiativePatchSchema = merge_patch_schema(InitiativeSchema, "InitiativePatchSchema")
+
 
 class GroupSchema(BodySchema):
     """Creates a cycle or a team; the name is optional."""
@@ -255,6 +280,7 @@ checkin_schema = CheckinSchema()
 checkin_correction_schema = CheckinCorrectionSchema()
 unit_schema = UnitFields()
 comment_schema = CommentSchema()
+initiative_schema = InitiativeSchema()
 group_schema = GroupSchema()
 group_update_schema = GroupUpdateSchema()
 cycle_schema = CycleSchema()

@@ -78,6 +78,38 @@ class UnitPosition(Text):
         return text or None
 
 
+LINK_MAX = 2000
+LINK_SCHEMES = ("http", "https")
+
+
+class WebLink(Text):
+    """A link to a page elsewhere (an initiative's ticket): an absolute http or https URL with a host, at most
+    LINK_MAX characters, no spaces or control characters; trimmed, and empty is none (None). Anything else
+    (javascript:, data:, a relative path) is refused: pages show it as a link people click."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=LINK_MAX, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs).strip()
+        if not text:
+            return None
+        problem = link_problem(text)
+        if problem:
+            raise ValidationError(problem)
+        return text
+
+
+def link_problem(text):
+    """Why text is not a link WebLink takes, or None."""
+    if any(character.isspace() or ord(character) < 32 or 127 <= ord(character) < 160 for character in text):
+        return "Must not contain spaces or control characters."
+    scheme, _, rest = text.partition("://")
+    if scheme.lower() not in LINK_SCHEMES or not rest or rest[0] in "/?#":
+        return "Must be a web address starting with https:// or http://."
+    return None
+
+
 ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 

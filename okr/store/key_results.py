@@ -60,9 +60,9 @@ def key_result_created(db, row):
 
 
 def replace(db, stored, values, author_id=None):
-    """The stored key result (its row) with a KeyResultUpdateSchema's values (its owner, unit and weight stay) or a
-    KeyResultEditSchema's (with owner_id, and maybe unit, unit_position and weight); a new value or confidence is a
-    check-in, by author_id."""
+    """The stored key result (its row) with a KeyResultUpdateSchema's values (its owner, unit, weight and progress
+    source stay) or a KeyResultEditSchema's (with owner_id, and maybe unit, unit_position, weight and progress_from);
+    a new value or confidence is a check-in, by author_id."""
     check_owner(db, values, stored)
     now = clock.utc_now()
     row = with_team(db, db.execute(
@@ -71,13 +71,14 @@ def replace(db, stored, values, author_id=None):
                owner_id = CASE WHEN ? THEN ? ELSE owner_id END,
                unit = CASE WHEN ? THEN ? ELSE unit END,
                unit_position = CASE WHEN ? THEN ? ELSE unit_position END,
-               weight = CASE WHEN ? THEN ? ELSE weight END
+               weight = CASE WHEN ? THEN ? ELSE weight END,
+               progress_from = CASE WHEN ? THEN ? ELSE progress_from END
            WHERE id = ? RETURNING *""",
         (values["name"], values["type"], values["confidence"], values["current_value"],
          values["target_value_min"], values["target_value_max"], now, "owner_id" in values,
          values.get("owner_id"), "unit" in values, values.get("unit"), "unit" in values,
          values.get("unit_position") if values.get("unit") else None, "weight" in values, values.get("weight"),
-         stored["id"]),
+         "progress_from" in values, values.get("progress_from"), stored["id"]),
     ).fetchone())
     if row is None:
         return get(db, stored["id"])

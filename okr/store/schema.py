@@ -291,11 +291,19 @@ def add_closing(db):
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
 
-def add_weights(db):
-    """Version 16, before schema.sql: key results get a weight, 1 for every one there was (today's figures)."""
-    if "weight" not in table_columns(db, "key_results"):
-        db.execute("ALTER TABLE key_results ADD COLUMN weight INTEGER NOT NULL DEFAULT 1 "
-                   "CHECK (weight BETWEEN 0 AND 100)")
+def add_weights_and_initiatives(db):
+    """Version 16, before schema.sql: key results get a weight, 1 for every one there was (today's figures), and
+    take their progress from their measure, as they did; connected assistants' grants get the refresh token each
+    replaced, none yet. The initiatives table is schema.sql's."""
+    added = {"key_results": ["weight INTEGER NOT NULL DEFAULT 1 CHECK (weight BETWEEN 0 AND 100)",
+                             "progress_from TEXT NOT NULL DEFAULT 'measure' "
+                             "CHECK (progress_from IN ('measure', 'initiatives'))"],
+             "assistant_grants": ["previous_refresh_hash TEXT"]}
+    for table, columns in added.items():
+        present = table_columns(db, table)
+        for column in columns:
+            if present and column.split()[0] not in present:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
 
 # version -> function(db) that brings a database of the version before up to it,
@@ -306,7 +314,7 @@ def add_weights(db):
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
               9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing,
-              16: add_weights}
+              16: add_weights_and_initiatives}
 FILLS = {2: record_first_checkins, 10: put_names_on_one_line}
 
 

@@ -48,6 +48,8 @@ CYCLES_OF = {
                        LEFT JOIN key_results k ON k.id = c.key_result_id WHERE c.id = :id
                    UNION SELECT cycle_id FROM objectives WHERE id = :objective_id
                    UNION SELECT cycle_id FROM key_results WHERE id = :key_result_id""",
+    "initiatives": """SELECT k.cycle_id FROM initiatives i JOIN key_results k ON k.id = i.key_result_id WHERE i.id = :id
+                      UNION SELECT cycle_id FROM key_results WHERE id = :key_result_id""",
 }
 
 

@@ -35,13 +35,14 @@ and okr import reads it as it streams by, whatever its layout:
     "key_results": [ … ],
     "checkins": [ … ],
     "comments": [ … ],
+    "initiatives": [ … ],
     "api_keys": [ … ]
     }
 
 "format" and "version" come first; then the sections, in this order, each an
 array of records in creation order (the database's seq; a team member's is
 when the user joined). "api_keys" is there only when exported with
---include-keys; the other nine are always there, empty or not. Every record
+--include-keys; the other ten are always there, empty or not. Every record
 has exactly these fields, in this order; a field the database holds as NULL is
 null:
 
@@ -57,9 +58,10 @@ null:
                  outcome, score, reflection, carried_from_id
     key_results  id, objective_id, name, type, confidence, current_value,
                  target_value_min, target_value_max, created_at, modified_at, revision,
-                 owner_id, unit, unit_position, score
+                 owner_id, unit, unit_position, score, weight, progress_from
     checkins     id, key_result_id, value, confidence, comment, author_id, created_at
     comments     id, objective_id, key_result_id, author_id, body, created_at, modified_at, revision
+    initiatives  id, key_result_id, name, owner_id, state, due_on, link, created_at, modified_at, revision
     api_keys     credential, secret, name, read_only, created_at, revoked_at, user_id
 
 Values are as the API shows them: ids are lowercase UUIDs, timestamps RFC 3339
@@ -79,7 +81,11 @@ them (the account page's switch); oidc_issuer and oidc_subject who they are at
 the identity provider (okr.accounts.identity_provider), both null until their first sign-in there.
 A comment is on an objective (objective_id) or a key result (key_result_id),
 the other null; its author_id is null for a service key's, open access's or a
-deleted user's. An API key's user_id is the user it acts for, null for a
+deleted user's. A key result's weight is how much it counts in its objective's
+progress (0 to 100), its progress_from "measure" or "initiatives"; an initiative
+is the work under a key result: its owner_id a user's id or null, its state
+planned, in_progress, done or blocked, its due_on an ISO date or null and its
+link an http(s) address or null. An API key's user_id is the user it acts for, null for a
 service key. An API key's secret is the secret itself, as the database keeps
 it (the server needs it to check signatures): a file exported with
 --include-keys grants access to the API.
@@ -138,7 +144,9 @@ oidc_issuer and oidc_subject a new user with no link, or a stored user whose
 link stays. An API key without a user_id is a new service key, or a stored key
 whose user stays. A version 3 file may leave those fields out the same way. Version 4
 has no closing fields: a new cycle is open and a new objective or key result has no
-close-out and no carried-from link; a stored one keeps its own.
+close-out and no carried-from link; a stored one keeps its own. Version 5 has no
+"initiatives" section and no key results' weight or progress_from: a new key result
+weighs 1 and takes its progress from its measure; a stored one keeps its own.
 
 A closed cycle: the file's cycles are written without their closing, and once every
 section is written each is closed as the file says (okr.store.bulk.close_cycle), so that

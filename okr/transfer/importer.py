@@ -152,6 +152,11 @@ class Check:
             if row[field] is not None and not self.exists(name, row[field]):
                 raise self.missing(where, field, row[field], name)
 
+    def check_initiatives(self, where, index, row, key):
+        for field, name in (("key_result_id", "key_results"), ("owner_id", "users")):
+            if row[field] is not None and not self.exists(name, row[field]):
+                raise self.missing(where, field, row[field], name)
+
     def check_api_keys(self, where, index, row, key):
         if row["user_id"] not in (None, NOT_GIVEN) and not self.exists("users", row["user_id"]):
             raise self.missing(where, "user_id", row["user_id"], "users")

@@ -12,7 +12,7 @@ from marshmallow import ValidationError, validate, validates_schema
 from ..rules.fields import StrictBool, Text
 from ..rules.ids import UUID_RE
 from ..rules.messages import flatten
-from ..rules.body_schemas import (NAME_MAX, BodySchema, ClosingFields, CommentSchema, KeyResultEditSchema,
+from ..rules.body_schemas import (NAME_MAX, BodySchema, ClosingFields, CommentSchema, InitiativeSchema, KeyResultEditSchema,
                                   KeyResultSchema, ObjectiveSchema, UnitFields, UserSchema, checkin_schema,
                                   cycle_update_schema, group_update_schema)
 from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL, event_text
@@ -23,15 +23,15 @@ FORMAT = "okr-export"
 # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner;
 # 3 the comments section, and users' weekly_email, oidc_issuer and oidc_subject; 4 key results' unit and
 # unit_position; 5 cycles' closed_at and closed_by, objectives' outcome, score, reflection and carried_from_id, key
-# results' score; 6 key results' weight.
+# results' score; 6 key results' weight and progress_from, the initiatives section.
 VERSION = 6
 
 SECTIONS = tuple(FIELDS)  # in file order: events, the data, api_keys
 WRITTEN = SECTIONS[:-1]  # always written; api_keys only when asked for
 DATA_SECTIONS = WRITTEN[1:]  # what makes a database not empty: events alone do not
 # Sections a file may lack: version 1 had no team members, neither it nor version 2 before events had
-# events, and neither version 1 nor 2 comments.
-OPTIONAL_SECTIONS = frozenset({"events", "team_members", "comments"})
+# events, neither version 1 nor 2 comments, and none before 6 initiatives.
+OPTIONAL_SECTIONS = frozenset({"events", "team_members", "comments", "initiatives"})
 REQUIRED_SECTIONS = tuple(name for name in DATA_SECTIONS if name not in OPTIONAL_SECTIONS)
 BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only", "weekly_email"})
 TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at", "closed_at"})
@@ -41,11 +41,12 @@ OTHER_IDS = frozenset({"closed_by"})
 NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
                       "target_value_max", "comment", "author_id", "revoked_at", "user_id", "starts_on", "ends_on",
                       "owner_id", "oidc_issuer", "oidc_subject", "unit", "unit_position", "closed_at", "closed_by",
-                      "outcome", "score", "reflection", "carried_from_id"})
+                      "outcome", "score", "reflection", "carried_from_id", "due_on", "link"})
 # And fields that may be null in one section only: a comment is on an objective or on a key result.
 NULLABLE_IN = {"comments": frozenset({"objective_id", "key_result_id"})}
 SINGULAR = {"events": "event", "users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",
             "objectives": "objective", "key_results": "key result", "checkins": "check-in", "comments": "comment",
+            "initiatives": "initiative",
             "api_keys": "API key"}
 PLURAL = {name: f"{word}s" for name, word in SINGULAR.items()}
 
@@ -157,6 +158,7 @@ class KeyResultRowSchema(KeyResultSchema, UnitFields):
 
     score = KeyResultEditSchema._declared_fields["score"]  # PATCH's own rule (each schema copies its fields)
     weight = KeyResultEditSchema._declared_fields["weight"]  # absent stays absent: a stored row keeps its own
+    progress_from = KeyResultEditSchema._declared_fields["progress_from"]
 
 
 class ObjectiveRowSchema(ObjectiveSchema, ClosingFields):
@@ -181,6 +183,7 @@ SCHEMAS = {
     "key_results": KeyResultRowSchema(),
     "checkins": checkin_schema,
     "comments": CommentRowSchema(),
+    "initiatives": InitiativeSchema(),
     "api_keys": api_key_schema,
 }
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")

@@ -18,7 +18,7 @@ def patch(client, path, body, content_type=MERGE_PATCH):
 
 
 # What a PATCH answers beyond the spec's GET: a key result's owner, unit, score and weight, an objective's close-out.
-DETAILS = {"/v1/keyresults/": ("owner_id", "unit", "unit_position", "score", "weight"),
+DETAILS = {"/v1/keyresults/": ("owner_id", "unit", "unit_position", "score", "weight", "progress_from"),
            "/v1/objectives/": ("outcome", "score", "reflection", "carried_from_id")}
 
 NO_CLOSE_OUT = {"outcome": None, "score": None, "reflection": None, "carried_from_id": None}
@@ -406,10 +406,10 @@ def test_patch_end_to_end_over_waitress(live_server):
             updated["confidence"]) == ("range", "10.00", "20.00", "3.00", "0.80")
     # a PATCH answers the owner and unit too
     assert {**http.get(kr_path).ok(), "owner_id": None, "unit": None, "unit_position": None, "score": None,
-            "weight": 1} == updated
+            "weight": 1, "progress_from": "measure"} == updated
     refused = http.request("PATCH", kr_path, {"type": None})
     assert refused.status == 400 and refused.json()["details"].keys() == {"type"}
     assert http.request("PATCH", kr_path, raw=b"[]").status == 400
     # a PATCH answers the owner and unit too
     assert {**http.get(kr_path).ok(), "owner_id": None, "unit": None, "unit_position": None, "score": None,
-            "weight": 1} == updated
+            "weight": 1, "progress_from": "measure"} == updated

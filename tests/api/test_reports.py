@@ -25,7 +25,7 @@ from helpers import (
 from okr.store.reports import recent_values
 
 UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
-KR_EXTRAS = ["owner_id", "unit", "unit_position", "score", "weight", "start_value", "progress", "status", "stale", "last_checkin_at",
+KR_EXTRAS = ["owner_id", "unit", "unit_position", "score", "weight", "progress_from", "start_value", "progress", "status", "stale", "last_checkin_at",
              "expected_progress", "pace_status"]
 OBJECTIVE_EXTRAS = ["outcome", "score", "reflection", "carried_from_id", "progress", "progress_from", "status", "key_results", "children"]
 CYCLE_EXTRAS = {"starts_on": None, "ends_on": None, "state": "current", "closed_at": None, "closed_by": None}

@@ -34,7 +34,7 @@ def patched(client, key_result_id, body):
 def test_patch_sets_the_unit_and_answers_it(client, key_result, body, unit, position):
     answer = patched(client, key_result["id"], body)
     assert (answer["unit"], answer["unit_position"]) == (unit, position)
-    assert list(answer)[-5:] == ["owner_id", "unit", "unit_position", "score", "weight"]
+    assert list(answer)[-6:] == ["owner_id", "unit", "unit_position", "score", "weight", "progress_from"]
 
 
 @pytest.mark.parametrize("clearing", [{"unit": None}, {"unit": ""}, {"unit": "   "}])

@@ -25,7 +25,7 @@ from okr.progress import parse_timestamp
 from okr.store import invitations, sessions, users
 from okr.store import keys as key_store
 
-DATA = ["users", "teams", "team_members", "cycles", "objectives", "key_results", "checkins", "comments"]
+DATA = ["users", "teams", "team_members", "cycles", "objectives", "key_results", "checkins", "comments", "initiatives"]
 SECTIONS = ["events", *DATA]
 
 
@@ -206,12 +206,12 @@ def test_export_then_import_into_an_empty_database_then_export_gives_the_same_by
     assert events > 28
     assert counts == {"exported": str(first), "format": "okr-export", "version": 6, "events": events, "users": 3,
                       "teams": 2, "team_members": 3, "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9,
-                      "comments": 0}
+                      "comments": 0, "initiatives": 0}
     target = new_app(tmp_path / "target.db")
     imported = ok(invoke(target, "import", first))
     assert imported == {"imported": str(first), "events": events, "users": 3, "teams": 2, "team_members": 3,
                         "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9, "comments": 0,
-                        "never_in_the_file": imported["never_in_the_file"]}
+                        "initiatives": 0, "never_in_the_file": imported["never_in_the_file"]}
     second = tmp_path / "second.json"
     export(target, second)
     # The data comes back byte for byte; the events too, followed by the import's own one.
@@ -470,7 +470,7 @@ RECORD_REFUSALS = {
     "a team member with a field too many": (set_field("team_members", "role", "lead", 0),
                                             "team_members[0]: unknown field role"),
     "team members out of order": (break_it(lambda data: data.update(team_members=data.pop("team_members"))),
-                                  'the section "team_members" comes after "comments"'),
+                                  'the section "team_members" comes after "initiatives"'),
 }
 
 

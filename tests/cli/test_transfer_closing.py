@@ -63,7 +63,7 @@ def test_every_new_field_goes_out_and_comes_back_and_a_closed_cycle_stays_closed
     [carried] = [o for o in data["objectives"] if o["cycle_id"] == scored["q2"]]
     assert carried["carried_from_id"] == scored["child"]
     positive = next(k for k in data["key_results"] if k["id"] == scored["key_results"]["positive"])
-    assert list(positive)[-2:] == ["score", "weight"] and positive["score"] == "0.60"
+    assert list(positive)[-3:] == ["score", "weight", "progress_from"] and positive["score"] == "0.60"
 
     target = new_app(tmp_path / "target.db")
     ok(invoke(target, "import", tmp_path / "all.json"))

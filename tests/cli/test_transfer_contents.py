@@ -66,7 +66,7 @@ def people(app):
 def test_comments_settings_and_provider_links_go_out_and_come_back(app, annotated, tmp_path):
     data = exported(app, tmp_path)
     assert data["version"] == 6
-    assert list(data)[-1] == "comments"
+    assert list(data)[-2:] == ["comments", "initiatives"]
     assert [list(record) for record in data["comments"]] == [COMMENT_FIELDS] * 3
     edited = data["comments"][0]
     assert (edited["body"], edited["revision"], edited["created_at"], edited["modified_at"]) == (
@@ -308,7 +308,7 @@ def test_key_results_units_go_out_and_come_back(app, seeded, tmp_path):
     data = exported(app, tmp_path)
     assert data["version"] == 6
     [record] = [k for k in data["key_results"] if k["id"] == positive]
-    assert list(record)[-5:-2] == ["owner_id", "unit", "unit_position"]
+    assert list(record)[-6:-3] == ["owner_id", "unit", "unit_position"]
     assert (record["unit"], record["unit_position"]) == ("$", "before")
     assert all(k["unit"] is None and k["unit_position"] is None for k in data["key_results"] if k["id"] != positive)
     target = new_app(tmp_path / "target.db")

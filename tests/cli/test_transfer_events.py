@@ -329,7 +329,7 @@ def test_events_after_the_data_are_refused(app, seeded, tmp_path):
     moved["events"] = data["events"]
     target = new_app(tmp_path / "target.db")
     line = refused_unchanged(target, "import", write_json(tmp_path / "late.json", moved))
-    assert 'the section "events" comes after "comments"; the sections go in the order events, users, ' in line
+    assert 'the section "events" comes after "initiatives"; the sections go in the order events, users, ' in line
 
 
 # --- merge and webhooks ------------------------------------------------------------------------------
