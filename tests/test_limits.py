@@ -99,6 +99,8 @@ LIMITS = {
         count(views.WORDS_MAX, AT_MOST, "Name contains", "words over", of=CHARACTERS),
     "check-ins in a key result's history":
         count(views.HISTORY_ROWS, AT_MOST, "its history", "check-in history", of=("check-ins",)),
+    "findings listed in a cycle page's *Quality* panel":
+        count(views.QUALITY_SHOWN, AT_MOST, "Quality panel", of=("findings",)),
     "comments under an objective or a key result":
         count(comment_pages.SHOWN, AT_MOST, "comments shown", "latest comments", of=("comments",)),
     "parent objectives offered on an objective's form":

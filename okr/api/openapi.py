@@ -18,6 +18,7 @@ from marshmallow import Schema, fields
 
 from .. import progress, settings
 from ..progress import STALE_AFTER
+from ..reports import quality
 from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
                             StrictBool, Text, UnitPosition, UnitText, WHITESPACE, WholeNumber)
@@ -615,6 +616,28 @@ class Retrospective(RetrospectiveHeading):
     carried_over = fields.Nested(CarriedOver, required=True)
 
 
+class QualityCheck(Schema):
+    code = fields.String(required=True, metadata={"enum": list(quality.CODES)})
+    severity = fields.String(required=True, metadata={
+        "enum": list(quality.SEVERITIES),
+        "description": "warning: something to fix; suggestion: worth a thought (a name that reads like a task)."})
+    objective_id = uuid_field(allow_none=True)  # the objective's, or a key result's objective; null for a person
+    objective_name = fields.String(required=True, allow_none=True)
+    key_result_id = uuid_field(allow_none=True)  # a key result's check; else null
+    key_result_name = fields.String(required=True, allow_none=True)
+    user_id = uuid_field(allow_none=True)  # owner_over_focus: the person; else null
+    user_name = fields.String(required=True, allow_none=True)
+    message = fields.String(required=True, metadata={"description": "What to fix, in a sentence naming its subject."})
+
+
+class CycleChecks(Schema):
+    cycle_id = uuid_field()
+    checks = fields.List(fields.Nested(QualityCheck), required=True, metadata={
+        "description": "Each objective's findings, then each of its key results', in creation order; then each "
+                       "person who owns too many key results, most first."})
+    count = fields.Integer(required=True, metadata={"minimum": 0})
+
+
 class ApiError(Schema):
     code = fields.Integer(required=True)
     message = fields.String(required=True)
@@ -804,6 +827,9 @@ OPERATIONS = [
     ("getCycleCalibration", "/v1/cycles/{cycle_id}/calibration", "get",
      "A cycle's confidence calibration per owner and per team: Brier score, over-confidence, called green and "
      "landed red", None, Calibration, ("team_id",)),
+    ("listCycleChecks", "/v1/cycles/{cycle_id}/checks", "get",
+     "What to fix in a cycle's OKRs: the quality checks' findings, each with its code, subject and message", None,
+     CycleChecks, ()),
     ("listConnections", "/v1/connections", "get", "List the connections of metric sources (an admin only)", None,
      ConnectionPage, LIST),
     ("createConnection", "/v1/connections", "post", "Add a connection (an admin only); its secret is sealed and never "
@@ -937,6 +963,20 @@ RETROSPECTIVE_RULES = (
     "the last third of the cycle's dates (without both dates, of the time from its first check-in to its close) "
     "and a final score below 0.40.")
 
+
+
+def quality_rules():
+    """The quality checks' rules (okr.reports.quality), as their operation says them."""
+    return (f"The checks: an objective has {quality.FEWEST_KEY_RESULTS} to {quality.MOST_KEY_RESULTS} key results "
+            "(too_few_key_results, too_many_key_results; one without key results of its own whose progress comes "
+            "from objectives aligned under it is not short); it has a team or an assignee (objective_without_owner); "
+            "each key result has an owner (key_result_without_owner); a key result whose name starts with a task's "
+            f"verb ({', '.join(quality.TASK_VERBS)}) reads as a task and is suggested as an initiative "
+            "(key_result_reads_as_task, a suggestion); a baseline key result (no target) is flagged once more than "
+            "a third of its cycle's dates have gone by (baseline_after_first_third; never without both dates); nobody "
+            f"owns more than {quality.FOCUS_MOST} key results in the cycle (owner_over_focus).")
+
+
 # Said of one operation beyond its summary.
 DESCRIPTIONS = {
     ("/v1/objectives/{objective_id}/comments", "post"): COMMENT_AUTHOR,
@@ -986,6 +1026,9 @@ DESCRIPTIONS = {
         "Per key-result owner and per team, as of the cycle's close (or now while it is open). Viewers may read "
         "it. With team_id, only that team's objectives and their key results. "
         + RETROSPECTIVE_RULES,
+    ("/v1/cycles/{cycle_id}/checks", "get"):
+        "Viewers may read it. " + quality_rules() + " The same findings show in the cycle page's Quality panel "
+        "and beside the edit forms' fields.",
     ("/v1/events", "get"):
         "Each create, update and delete of a cycle, team, membership, objective, key result, check-in, comment, "
         "user or API key, whatever made it (the API, the dashboard, a command, an import), written in the "
@@ -1182,7 +1225,7 @@ TAGS = {
 TAG_OF_WORD = {"objectives": "Objectives", "keyresults": "KeyResults", "checkins": "Checkins",
                "comments": "Comments", "cycles": "Cycles", "teams": "Teams", "members": "Teams", "users": "Users",
                "me": "Users", "events": "Events", "search": "Search", "report": "Reports", "report.csv": "Reports",
-               "retrospective": "Reports", "calibration": "Reports",
+               "retrospective": "Reports", "calibration": "Reports", "checks": "Reports",
                "close": "Cycles", "reopen": "Cycles", "connections": "Sources", "source": "Sources",
                "test": "Sources", "sync": "Sources", "fill": "Sources", "evidence": "Sources", "answer": "Sources",
                "recompute": "Sources"}

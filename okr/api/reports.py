@@ -1,5 +1,6 @@
 """Reports: /v1/cycles/<id>/report (and report.csv) and /v1/objectives/<id>/report, built by okr.reports.alignment;
-/v1/cycles/<id>/retrospective and /calibration, built by okr.reports.retrospective.
+/v1/cycles/<id>/retrospective and /calibration, built by okr.reports.retrospective; /v1/cycles/<id>/checks, the
+quality checks of okr.reports.quality.
 
 A big one (okr/reports/spooled.py) is built within a slot shared by every server process, by okr.reports.streaming into a
 file, the same bytes, and sent from it; with no slot free in time the answer is 503 with Retry-After.
@@ -9,7 +10,7 @@ from flask import Blueprint, Response
 from .. import clock, progress
 from ..db import get_db
 from ..errors import NotFound
-from ..reports import alignment, retrospective, spooled, streaming
+from ..reports import alignment, quality, retrospective, spooled, streaming
 from ..store import cycles, teams
 from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
@@ -90,3 +91,12 @@ def calibration_cycle(cycle_id):
     """A cycle's confidence calibration per owner and per team, maybe of one team's objectives."""
     db, cycle, team = cycle_and_team(cycle_id)
     return retrospective.cycle_calibration(db, cycle, progress.parse_timestamp(clock.utc_now()), team)
+
+
+@bp.get("/cycles/<cycle_id>/checks")
+def check_cycle(cycle_id):
+    """Lists what to fix in a cycle's OKRs: the findings of the quality checks, each with its subject and message."""
+    db = get_db()
+    cycle = cycles.get(db, cycle_id)
+    today = progress.parse_timestamp(clock.utc_now()).date()
+    return quality.answer(cycle["id"], quality.cycle_checks(db, cycle, today))

@@ -240,6 +240,22 @@ def cycle_summary(cycle_id: Id, ctx: Context) -> CallToolResult:
     return answer("\n".join(lines), facts)
 
 
+@tool(READS, "What to fix in a cycle's OKRs: objectives with too few or too many key results or no owner, key results "
+             "without an owner or target or that read as tasks, people who own too many.")
+def quality_checks(cycle_id: Id, ctx: Context) -> CallToolResult:
+    found = caller(ctx).get(f"/v1/cycles/{checked_id(cycle_id, 'cycle_id')}/checks")
+    lines = [f"- {check['severity']}: {check['message']} [{subject_ids(check)}]" for check in found["checks"]]
+    heading = (f"{found['count']} thing{'s' if found['count'] != 1 else ''} to fix in this cycle:" if lines
+               else "No issues found: every quality check passes in this cycle.")
+    return answer("\n".join([heading, *lines]), found)
+
+
+def subject_ids(check):
+    """The ids a check names, as the other tools show them."""
+    return ", ".join(f"{name.replace('_id', '').replace('_', ' ')} id {check[name]}"
+                     for name in ("key_result_id", "objective_id", "user_id") if check[name] is not None)
+
+
 def latest_of(column, parent_id, with_checkins):
     """A read of the newest check-ins (with their authors' names) and comments of one objective or key result."""
     def read(db, grant):

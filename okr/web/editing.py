@@ -2,7 +2,8 @@
 revision a form was made from, and the confirmation page before a delete.
 
 The pages for cycles, teams, objectives and key results (okr.web.edit_*) build on these; the writes are
-okr.store's, the rules okr.rules.body_schemas', so that a page accepts exactly what the API accepts.
+okr.store's, the rules okr.rules.body_schemas', so that a page accepts exactly what the API accepts. The quality
+checks' hints (okr.reports.quality) are advice beside the fields, never a refusal.
 """
 import json
 from functools import wraps
@@ -38,6 +39,20 @@ def unlocked(view):
                 locks.require_open(db, locks.cycle_of(db, table, given[name]))
         return view(**ids)
     return guarded
+
+
+def advice(found, field_of):
+    """Quality checks' findings (okr.reports.quality) as a form shows them: ({field: sentences} beside the field
+    field_of names for each code, [sentences] of the codes it names no field for). Each hint becomes a sentence."""
+    beside, general = {}, []
+    for finding in found:
+        sentence = finding["hint"][:1].upper() + finding["hint"][1:] + "."
+        field = field_of.get(finding["code"])
+        if field is None:
+            general.append(sentence)
+        else:
+            beside[field] = f"{beside[field]} {sentence}" if field in beside else sentence
+    return beside, general
 
 
 def typed(names):

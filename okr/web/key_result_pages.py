@@ -14,10 +14,11 @@ from flask import redirect, render_template, request, url_for
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
+from ..reports import quality
 from ..rules.body_schemas import key_result_edit_schema, key_result_schema, unit_schema
-from ..store import key_results, objectives, users
+from ..store import cycles, key_results, objectives, users
 from . import editing, forms, wording
-from .views import bp
+from .views import bp, now
 
 FIELDS = ("name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id", "unit",
           "unit_position", "weight")
@@ -42,6 +43,9 @@ RULE_WORDS = {
 }
 DOOMED_WORDS = {"checkins": "check-in"}
 WEIGHT_WORDS = "Enter a whole number from 0 to 100."
+# The field beside which the form shows each quality check's hint (okr.reports.quality) on the stored key result.
+ADVICE_FIELDS = {"key_result_reads_as_task": "name", "key_result_without_owner": "owner_id",
+                 "owner_over_focus": "owner_id", "baseline_after_first_third": "target_value_min"}
 
 
 def forbidden_targets(form, typed):
@@ -144,8 +148,13 @@ def render_form(objective, row=None, form=None, errors=None, conflict=None, revi
     form = form or {}
     keep = (form.get("owner_id", ""), row["owner_id"] if row is not None else "")
     people = users.owner_choices(db, keep)
+    advice = {}
+    if row is not None:  # the checks on the key result as stored
+        found = quality.cycle_checks(db, cycles.get(db, objective["cycle_id"]), now().date())
+        advice = editing.advice(quality.about_key_result(found, row), ADVICE_FIELDS)[0]
     return render_template(
-        "keyresult-form.html", objective=objective, kr=row, form=form, errors=errors or {}, conflict=conflict,
+        "keyresult-form.html", objective=objective, kr=row, form=form, errors=errors or {}, advice=advice,
+        conflict=conflict,
         revision=revision, original=original, types=list(TYPES.items()), positions=POSITIONS,
         people=[(u["id"], u["name"] + owner_note(u)) for u in people])
 

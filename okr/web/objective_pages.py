@@ -14,7 +14,7 @@ from markupsafe import Markup
 from ..accounts import sessions
 from ..db import get_db
 from ..errors import Invalid, NotFound
-from ..reports import alignment, timelines
+from ..reports import alignment, quality, timelines
 from ..rules.body_schemas import objective_schema, objective_update_schema
 from ..store import cycles, objectives, teams, users
 from . import charts, editing
@@ -28,6 +28,8 @@ KIND_WORDS = {"company": "Company", "team": "Team", "personal": "Personal"}
 LABELS = {"name": "the name", "description": "the description", "kind": "the kind", "team_id": "the team",
           "assignee_id": "the owner", "parent_objective_id": "the parent objective", "cycle_id": "the cycle"}
 DOOMED_WORDS = {"key_results": "key result", "checkins": "check-in"}
+# The field beside which the form shows each quality check's hint; the others (how many key results) head the form.
+ADVICE_FIELDS = {"objective_without_owner": "assignee_id"}
 # The most parent choices a form lists; more, and it shows a search box (parent_q) to narrow them.
 PARENT_CHOICES = 200
 REFERENCE_WORDS = {
@@ -124,7 +126,12 @@ def render_form(row=None, form=None, errors=None, conflict=None, revision=None, 
     groups, total, cut = parent_choices(db, row["id"] if row is not None else None,
                                         form.get("cycle_id") or (row["cycle_id"] if row is not None else ""),
                                         query, keep)
+    advice, notes = {}, []
+    if row is not None:  # the checks on the objective as stored
+        found = quality.cycle_checks(db, cycles.get(db, row["cycle_id"]), now().date())
+        advice, notes = editing.advice(quality.about_objective(found, row["id"]), ADVICE_FIELDS)
     return render_template("objective-form.html", objective=row, form=form, errors=errors or {},
+                           advice=advice, advice_notes=notes,
                            conflict=conflict, revision=revision, original=original, kinds=KIND_WORDS,
                            parents=groups, parent_total=total, parent_cut=cut, parent_q=query,
                            parent_shown=sum(len(options) for _, options in groups),

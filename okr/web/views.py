@@ -25,7 +25,7 @@ from ..db import get_db
 from ..errors import Invalid, NotFound
 from ..progress import parse_timestamp
 from ..records import cycle_details_json
-from ..reports import alignment, review, spooled, streaming, timelines, your_week
+from ..reports import alignment, quality, review, spooled, streaming, timelines, your_week
 from ..rules import body_schemas, quantities
 from ..rules.ids import MAX_ROW_ID, UUID_RE
 from ..store import checkins, cycles, key_results, locks, objectives, sources, teams, users
@@ -42,6 +42,7 @@ bp = Blueprint("web", __name__, template_folder="templates", static_folder="stat
 CYCLES_PER_PAGE = 20
 SPARK_POINTS = 12
 HISTORY_ROWS = 100
+QUALITY_SHOWN = 100  # findings listed in a cycle page's Quality panel; the count says how many there are in all
 STATIC = Path(__file__).parent / "static"
 # Changes with the static files, so that their long cache life never serves an old one.
 STYLE_VERSION = hashlib.sha256(b"".join(path.read_bytes() for path in sorted(STATIC.glob("*.*")))).hexdigest()[:12]
@@ -245,13 +246,17 @@ def cycle_page(db, cycle, chosen, choice, after, board=False, big=False):
         return None if line is None else charts.progress_chart(line["points"], line["first"], line["last"],
                                                                line["expected"], moment.date())
 
+    def checked():  # the whole cycle's, whatever the filters
+        found = quality.cycle_checks(db, cycle, moment.date())
+        return {"count": len(found), "shown": found[:QUALITY_SHOWN]}
+
     query = {**{name: value for name, value in chosen.items() if value}, "status": sorted(choice.statuses),
              "q": choice.words and request.args.get("q", "").strip()}
     elapsed = progress.figure(progress.elapsed(cycle["starts_on"], cycle["ends_on"], moment.date()))
     return dict(
         cycle=cycle_details_json(cycle, moment.date()), report=found, chosen=chosen, choice=choice,
         words=request.args.get("q", "").strip(), teams=team_rows, users=user_rows, view=Lazy(rows), board=board,
-        chart=Lazy(chart), big=big, moment=moment,
+        chart=Lazy(chart), big=big, moment=moment, quality=Lazy(checked),
         query={name: value for name, value in query.items() if value},
         time_gone=wording.time_gone(cycle["starts_on"], cycle["ends_on"], moment.date(), elapsed),
         statuses=Lazy(lambda: charts.status_bar(list(found.cycle["status_counts"].items()), wording.STATUS_WORDS)),

@@ -342,6 +342,7 @@ def test_the_fuzzer_reaches_every_documented_operation(api):
     assert {("GET", "/v1/me"), ("GET", "/v1/teams/{team_id}/members"), ("PUT", MEMBER), ("DELETE", MEMBER)} <= fuzzed
     assert {("PATCH", "/v1/cycles/{cycle_id}"), ("GET", "/v1/cycles/{cycle_id}/report.csv")} <= fuzzed
     assert {("GET", "/v1/cycles/{cycle_id}/retrospective"), ("GET", "/v1/cycles/{cycle_id}/calibration")} <= fuzzed
+    assert ("GET", "/v1/cycles/{cycle_id}/checks") in fuzzed
     assert ("GET", "/v1/events") in fuzzed
     parents = ("/v1/objectives/{objective_id}/comments", "/v1/keyresults/{key_result_id}/comments")
     assert {(method, path) for method in ("POST", "GET") for path in parents} <= fuzzed

@@ -19,6 +19,7 @@ from okr.store import keys
 from okr.rules.fields import NOT_BLANK
 from okr.api.openapi import ADMIN_ONLY, EDITOR_ONLY
 from okr.api.paging import decode_token, encode_token
+from okr.reports import quality
 from okr.rules.ids import UUID_PATTERN
 
 UUID = f"^{UUID_PATTERN}$"
@@ -58,7 +59,7 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 68
+    assert len(documented_routes(document)) == 69
 
 
 def test_check_ins_and_reports_are_documented(document):
@@ -703,7 +704,7 @@ API_MD = Path(__file__).resolve().parent.parent.parent / "docs" / "api.md"
 
 def test_every_operation_has_a_short_camel_case_id_and_one_tag(document):
     ids = [operation["operationId"] for _, _, operation in operations(document)]
-    assert len(ids) == len(set(ids)) == 68
+    assert len(ids) == len(set(ids)) == 69
     assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", name) and len(name) <= 25 for name in ids), ids
     tags = [tag["name"] for tag in document["tags"]]
     assert all(tag["description"] for tag in document["tags"])
@@ -834,3 +835,20 @@ def test_retrospective_and_calibration_answers_match_their_schemas(client, docum
         assert validator(document, name).is_valid(answer), (name, answer)
     assert ref_name(response_schema(document, "/v1/cycles/{cycle_id}/retrospective", "get")) == "Retrospective"
     assert ref_name(response_schema(document, "/v1/cycles/{cycle_id}/calibration", "get")) == "Calibration"
+
+
+def test_quality_checks_answers_match_their_schema(client, document, cycle, runner):
+    ada = make_user(runner)
+    objective = client.post("/v1/objectives", json={"name": "Grow", "cycle_id": cycle["id"], "is_company": False,
+                                                    "is_personal": False}).get_json()
+    for number in range(6):
+        client.post(f"/v1/objectives/{objective['id']}/keyresults",
+                    json={"name": f"Launch {number}", "type": "baseline", "owner_id": ada["id"]})
+    client.post(f"/v1/objectives/{objective['id']}/keyresults", json={"name": "Nobody's", "type": "baseline"})
+    answer = client.get(f"/v1/cycles/{cycle['id']}/checks").get_json()
+    assert {check["code"] for check in answer["checks"]} == {
+        "objective_without_owner", "too_many_key_results", "key_result_without_owner", "key_result_reads_as_task",
+        "owner_over_focus"}
+    assert validator(document, "CycleChecks").is_valid(answer), answer
+    assert ref_name(response_schema(document, "/v1/cycles/{cycle_id}/checks", "get")) == "CycleChecks"
+    assert component(document, "QualityCheck")["properties"]["code"]["enum"] == list(quality.CODES)

@@ -57,6 +57,7 @@ def tool_calls(okrs, person_id):
     kr, objective, cycle = okrs["signups"]["id"], okrs["objective"]["id"], okrs["cycle"]["id"]
     return {
         "whoami": [], "my_week": [], "list_cycles": [], "cycle_summary": [f"cycle_id={cycle}"],
+        "quality_checks": [f"cycle_id={cycle}"],
         "get_objective": [f"objective_id={objective}"], "get_key_result": [f"key_result_id={kr}"],
         "search": ["query=Sign"], "activity": [f"cycle_id={cycle}", f"person_id={person_id}"],
         "check_in": [f"key_result_id={kr}", "value=42", "confidence=80 %", "comment=From the Inspector"],

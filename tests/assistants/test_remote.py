@@ -50,7 +50,7 @@ def test_initialize_and_the_lists_answer_in_json(mcp_post, person, token_for):
     assert response.get_json()["result"]["serverInfo"]["name"] == "okr"
     assert {"tools", "resources", "prompts"} <= set(response.get_json()["result"]["capabilities"])
     tools = mcp_post(token, "tools/list").get_json()["result"]["tools"]
-    assert len(tools) == 14
+    assert len(tools) == 15
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer", "Basic YTpi", "Bearer okr_pat_unknown", "Bearer x"])

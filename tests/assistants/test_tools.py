@@ -12,8 +12,8 @@ from okr.assistants.in_process import Caller
 from helpers import fetch, fetch_key_result, run_coroutine
 from mcp_calls import grant_of, text_of
 
-READING = {"whoami", "my_week", "list_cycles", "cycle_summary", "get_objective", "get_key_result", "search",
-           "activity"}
+READING = {"whoami", "my_week", "list_cycles", "cycle_summary", "quality_checks", "get_objective", "get_key_result",
+           "search", "activity"}
 WRITING = {"check_in", "comment", "create_objective", "create_key_result", "update_objective", "update_key_result"}
 
 
@@ -273,3 +273,21 @@ def test_resources_and_prompts(app, person, okrs):
     assert json.loads(key_result.contents[0].text)["key_result"]["id"] == okrs["signups"]["id"]
     assert {p.name for p in prompts} == {"weekly_check_in", "prepare_quarter_review"}
     assert okrs["cycle"]["id"] in review.messages[0].content.text
+
+
+def test_quality_checks_are_the_apis_findings_with_their_ids(call, client, person, okrs):
+    viewer = person("viewer")
+    result = call(viewer, "quality_checks", {"cycle_id": okrs["cycle"]["id"]})
+    assert not result.is_error, text_of(result)
+    answer = fetch(client, f"/v1/cycles/{okrs['cycle']['id']}/checks")
+    assert result.structured_content == answer and answer["count"] == 3
+    lines = text_of(result).splitlines()
+    assert lines[0] == "3 things to fix in this cycle:"
+    signups = next(check for check in answer["checks"] if check["key_result_id"] == okrs["signups"]["id"])
+    assert (f"- warning: {signups['message']} [key result id {okrs['signups']['id']}, objective id "
+            f"{okrs['objective']['id']}]") in lines
+    made = client.post("/v1/cycles", json={"name": "Empty"}).get_json()
+    assert text_of(call(viewer, "quality_checks", {"cycle_id": made["id"]})) == (
+        "No issues found: every quality check passes in this cycle.")
+    missing = call(viewer, "quality_checks", {"cycle_id": "00000000-0000-4000-8000-000000000000"})
+    assert missing.is_error and "cycle" in text_of(missing)

@@ -37,7 +37,7 @@ def test_the_sdks_client_over_stdio_reads_and_checks_in_as_the_person(app, clien
             refused = await mcp.call_tool("check_in", {"key_result_id": okrs["signups"]["id"], "value": "many"})
             return tools, checked, refused
     tools, checked, refused = run_coroutine(session)
-    assert len(tools) == 14
+    assert len(tools) == 15
     assert not checked.is_error and refused.is_error
     [event] = edited(client, okrs)
     assert event["actor"] == {"type": "user", "id": ada["id"], "name": "Ada", "via": "Claude Desktop"}
@@ -70,7 +70,7 @@ def test_the_sdks_client_over_streamable_http_against_waitress(app, client, okrs
             return names, checked, summary
     with served_in_thread(app) as served:
         names, checked, summary = run_coroutine(lambda: session(served.url + "/mcp"))
-    assert len(names) == 14
+    assert len(names) == 15
     assert not checked.is_error and checked.structured_content["checkin"]["confidence"] == "0.90"
     assert "Q3" in summary.content[0].text
     [event] = edited(client, okrs)
