@@ -83,6 +83,8 @@ LIMITS = {
     "a number typed in a form": count(forms.MAX_TYPED, AT_MOST, "typed number", "number typed", of=CHARACTERS),
     "people on a page of `/people`":
         count(account_pages.PEOPLE_PER_PAGE, AT_MOST, "people per page", "/people", of=("people",)),
+    "people a team page's search for new members lists":
+        count(team_pages.CANDIDATES_SHOWN, AT_MOST, "Add a member", "search", of=("people",)),
     "teams on a page of `/teams`": count(team_pages.TEAMS_PER_PAGE, AT_MOST, "teams per page", "/teams", of=("teams",)),
     "members named beside each team on `/teams`":
         count(team_pages.NAMES_SHOWN, AT_MOST, "members named", of=("members", "names")),

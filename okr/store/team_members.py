@@ -3,7 +3,7 @@
 from .. import clock
 from ..errors import NotFound
 from ..records import membership_json
-from . import events, teams, users
+from . import events, search, teams, users
 
 
 def add(db, team_id, user_id):
@@ -73,9 +73,12 @@ def first_names(db, span, shown):
            WHERE n <= ? ORDER BY team_id, n""", (*span, shown))
 
 
-def candidates(db, team_id):
-    """The id, name and email of every active user who is not a member of the team, by name."""
+def candidates(db, team_id, query, limit):
+    """Up to limit of the active users who are not members of the team and whose name or email holds query
+    (okr.store.search's rule: search.query_text's query, matched whatever the case), by name: id, name, email."""
+    condition, parameter = search.matcher(db, query)
     return db.execute(
-        """SELECT id, name, email FROM users WHERE is_active = 1
-           AND id NOT IN (SELECT user_id FROM team_members WHERE team_id = ?) ORDER BY name, seq""",
-        (team_id,)).fetchall()
+        f"""SELECT id, name, email FROM users WHERE is_active = 1
+            AND ({condition.format(column="name")} OR {condition.format(column="email")})
+            AND id NOT IN (SELECT user_id FROM team_members WHERE team_id = ?) ORDER BY name, seq LIMIT ?""",
+        (parameter, parameter, team_id, limit)).fetchall()
