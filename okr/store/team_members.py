@@ -1,5 +1,7 @@
 """A team's members: users added to and removed from a team. Deleting either side removes the membership
 (the foreign keys cascade)."""
+import json
+
 from .. import clock
 from ..errors import NotFound
 from ..records import membership_json
@@ -71,6 +73,13 @@ def first_names(db, span, shown):
                FROM team_members m JOIN teams t ON t.id = m.team_id JOIN users u ON u.id = m.user_id
                WHERE t.seq BETWEEN ? AND ?)
            WHERE n <= ? ORDER BY team_id, n""", (*span, shown))
+
+
+def memberships_of(db, user_ids):
+    """(user_id, team_id) of every membership of these users (the ids go in as one JSON array, one parameter
+    whatever their count)."""
+    return db.execute("SELECT user_id, team_id FROM team_members WHERE user_id IN (SELECT value FROM json_each(?))",
+                      (json.dumps(list(user_ids)),)).fetchall()
 
 
 def candidates(db, team_id, query, limit):
