@@ -86,6 +86,9 @@ def text_of(data):
                       "files and apply each.")
     if not text.strip():
         raise Refused(f"The file is empty: it needs a header ({COLUMN_WORDS}), then a row per person.")
+    if "\x00" in text:  # no text holds one (a UTF-16 file read as UTF-8 holds many), and a page cannot carry it
+        raise Refused("The file holds NUL characters, as a UTF-16 file does: save it as “CSV UTF-8” and choose it "
+                      "again.")
     return text
 
 

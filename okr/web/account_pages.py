@@ -271,8 +271,7 @@ def pasted_back():
 @bp.post("/people/import")
 @sessions.people_managers_only
 def preview_people():
-    """Reads a CSV of people (a file, or pasted rows) and shows who it would add and change and which rows it
-    skips, and why; writes nothing."""
+    """Shows what a CSV of people (a file, or pasted rows) would add, update and skip, and why; writes nothing."""
     try:
         text, rows = people_csv.read(uploaded_csv())  # before the database: the file is read outside any lock
     except people_csv.Refused as refused:
@@ -285,8 +284,7 @@ def preview_people():
 @bp.post("/people/import/apply")
 @sessions.people_managers_only
 def apply_people():
-    """Applies a previewed CSV of people, read and checked again, in one transaction: the people added (invited
-    by email when email is set up) and changed; then the People page says what was done."""
+    """Applies a previewed CSV of people, checked again, in one transaction; emails those added an invitation."""
     try:
         text, rows = people_csv.read(request.form.get("csv", ""))
     except people_csv.Refused as refused:

@@ -260,6 +260,7 @@ def test_a_demotion_is_refused_only_when_it_would_leave_no_active_admin(app, adm
     ("", "The file is empty"),
     ("\n\n", "The file is empty"),
     (b"name,email,role\nJos\xe9,jose@example.com,editor\n", "The file is not UTF-8 text (its byte 20 is not)"),
+    ("name,email,role\n".encode("utf-16-le"), "The file holds NUL characters, as a UTF-16 file does"),
     ("ann@example.com,Ann,editor\n", "The first row must be the header"),
     ("name,email,team\n", "The header names a column “team”"),
     ("name,email,role,\n", "Column 4 of the header has no name"),
