@@ -155,6 +155,9 @@ def create_app(test_config=None):
         PAGE_SIZE=paging.PAGE_SIZE,
         MAX_PAGE_SIZE=paging.MAX_PAGE_SIZE,
         MAX_CONTENT_LENGTH=bodies.MAX_BODY_BYTES,
+        # A form's field may be as large as the body (Werkzeug's default is 500 kB): the People page's CSV of
+        # people (okr.accounts.people_csv, up to 1 MB) comes pasted, and goes from its preview to Apply, in one.
+        MAX_FORM_MEMORY_SIZE=bodies.MAX_BODY_BYTES,
         API_VERSION="1.0.0",
         # The stylesheet's cache life; its URL changes with its content.
         SEND_FILE_MAX_AGE_DEFAULT=86400,

@@ -9,7 +9,7 @@ import pytest
 
 import helpers
 from okr import settings
-from okr.accounts import identity_provider, passwords, single_sign_on
+from okr.accounts import identity_provider, passwords, people_csv, single_sign_on
 from okr.api import auth, bodies, paging
 from okr.outbound import webhook_request, weekly_emails
 from okr.reports import activity, review
@@ -83,6 +83,13 @@ LIMITS = {
     "a number typed in a form": count(forms.MAX_TYPED, AT_MOST, "typed number", "number typed", of=CHARACTERS),
     "people on a page of `/people`":
         count(account_pages.PEOPLE_PER_PAGE, AT_MOST, "people per page", "/people", of=("people",)),
+    "a CSV of people on the People page, in bytes": size(people_csv.MAX_BYTES, AT_MOST, "CSV", "file of more than"),
+    "a CSV of people on the People page, in rows besides its header":
+        count(people_csv.MAX_ROWS, AT_MOST, "CSV", "file of more than", of=("rows",)),
+    "rows listed in each part of a CSV's preview (added, updated, skipped)":
+        count(account_pages.CSV_ROWS_SHOWN, AT_MOST, "preview", "its first", of=("rows",)),
+    "people a team page's search for new members lists":
+        count(team_pages.CANDIDATES_SHOWN, AT_MOST, "Add a member", "search", of=("people",)),
     "teams on a page of `/teams`": count(team_pages.TEAMS_PER_PAGE, AT_MOST, "teams per page", "/teams", of=("teams",)),
     "members named beside each team on `/teams`":
         count(team_pages.NAMES_SHOWN, AT_MOST, "members named", of=("members", "names")),

@@ -97,6 +97,21 @@ def email_invitation(user, token):
     return None
 
 
+def email_invitations_later(invited):
+    """Emails each (user, token) of invited their invitation, as email_invitation does, once this request's answer
+    is sent (a CSV's people, okr.accounts.people_csv: they are many, and the answer waits for none); a failure is
+    logged, and the People page's Invite makes a new link."""
+    app = current_app._get_current_object()
+    invited = [(dict(user), token) for user, token in invited]
+
+    def send_them():
+        with app.app_context():
+            for user, token in invited:
+                email_invitation(user, token)
+
+    after_the_answer(send_them)
+
+
 def ask_for_reset(settings, email):
     """Counts the request like a failed sign-in (throttle.Throttled once there were too many) and, once the answer
     is sent, emails a reset link to the active user with this email if there is one. Whether the email is

@@ -1,9 +1,11 @@
 """A team's members: users added to and removed from a team. Deleting either side removes the membership
 (the foreign keys cascade)."""
+import json
+
 from .. import clock
 from ..errors import NotFound
 from ..records import membership_json
-from . import events, teams, users
+from . import events, search, teams, users
 
 
 def add(db, team_id, user_id):
@@ -73,9 +75,19 @@ def first_names(db, span, shown):
            WHERE n <= ? ORDER BY team_id, n""", (*span, shown))
 
 
-def candidates(db, team_id):
-    """The id, name and email of every active user who is not a member of the team, by name."""
+def memberships_of(db, user_ids):
+    """(user_id, team_id) of every membership of these users (the ids go in as one JSON array, one parameter
+    whatever their count)."""
+    return db.execute("SELECT user_id, team_id FROM team_members WHERE user_id IN (SELECT value FROM json_each(?))",
+                      (json.dumps(list(user_ids)),)).fetchall()
+
+
+def candidates(db, team_id, query, limit):
+    """Up to limit of the active users who are not members of the team and whose name or email holds query
+    (okr.store.search's rule: search.query_text's query, matched whatever the case), by name: id, name, email."""
+    condition, parameter = search.matcher(db, query)
     return db.execute(
-        """SELECT id, name, email FROM users WHERE is_active = 1
-           AND id NOT IN (SELECT user_id FROM team_members WHERE team_id = ?) ORDER BY name, seq""",
-        (team_id,)).fetchall()
+        f"""SELECT id, name, email FROM users WHERE is_active = 1
+            AND ({condition.format(column="name")} OR {condition.format(column="email")})
+            AND id NOT IN (SELECT user_id FROM team_members WHERE team_id = ?) ORDER BY name, seq LIMIT ?""",
+        (parameter, parameter, team_id, limit)).fetchall()

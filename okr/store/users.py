@@ -250,6 +250,18 @@ def any_active_admin(db):
     return db.execute("SELECT EXISTS (SELECT 1 FROM users WHERE role = 'admin' AND is_active)").fetchone()[0] == 1
 
 
+def with_email_keys(db, keys):
+    """The rows of the users whose email has one of these keys (okr.rules.email_addresses.email_key; the keys go
+    in as one JSON array, one parameter whatever their count)."""
+    return db.execute("SELECT * FROM users WHERE email_key IN (SELECT value FROM json_each(?))",
+                      (json.dumps(list(keys)),)).fetchall()
+
+
+def active_admin_count(db):
+    """How many users are active admins."""
+    return db.execute("SELECT count(*) FROM users WHERE role = 'admin' AND is_active").fetchone()[0]
+
+
 def email_exists(db, email):
     """Whether a user has this email under the email rule."""
     return db.execute("SELECT 1 FROM users WHERE email_key = ?", (email_key(email),)).fetchone() is not None

@@ -11,7 +11,7 @@ from flask import make_response, redirect, render_template, request, url_for
 from marshmallow import ValidationError
 
 from .. import proxies
-from ..accounts import access, assistant_grants, password_links, sessions, sign_in, throttle
+from ..accounts import access, assistant_grants, password_links, people_csv, sessions, sign_in, throttle
 from ..db import get_db
 from ..errors import Conflict, Invalid, NotFound
 from ..rules.ids import MAX_ROW_ID
@@ -22,6 +22,7 @@ from .errors import PageError
 from .views import bp
 
 PEOPLE_PER_PAGE = 200
+CSV_ROWS_SHOWN = 200  # rows listed in each part of a CSV's preview and result (added, changed, skipped...)
 ROLE_WORDS = {
     "admin": "reads and changes everything, and manages people",
     "editor": "reads and changes cycles, teams, objectives, key results and check-ins",
@@ -137,7 +138,8 @@ def show_people():
     return render_people()
 
 
-def render_people(invited=None, invitation_url=None, form=None, errors=None, error=None, email_problem=None):
+def render_people(invited=None, invitation_url=None, form=None, errors=None, error=None, email_problem=None,
+                  imported=None, pasted=""):
     db = get_db()
     people = users.page(db, after_arg(), PEOPLE_PER_PAGE + 1)
     more = people[PEOPLE_PER_PAGE - 1]["seq"] if len(people) > PEOPLE_PER_PAGE else None
@@ -150,7 +152,9 @@ def render_people(invited=None, invitation_url=None, form=None, errors=None, err
         "people.html", people=people, teams=memberships, more=more, roles=users.ROLES, invited=invited,
         held=throttle.held_people(db, people, int(time.time())),
         invitation_url=invitation_url, email_problem=email_problem, form=form or {"name": "", "email": "", "role": "editor"},
-        errors=errors or {}, error=error)
+        errors=errors or {}, error=error, imported=imported, pasted=pasted, shown=CSV_ROWS_SHOWN,
+        csv_limits={"bytes": people_csv.MAX_BYTES, "rows": people_csv.MAX_ROWS},
+        email_set_up=password_links.mail_settings() is not None)
 
 
 def after_arg():
@@ -245,3 +249,50 @@ def change_status(user_id):
     except Conflict as error:
         return render_people(error=f"Not changed: {error}."), 409
     return redirect(url_for("web.show_people") + f"#u-{user_id}", 303)
+
+
+def uploaded_csv():
+    """The People page's CSV: the file chosen, else the text pasted; Refused when neither was sent."""
+    upload = request.files.get("file")
+    if upload is not None and upload.filename:
+        return upload.stream.read(people_csv.MAX_BYTES + 1)  # one byte past the limit says it is passed
+    pasted = request.form.get("csv", "")
+    if pasted.strip():
+        return pasted
+    raise people_csv.Refused("Choose a CSV file, or paste its rows.")
+
+
+def pasted_back():
+    """The pasted text, to show again beside a refusal (not a file's, nor one too large to show)."""
+    pasted = request.form.get("csv", "")
+    return pasted if len(pasted) <= people_csv.MAX_BYTES else ""
+
+
+@bp.post("/people/import")
+@sessions.people_managers_only
+def preview_people():
+    """Shows what a CSV of people (a file, or pasted rows) would add, update and skip, and why; writes nothing."""
+    try:
+        text, rows = people_csv.read(uploaded_csv())  # before the database: the file is read outside any lock
+    except people_csv.Refused as refused:
+        return render_people(errors={"csv": str(refused)}, pasted=pasted_back()), 400
+    planned = people_csv.plan(get_db(), text, rows)
+    return render_template("people-import.html", plan=planned, shown=CSV_ROWS_SHOWN,
+                           email_set_up=password_links.mail_settings() is not None)
+
+
+@bp.post("/people/import/apply")
+@sessions.people_managers_only
+def apply_people():
+    """Applies a previewed CSV of people, checked again, in one transaction; emails those added an invitation."""
+    try:
+        text, rows = people_csv.read(request.form.get("csv", ""))
+    except people_csv.Refused as refused:
+        return render_people(errors={"csv": str(refused)}), 400
+    db = get_db()
+    planned = people_csv.plan(db, text, rows)
+    email_set_up = password_links.mail_settings() is not None
+    invited = people_csv.apply(db, planned, invite=email_set_up)
+    if invited:
+        password_links.email_invitations_later(invited)
+    return render_people(imported=planned)

@@ -1,6 +1,10 @@
 """The team pages: /teams (every team, its members and objectives counted), /teams/new, /teams/<id> (its
 members, added and removed there, and its objectives), /teams/<id>/edit and /teams/<id>/delete.
 
+A member is added by finding them: the team page's search (?q=, a GET form) lists at most CANDIDATES_SHOWN of the
+active people who are not members and whose name or email holds the words (okr.store.search's rule), each with
+an Add button; no list of everyone is ever drawn.
+
 The forms' fields are the API's (name, user_id), checked by okr.rules.body_schemas through okr.web.editing.load and
 written by okr.store.teams and okr.store.team_members; only editors and admins open the edit pages.
 """
@@ -11,6 +15,7 @@ from flask import redirect, render_template, request, url_for
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
+from ..store import search
 from ..progress import cycle_state
 from ..rules.body_schemas import group_schema, group_update_schema
 from ..store import team_members, teams, users
@@ -22,6 +27,7 @@ TEAMS_PER_PAGE = 200
 MEMBERS_PER_PAGE = 200
 NAMES_SHOWN = 5  # members named on /teams, per team
 OBJECTIVES_SHOWN = 100  # objectives listed on a team's page
+CANDIDATES_SHOWN = 20  # people a team page's search for new members lists
 LABELS = {"name": "the name"}
 
 
@@ -65,8 +71,9 @@ def show_team(team_id):
     return render_team(team_id)
 
 
-def render_team(team_id, form=None, errors=None):
-    """The team's page; form and errors: a refused add-member form's choice and the sentence beside it."""
+def render_team(team_id, errors=None, q=None):
+    """The team's page (a 400 with a refusal); errors: a refused add's sentence (user_id); q: the search's words, else
+    the link's, refused beside the search field when they are no query (okr.store.search.query_text)."""
     db = get_db()
     team = teams.get(db, team_id)
     members = team_members.users_page(db, team_id, after_arg(), MEMBERS_PER_PAGE + 1)
@@ -77,30 +84,37 @@ def render_team(team_id, form=None, errors=None):
     if total == OBJECTIVES_SHOWN:
         total = teams.objective_count(db, team_id)
     states = [cycle_state(row["starts_on"], row["ends_on"], today) for row in objectives]
-    candidates = []
-    if access.may_write(access.current_actor(), "POST"):
-        candidates = team_members.candidates(db, team_id)
+    errors = dict(errors or {})
+    q = request.args.get("q", "") if q is None else q
+    found = None
+    if q.strip() and access.may_write(access.current_actor(), "POST"):
+        try:
+            found = team_members.candidates(db, team_id, search.query_text(q), CANDIDATES_SHOWN + 1)
+        except Invalid as refused:
+            errors.setdefault("q", refused.fields["q"])
     return render_template("team.html", team=team, members=members[:MEMBERS_PER_PAGE], more=more,
-                           objectives=list(zip(objectives, states)), objectives_total=total,
-                           candidates=[(row["id"], f"{row['name']} ({row['email']})") for row in candidates],
-                           form=form or {}, errors=errors or {})
+                           objectives=list(zip(objectives, states)), objectives_total=total, q=q,
+                           found=None if found is None else found[:CANDIDATES_SHOWN],
+                           more_found=found is not None and len(found) > CANDIDATES_SHOWN, shown=CANDIDATES_SHOWN,
+                           errors=errors), 400 if errors else 200
 
 
 @bp.post("/teams/<team_id>/members")
 @sessions.editors_only
 def add_team_member(team_id):
-    """Adds an active user, chosen from the list, to the team."""
+    """Adds an active user, found by the team page's search, to the team; back to the same search."""
     db = get_db()
     teams.get(db, team_id)
-    form = editing.typed(("user_id",))
+    form = editing.typed(("user_id", "q"))
     chosen = users.find(db, form["user_id"])
     if chosen is None:
-        return render_team(team_id, form, {"user_id": "Choose a person from the list."}), 400
+        return render_team(team_id, {"user_id": "Find the person by name or email, then choose Add."}, form["q"])
     if not chosen["is_active"]:
-        return render_team(team_id, form, {"user_id": f"{chosen['name']} is deactivated: an admin can "
-                                                      "reactivate them first."}), 400
+        return render_team(team_id, {"user_id": f"{chosen['name']} is deactivated: an admin can "
+                                                "reactivate them first."}, form["q"])
     team_members.add(db, team_id, chosen["id"])
-    return redirect(url_for("web.show_team", team_id=team_id), 303)
+    search_again = {"q": form["q"]} if form["q"].strip() and len(form["q"]) <= search.LONGEST_QUERY else {}
+    return redirect(url_for("web.show_team", team_id=team_id, **search_again) + "#add-heading", 303)
 
 
 @bp.post("/teams/<team_id>/members/<user_id>/remove")

@@ -1,6 +1,7 @@
 """People in a real browser (Debian's Chromium through Playwright, as tests/web/test_browser.py drives it)
 against the real server on loopback: an invitation to a password and a check-in with its author, signing out
-for good, a viewer who may only look, and sign-in throttling per client address.
+for good, a viewer who may only look, sign-in throttling per client address, and a CSV of 40 people uploaded,
+previewed and applied on a phone in dark mode.
 
 The server, the browser and the seeded cycle are test_browser.py's fixtures. Users, their passwords and
 invitations are made through the project's own code on the server's database file, as the CLI would.
@@ -35,6 +36,7 @@ except ImportError:
 # and a seeded server of this module's own, and the time limit on each test.
 browser, service, time_limit = test_browser.browser, test_browser.service, test_browser.time_limit
 new_page, history_rows, text_of = test_browser.new_page, test_browser.history_rows, test_browser.text_of
+PHONE, OVERFLOW, check_accessibility = test_browser.PHONE, test_browser.OVERFLOW, test_browser.check_accessibility
 SECOND_ADDRESS = "127.0.0.2"
 
 
@@ -298,3 +300,43 @@ def test_too_many_failures_from_one_address_throttle_it_but_not_another(browser,
     finally:
         first.close()
         second.close()
+
+
+# --- e: a CSV of people, previewed and applied ---------------------------------------------------------------------
+
+
+def test_an_admin_uploads_a_csv_of_forty_people_sees_the_preview_and_applies_it(browser, service):
+    person(service, "Ida Admin", "ida@example.com", "admin", "the whole staff at once")
+    rows = [f"Csv Person {n:02},csv{n:02}@example.com,editor,Platform; Growth" for n in range(1, 41)]
+    rows[4] = "Csv Bad Role,csvbad@example.com,boss,Platform"
+    rows[19] = "Csv Bad Team,csvteam@example.com,viewer,Nowhere"
+    data = ("name,email,role,teams\n" + "\n".join(rows) + "\n").encode("utf-8")
+    # On a phone, in dark mode; the policy bypassed only for axe-core's injected script (as test_accessibility).
+    context, page = new_page(browser, **PHONE, color_scheme="dark", bypass_csp=True)
+    try:
+        assert sign_in(page, service.base, "ida@example.com", "the whole staff at once").status == 200
+        page.goto(service.url("/people"))
+        page.get_by_label("CSV file", exact=True).set_input_files(
+            files=[{"name": "people.csv", "mimeType": "text/csv", "buffer": data}])
+        with page.expect_navigation() as navigation:
+            page.get_by_role("button", name="Preview").click()
+        assert navigation.value.status == 200 and urlsplit(page.url).path == "/people/import"
+        assert text_of(page.locator("#added-heading")) == "Added: 38"
+        assert page.locator("#added tbody tr").count() == 38
+        assert [text_of(row) for row in page.locator("#skipped tbody tr").all()] == [
+            "6 Csv Bad Role csvbad@example.com boss its role is “boss”, not admin, editor or viewer",
+            "21 Csv Bad Team csvteam@example.com viewer no team is named “Nowhere”"]
+        assert page.evaluate(OVERFLOW, PHONE["viewport"]["width"]) == [], "the preview scrolls sideways at 375 px"
+        problems = check_accessibility(page, "a CSV's preview, phone, dark")
+
+        with page.expect_navigation() as navigation:
+            page.get_by_role("button", name="Apply").click()
+        assert navigation.value.status == 200
+        assert "38 added, 0 updated, 0 unchanged, 2 skipped." in text_of(page.locator("section.notice"))
+        listed = " ".join(text_of(row) for row in page.locator('tr[id^="u-"]').all())  # the list of everyone
+        assert all(f"csv{n:02}@example.com" in listed for n in range(1, 41) if n not in (5, 20))
+        assert "csvbad@example.com" not in listed and "csvteam@example.com" not in listed
+        assert page.evaluate(OVERFLOW, PHONE["viewport"]["width"]) == [], "the People page scrolls sideways at 375 px"
+    finally:
+        context.close()
+    assert not problems, "accessibility problems:\n" + "\n".join(problems)

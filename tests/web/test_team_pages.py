@@ -49,10 +49,6 @@ def sign_in(client, email):
     assert response.status_code == 303
 
 
-def options(tree):
-    return [el.attrs["value"] for el in tree.one("select", name="user_id").find_all("option") if el.attrs["value"]]
-
-
 # --- /teams ----------------------------------------------------------------------------------------------
 
 
@@ -130,34 +126,73 @@ def test_a_form_without_its_csrf_token_is_refused_and_nothing_is_written(app, cl
 # --- a team's page: members and objectives ---------------------------------------------------------------
 
 
-def test_members_are_added_from_the_active_people_who_are_not_members_and_removed(app, client):
+def found(tree):
+    """The people a team page's search lists: (name, the Add form's user_id)."""
+    lists = tree.find_all("ul", cls="candidates")
+    return [(li.one("span", cls="member-name").own_text("meta"), li.one("input", name="user_id").attrs["value"])
+            for li in lists[0].find_all("li")] if lists else []
+
+
+def test_members_are_found_by_name_or_email_added_and_removed(app, client):
     team = make_team(client)
     ada = person(app, "Ada", "ada@example.com", password=False)
-    bob = person(app, "Bob", "bob@example.com", password=False)
-    gone = person(app, "Gone", "gone@example.com", password=False, active=False)
+    bob = person(app, "Bob", "bob@example.org", password=False)
+    person(app, "Gone Adams", "gone@example.com", password=False, active=False)
     tree = get(client, f"/teams/{team['id']}")
-    assert tree.one("label", **{"for": "user_id"}).text == "Add a member"
-    assert options(tree) == [ada["id"], bob["id"]]  # not the deactivated one
-    response = post(client, f"/teams/{team['id']}/members", user_id=ada["id"])
-    assert response.status_code == 303 and response.headers["Location"] == f"/teams/{team['id']}"
-    tree = get(client, f"/teams/{team['id']}")
-    assert "Ada" in tree.one("ul", cls="members").text and options(tree) == [bob["id"]]
+    search = tree.one("form", cls="member-search")
+    assert search.attrs["method"] == "get" and search.one("label", **{"for": "q"}).text == "Find people by name or email"
+    assert found(tree) == [] and not tree.find_all("select")  # nobody is listed until searched for
+    assert found(get(client, f"/teams/{team['id']}?q=AD")) == [("Ada", ada["id"])]  # not the deactivated one
+    assert found(get(client, f"/teams/{team['id']}?q=example.org")) == [("Bob", bob["id"])]  # by email too
+    assert found(get(client, f"/teams/{team['id']}?q=_")) == []  # LIKE's wildcards are letters here
+    add = get(client, f"/teams/{team['id']}?q=ad").one("ul", cls="candidates").one("form")
+    assert add.one("button").attrs["aria-label"] == "Add Ada"
+    response = post(client, add.attrs["action"], **hidden(add))
+    assert response.status_code == 303 and response.headers["Location"] == f"/teams/{team['id']}?q=ad#add-heading"
+    tree = get(client, f"/teams/{team['id']}?q=ad")
+    assert "Ada" in tree.one("ul", cls="members").text and found(tree) == []  # a member is found no more
+    assert "No active person outside the team has “ad” in their name or email." in tree.text
     remove = tree.one("form", action=f"/teams/{team['id']}/members/{ada['id']}/remove")
     assert remove.one("button").text == "Remove"
     assert post(client, remove.attrs["action"]).status_code == 303
     assert rows(app, "SELECT * FROM team_members") == []
     assert "No members yet" in get(client, f"/teams/{team['id']}").text
-    assert gone["id"]
 
 
-def test_adding_nobody_or_a_deactivated_person_is_refused_beside_the_list(app, client):
+def test_a_search_lists_at_most_twenty_people_by_name_and_says_there_are_more(app, client):
+    team = make_team(client)
+    with app.app_context(), transaction() as db:
+        for n in range(250, 0, -1):
+            users.create(db, f"Person {n:03}", f"p{n}@example.com")
+        users.create(db, "Zoë Ñúñez", "zoe@example.com")
+    tree = get(client, f"/teams/{team['id']}?q=person")
+    assert [name for name, _ in found(tree)] == [f"Person {n:03}" for n in range(1, 21)]
+    assert "The first 20 who match, by name: type more of a name or an email to find the others." in tree.text
+    assert [name for name, _ in found(get(client, f"/teams/{team['id']}?q=person 137"))] == ["Person 137"]
+    assert [name for name, _ in found(get(client, f"/teams/{team['id']}?q=ZOË"))] == ["Zoë Ñúñez"]
+
+
+def test_a_search_of_too_many_characters_is_refused_beside_its_field(app, client):
+    team = make_team(client)
+    person(app, "Ada", "ada@example.com", password=False)
+    response = client.get(f"/teams/{team['id']}?q=" + "a" * 201, headers=BROWSER)
+    assert response.status_code == 400
+    tree = parse(response.get_data(as_text=True))
+    assert tree.one(id="q-error").text == "At most 200 characters." and found(tree) == []
+    assert found(get(client, f"/teams/{team['id']}?q=%20%20")) == []  # blank: no search
+
+
+def test_adding_nobody_or_a_deactivated_person_is_refused_beside_the_search(app, client):
     team = make_team(client)
     gone = person(app, "Gone", "gone@example.com", password=False, active=False)
     person(app, "Ada", "ada@example.com", password=False)
-    for chosen, words in (("", "Choose a person from the list."), (gone["id"], "Gone is deactivated")):
-        response = post(client, f"/teams/{team['id']}/members", user_id=chosen)
+    for chosen, words in (("", "Find the person by name or email, then choose Add."),
+                          (gone["id"], "Gone is deactivated")):
+        response = post(client, f"/teams/{team['id']}/members", user_id=chosen, q="ad")
         assert response.status_code == 400
-        assert words in parse(response.get_data(as_text=True)).one(id="user_id-error").text
+        tree = parse(response.get_data(as_text=True))
+        assert words in tree.one(id="user_id-error").text
+        assert tree.one("input", id="q").attrs["value"] == "ad" and [name for name, _ in found(tree)] == ["Ada"]
     assert rows(app, "SELECT * FROM team_members") == []
 
 
@@ -258,6 +293,8 @@ def test_a_viewer_is_refused_every_team_edit_page_and_sees_no_edit_links_or_form
     assert "Ada" in page.text
     assert not page.find_all("form", method="post", prune=lambda el: el.tag == "header")
     assert not page.find_all("a", href=f"/teams/{team['id']}/edit")
+    searched = get(client, f"/teams/{team['id']}?q=a")
+    assert not searched.find_all("form", cls="member-search") and found(searched) == []
 
 
 def test_an_editor_adds_a_member_when_sign_in_is_on(app, client):
