@@ -57,6 +57,16 @@ def key_result_progress(kind, start, current, target_min, target_max):
     raise ValueError(f"unknown key result type {kind!r}")
 
 
+def initiatives_progress(done, count):
+    """A key result's progress when it comes from its initiatives: the share of them done, exactly; 0 while it has
+    none (nothing done yet)."""
+    if not count:
+        return ZERO
+    if done == count:
+        return ONE
+    return Fraction(done, count) if done else ZERO
+
+
 def clamped_ratio(gained, needed):
     """gained / needed (exact Decimals, needed not 0) clamped to 0..1, as a Fraction."""
     if needed < 0:

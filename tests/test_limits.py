@@ -16,7 +16,7 @@ from okr.reports import activity, review
 from okr.rules import body_schemas, fields, strict_json, webhook_receivers
 from okr.server import connections, http_server, litestream, request_log, workers
 from okr.sources import sql_queries, values
-from okr.store import events, invitations, password_resets, webhooks
+from okr.store import events, initiatives, invitations, password_resets, webhooks
 from okr.transfer import from_simpleokr, rows
 from okr.reports import your_week
 from okr.web import account_pages, comment_pages, forms, objective_pages, team_pages, views
@@ -63,6 +63,9 @@ LIMITS = {
     "an objective's description, a check-in's comment":
         count(body_schemas.DESCRIPTION_MAX, AT_MOST, "description", of=CHARACTERS),
     "a comment's body": count(body_schemas.COMMENT_MAX, AT_MOST, "comment", "comments", of=CHARACTERS),
+    "initiatives under a key result":
+        count(initiatives.MAX_PER_KEY_RESULT, AT_MOST, "initiatives", of=("initiatives",)),
+    "an initiative's link": count(fields.LINK_MAX, AT_MOST, "link", "links", of=CHARACTERS),
     "a decimal's fractional digits":
         count(fields.MAX_FRACTION_DIGITS, AT_MOST, "fractional digits", "decimal point", of=("fractional", "digits")),
     "a decimal's absolute value": count(10 ** fields.MAX_INTEGER_DIGITS, AT_MOST, "absolute value", of=()),

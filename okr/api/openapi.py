@@ -21,7 +21,7 @@ from ..progress import STALE_AFTER
 from ..reports import quality
 from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
-                            StrictBool, Text, UnitPosition, UnitText, WHITESPACE, WholeNumber)
+                            StrictBool, Text, UnitPosition, UnitText, WHITESPACE, WebLink, WholeNumber)
 from ..rules.ids import UUID_PATTERN
 from ..store import key_results, search, users
 from ..store.events import MAX_ID_LENGTH, PAGE_BYTES
@@ -236,6 +236,20 @@ class Comment(Schema):
     modified_at = timestamp_field()
 
 
+class Initiative(Schema):
+    id = uuid_field()
+    key_result_id = uuid_field()
+    name = fields.String(required=True)
+    owner_id = uuid_field(allow_none=True)  # the user who does it, or null
+    state = fields.String(required=True, metadata={"enum": list(body_schemas.INITIATIVE_STATES)})
+    due_on = fields.String(required=True, allow_none=True, metadata={
+        "format": "date", "example": "2026-12-15", "description": "When it is due, or null."})
+    link = fields.String(required=True, allow_none=True, metadata={
+        "format": "uri", "description": "The ticket or page elsewhere that tracks it (http or https), or null."})
+    created_at = timestamp_field()
+    modified_at = timestamp_field()
+
+
 def text_field(description, allow_none=True, **metadata):
     return fields.String(required=True, allow_none=allow_none, metadata={"description": description, **metadata})
 
@@ -359,6 +373,7 @@ UserPage = page_of("users", User)
 CheckinPage = page_of("checkins", Checkin)
 EventPage = page_of("events", Event)
 CommentPage = page_of("comments", Comment)
+InitiativePage = page_of("initiatives", Initiative)
 
 
 class SearchResult(Schema):
@@ -405,6 +420,10 @@ class KeyResultNode(KeyResultDetails):
         "description": "expected_progress minus progress: at most 0.10 on track, at most 0.25 at risk, else off "
                        "track (a range: on track inside its band, off track outside); null without "
                        "expected_progress or for a baseline."})
+    initiatives_count = fields.Integer(required=True, metadata={
+        "minimum": 0, "maximum": 50, "description": "How many initiatives it has."})
+    initiatives_done = fields.Integer(required=True, metadata={
+        "minimum": 0, "maximum": 50, "description": "How many of its initiatives are done."})
 
 
 class ObjectiveNode(ObjectiveDetails):
@@ -704,6 +723,17 @@ def unit_properties(self, field, **kwargs):
     return {}
 
 
+# A link's rule (okr.rules.fields.WebLink): http or https, a host, no whitespace or control character; "" is none.
+LINK_PATTERN = f"^(?:[hH][tT][tT][pP][sS]?://[^/?#{CONTROL}{WHITESPACE}][^{CONTROL}{WHITESPACE}]*)?$"
+
+
+def link_properties(self, field, **kwargs):
+    """A link is an http(s) address, or "" for none."""
+    if not isinstance(field, WebLink):
+        return {}
+    return {"pattern": LINK_PATTERN, "example": "https://tracker.example.com/PROJ-12"}
+
+
 def date_properties(self, field, **kwargs):
     """A date is ISO 8601 text ("2026-10-01")."""
     if not isinstance(field, DateText):
@@ -794,6 +824,15 @@ OPERATIONS = [
     ("listKeyResultComments", "/v1/keyresults/{key_result_id}/comments", "get",
      "List a key result's comments, oldest first", None,
      CommentPage, LIST),
+    ("createInitiative", "/v1/keyresults/{key_result_id}/initiatives", "post",
+     "Add an initiative (the work that moves it) under a key result", body_schemas.InitiativeSchema, Initiative, ()),
+    ("listInitiatives", "/v1/keyresults/{key_result_id}/initiatives", "get",
+     "List a key result's initiatives in the order made", None, InitiativePage, LIST),
+    ("getInitiative", "/v1/initiatives/{initiative_id}", "get", "Get an initiative", None, Initiative, ()),
+    ("updateInitiative", "/v1/initiatives/{initiative_id}", "patch",
+     "Change some of an initiative's fields, its state say (JSON Merge Patch)", body_schemas.InitiativePatchSchema,
+     Initiative, ()),
+    ("deleteInitiative", "/v1/initiatives/{initiative_id}", "delete", "Delete an initiative", None, None, ()),
     ("getCheckin", "/v1/checkins/{checkin_id}", "get", "Get a check-in", None, Checkin, ()),
     ("updateCheckin", "/v1/checkins/{checkin_id}", "patch",
      "Correct a check-in's value, confidence or comment (JSON Merge Patch)", body_schemas.CheckinPatchSchema,
@@ -1128,7 +1167,7 @@ ERROR_HEADERS = {
 # The single resources with an ETag (conditional.tagged): a GET honours If-None-Match, and the 200 of a
 # GET or an update carries the ETag.
 TAGGED = ("/v1/objectives/{objective_id}", "/v1/keyresults/{key_result_id}", "/v1/cycles/{cycle_id}",
-          "/v1/teams/{team_id}", "/v1/users/{user_id}", "/v1/comments/{comment_id}")
+          "/v1/teams/{team_id}", "/v1/users/{user_id}", "/v1/comments/{comment_id}", "/v1/initiatives/{initiative_id}")
 # Where a write honours If-Match: those resources, and a key result's check-ins (the key result's ETag).
 IF_MATCH_PATHS = (*TAGGED, "/v1/keyresults/{key_result_id}/checkins")
 ETAG_SCHEMA = {"type": "string", "pattern": '^"[0-9a-f]+"$'}
@@ -1142,6 +1181,7 @@ CREATES = {
     ("/v1/objectives/{objective_id}/keyresults", "post"): None,
     ("/v1/objectives/{objective_id}/comments", "post"): None,
     ("/v1/keyresults/{key_result_id}/comments", "post"): None,
+    ("/v1/keyresults/{key_result_id}/initiatives", "post"): None,
     ("/v1/cycles", "post"): None,
     ("/v1/teams", "post"): None,
     ("/v1/keyresults/{key_result_id}/checkins", "post"):
@@ -1171,7 +1211,7 @@ def condition(path, method):
 
 
 # The paths whose writes a closed cycle refuses (409), by their first word; a new cycle is never closed.
-LOCKED_WORDS = ("objectives", "keyresults", "checkins", "comments", "cycles")
+LOCKED_WORDS = ("objectives", "keyresults", "checkins", "comments", "initiatives", "cycles")
 
 
 def locked(path):
@@ -1212,6 +1252,7 @@ TAGS = {
     "KeyResults": "Key results, under their objective and by cycle.",
     "Checkins": "A key result's history: each check-in moves it.",
     "Comments": "Comments on an objective or a key result.",
+    "Initiatives": "The work under a key result: owners, states, due dates, links.",
     "Cycles": "Delivery cycles, with their dates.",
     "Teams": "Teams, and their members.",
     "Users": "Users (read-only), and who signs a request.",
@@ -1223,7 +1264,7 @@ TAGS = {
 }
 # A path's tag, by its last word that is not a parameter.
 TAG_OF_WORD = {"objectives": "Objectives", "keyresults": "KeyResults", "checkins": "Checkins",
-               "comments": "Comments", "cycles": "Cycles", "teams": "Teams", "members": "Teams", "users": "Users",
+               "comments": "Comments", "initiatives": "Initiatives", "cycles": "Cycles", "teams": "Teams", "members": "Teams", "users": "Users",
                "me": "Users", "events": "Events", "search": "Search", "report": "Reports", "report.csv": "Reports",
                "retrospective": "Reports", "calibration": "Reports", "checks": "Reports",
                "close": "Cycles", "reopen": "Cycles", "connections": "Sources", "source": "Sources",
@@ -1412,6 +1453,7 @@ def build_document(version):
     )
     plugin.converter.add_attribute_function(text_properties)
     plugin.converter.add_attribute_function(date_properties)
+    plugin.converter.add_attribute_function(link_properties)
     plugin.converter.add_attribute_function(decimal_properties)
     plugin.converter.add_attribute_function(unit_properties)
     plugin.converter.add_attribute_function(whole_number_properties)
@@ -1457,6 +1499,8 @@ COMPONENT_NAMES = {
     body_schemas.CommentSchema: "CommentInput",
     body_schemas.CheckinPatchSchema: "CheckinPatch",
     body_schemas.CommentPatchSchema: "CommentPatch",
+    body_schemas.InitiativeSchema: "InitiativeInput",
+    body_schemas.InitiativePatchSchema: "InitiativePatch",
     body_schemas.CycleSchema: "CycleInput",
     body_schemas.CyclePatchSchema: "CyclePatch",
     body_schemas.GroupSchema: "TeamInput",

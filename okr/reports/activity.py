@@ -111,6 +111,8 @@ def references(event):
         found.append(("key_result", event["parent_id"]))
     elif kind == "comment":
         found += [("objective", event["parent_id"]), ("key_result", event["parent_id"])]
+    elif kind == "initiative":
+        found.append(("key_result", event["parent_id"]))
     for field, values in event.get("changes", {}).items():
         if field in REFERENCE_FIELDS:
             found += [(REFERENCE_FIELDS[field], value) for value in values if value]
@@ -181,14 +183,15 @@ def actor_name(actor):
 
 
 KIND_WORDS = {"objective": "objective", "key_result": "key result", "team": "team", "cycle": "cycle",
-              "user": "person", "key": "API key", "checkin": "check-in", "comment": "comment"}
+              "user": "person", "key": "API key", "checkin": "check-in", "comment": "comment", "initiative": "initiative"}
 FIELD_WORDS = {"name": "name", "description": "description", "team_id": "team", "assignee_id": "owner",
                "owner_id": "owner", "cycle_id": "cycle", "parent_objective_id": "parent", "type": "type",
                "current_value": "value", "confidence": "confidence", "target_value_min": "target",
                "target_value_max": "highest target", "starts_on": "start", "ends_on": "end", "email": "email",
                "role": "role", "is_active": "active", "is_company": "company", "is_personal": "personal",
                "read_only": "read-only", "revoked_at": "revoked", "body": "text", "unit": "unit",
-               "unit_position": "unit's place"}
+               "unit_position": "unit's place", "state": "state", "due_on": "due date", "link": "link",
+               "weight": "weight", "progress_from": "progress source"}
 # Changes said without their values: long text, and an email, which people other than admins need not see.
 UNVALUED = {"description", "email", "body"}
 NEVER_SAID = {"modified_at", "created_at", "revision"}
@@ -266,6 +269,14 @@ def what(event, names):
         verb = {"created": "commented on ", "updated": "edited a comment on ",
                 "deleted": "deleted a comment on "}.get(action, f"{action} a comment on ")
         return [verb, on]
+    if kind == "initiative":
+        key_result = Ref("key_result", event["parent_id"], quoted(names.name("key_result", event["parent_id"])))
+        named = quoted(data.get("name") or "(unnamed)")
+        if action == "created":
+            return ["added initiative ", named, " to key result ", key_result]
+        if action == "deleted":
+            return ["deleted initiative ", named, " of key result ", key_result]
+        return [*updated(event, kind, "initiative", named, names), " of key result ", key_result]
     if kind == "key" and action == "created":
         return ["created the API key ", quoted(data.get("name"))]
     if kind == "user" and action == "unlinked":

@@ -177,17 +177,32 @@ def key_result_node(row, stale, pace):
 
     stale tells whether the row (with its last_checkin_at and cycle_id) is stale; pace gives its expected progress
     and whether its cycle has ended (pace_test)."""
-    exact = progress.key_result_progress(
-        row["type"], row["start_value"], row["current_value"], row["target_value_min"], row["target_value_max"]
-    )
+    kind = row["type"] if row["progress_from"] == "measure" else INITIATIVES
+    exact = key_result_exact(row)
     expected, ended = pace(row)
     return {
         **key_result_details_json(row),
         "start_value": row["start_value"],
         "progress": progress.figure(exact),
-        "status": progress.key_result_status(row["confidence"], row["updated"], row["type"], exact, expected, ended),
+        "status": progress.key_result_status(row["confidence"], row["updated"], kind, exact, expected, ended),
         "stale": stale(row),
         "last_checkin_at": row["last_checkin_at"],
         "expected_progress": progress.figure(expected),
-        "pace_status": progress.pace_status(row["type"], exact, expected),
+        "pace_status": progress.pace_status(kind, exact, expected),
+        "initiatives_count": row["initiatives_count"],
+        "initiatives_done": row["initiatives_done"],
     }, exact
+
+
+# The kind the status rules judge a key result by when its progress is the share of its initiatives done: a share
+# to raise to 1, as a positive key result's (a range's band rules do not apply).
+INITIATIVES = "positive"
+
+
+def key_result_exact(row):
+    """A key result row's exact progress (okr.progress): its measure's, or the share of its initiatives done
+    (the row's initiatives_done and initiatives_count) when its progress_from says so; as of the row's values."""
+    if row["progress_from"] == "initiatives":
+        return progress.initiatives_progress(row["initiatives_done"], row["initiatives_count"])
+    return progress.key_result_progress(
+        row["type"], row["start_value"], row["current_value"], row["target_value_min"], row["target_value_max"])

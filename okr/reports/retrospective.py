@@ -56,8 +56,13 @@ class Closing:
             row["current_value"] = row["values"][-1]
             row["last_checkin_at"], row["updated"] = row["times"][-1], len(row["values"]) > 1
             kind, low, high = row["type"], row["target_value_min"], row["target_value_max"]
-            row["exact_at_start"] = progress.key_result_progress(kind, start, start, low, high)
-            exact = row["exact_at_close"] = progress.key_result_progress(kind, start, row["current_value"], low, high)
+            if row["progress_from"] == "initiatives":  # no history of them is kept: nothing done at the start
+                row["exact_at_start"] = progress.ZERO
+                exact = row["exact_at_close"] = alignment.key_result_exact(row)
+            else:
+                row["exact_at_start"] = progress.key_result_progress(kind, start, start, low, high)
+                exact = row["exact_at_close"] = progress.key_result_progress(kind, start, row["current_value"], low,
+                                                                             high)
             row["progress_at_close"] = progress.figure(exact)
             row["final_score"] = row["score"] if row["score"] is not None else row["progress_at_close"]
             self.by_objective.setdefault(row["objective_id"], []).append(row)
@@ -144,7 +149,8 @@ def at_close(closing):
     weights_of = {row["id"]: [] for row in closing.objectives}
     for row in closing.key_results:
         status = row["status_at_close"] = progress.key_result_status(
-            row["confidence"], row["updated"], row["type"], row["exact_at_close"], expected, ended)
+            row["confidence"], row["updated"], row["type"] if row["progress_from"] == "measure" else alignment.INITIATIVES,
+            row["exact_at_close"], expected, ended)
         nodes[row["objective_id"]]["key_results"].append({"status": status})
         exact_of[row["objective_id"]].append(row["exact_at_close"])
         weights_of[row["objective_id"]].append(row["weight"])
@@ -231,6 +237,9 @@ def checkin_status(row, index, cycle, days):
         today = progress.parse_timestamp(created_at).date()
         timing = days[day] = (progress.elapsed(cycle["starts_on"], cycle["ends_on"], today),
                               progress.cycle_state(cycle["starts_on"], cycle["ends_on"], today) == "finished")
+    if row["progress_from"] == "initiatives":  # as they stand at the close: no history of them is kept
+        return progress.key_result_status(row["confidences"][index], index > 0, alignment.INITIATIVES,
+                                          row["exact_at_close"], *timing)
     exact = progress.key_result_progress(row["type"], row["start_value"], row["values"][index],
                                          row["target_value_min"], row["target_value_max"])
     return progress.key_result_status(row["confidences"][index], index > 0, row["type"], exact, *timing)

@@ -10,7 +10,7 @@ of them), the person's teams, then one filtered cycle report per team and curren
 from .. import progress
 from ..records import cycle_details_json
 from ..store import cycles as stored_cycles
-from ..store import team_members, your_week
+from ..store import initiatives, team_members, your_week
 from . import alignment
 
 # At most this many of a team's objectives are listed per cycle; the cycle page, filtered by the team, has
@@ -66,7 +66,17 @@ def week(db, person_id, now):
                                   "more": len(objectives) > TEAM_OBJECTIVES_SHOWN})
     upcoming = [] if key_results else upcoming_key_results(db, person_id, today, stale)
     return {"cycles": list(details.values()), "key_results": [entry[3] for entry in key_results], "teams": teams,
-            "upcoming": upcoming}
+            "upcoming": upcoming, "initiatives": open_initiatives(db, person_id, details, today)}
+
+
+def open_initiatives(db, person_id, cycles, today):
+    """The initiatives the person owns that are not done, in the current cycles, soonest due first: each as a dict
+    with its key result's name, and "overdue" when its due date has passed."""
+    if not cycles:
+        return []
+    day = today.isoformat()
+    return [{**dict(row), "overdue": row["due_on"] is not None and row["due_on"] < day}
+            for row in initiatives.owned_open(db, person_id, cycles)]
 
 
 def upcoming_key_results(db, person_id, today, stale):

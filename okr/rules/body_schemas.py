@@ -113,6 +113,9 @@ class KeyResultSchema(KeyResultFields):
 
     owner_id = Text(max_length=100, allow_none=True, load_default=None)
     weight = WholeNumber(low=0, high=100, load_default=1, metadata={"description": WEIGHT_DESCRIPTION})
+    progress_from = Text(load_default="measure", validate=validate.OneOf(PROGRESS_SOURCES), metadata={"description": (
+        "Where its progress comes from: \"measure\" (its values against its targets) or \"initiatives\" (the share "
+        "of its initiatives done); measure when absent.")})
 
 
 class UnitFields(BodySchema):

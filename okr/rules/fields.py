@@ -84,14 +84,14 @@ LINK_SCHEMES = ("http", "https")
 
 class WebLink(Text):
     """A link to a page elsewhere (an initiative's ticket): an absolute http or https URL with a host, at most
-    LINK_MAX characters, no spaces or control characters; trimmed, and empty is none (None). Anything else
+    LINK_MAX characters, no whitespace or control characters anywhere; "" is none (None). Anything else
     (javascript:, data:, a relative path) is refused: pages show it as a link people click."""
 
     def __init__(self, **kwargs):
         super().__init__(max_length=LINK_MAX, **kwargs)
 
     def _deserialize(self, value, attr, data, **kwargs):
-        text = super()._deserialize(value, attr, data, **kwargs).strip()
+        text = super()._deserialize(value, attr, data, **kwargs)
         if not text:
             return None
         problem = link_problem(text)

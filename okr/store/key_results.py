@@ -40,13 +40,13 @@ def create(db, objective, values, author_id=None):
     row = db.execute(
         """INSERT INTO key_results (id, objective_id, cycle_id, name, type, confidence,
                current_value, target_value_min, target_value_max, created_at, modified_at, owner_id, unit,
-               unit_position, weight)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *, ? AS team_id""",
+               unit_position, weight, progress_from)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *, ? AS team_id""",
         (new_id(), objective["id"], objective["cycle_id"], values["name"], values["type"],
          values["confidence"], values["current_value"], values["target_value_min"],
          values["target_value_max"], now, now, values.get("owner_id"), values.get("unit"),
          values.get("unit_position") if values.get("unit") else None, values.get("weight", 1),
-         objective["team_id"]),
+         values.get("progress_from", "measure"), objective["team_id"]),
     ).fetchone()
     key_result_created(db, row)
     record(db, row, row["current_value"], row["confidence"], now, author_id=author_id)

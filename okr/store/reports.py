@@ -9,6 +9,11 @@ read one row at a time from the cursor, never held whole.
 import json
 import re
 
+# How many initiatives a key result has, and how many of them are done (one walk of the initiatives_of_key_result
+# index each, at most 50 rows).
+INITIATIVE_COUNTS = """(SELECT count(*) FROM initiatives i WHERE i.key_result_id = k.id) AS initiatives_count,
+    (SELECT count(*) FROM initiatives i WHERE i.key_result_id = k.id AND i.state = 'done') AS initiatives_done"""
+
 # Each key result with its start (the value of its first check-in), its last
 # check-in's time and whether it had a check-in after its first (an update):
 # three probes of checkins_history per key result, whatever its history's length.
@@ -20,7 +25,8 @@ SELECT k.*,
              k.current_value) AS start_value,
     coalesce((SELECT created_at FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq DESC LIMIT 1),
              k.modified_at) AS last_checkin_at,
-    EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated
+    EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated,
+""" + INITIATIVE_COUNTS + """
 FROM key_results k
 WHERE {where}
 ORDER BY k.seq
@@ -129,8 +135,8 @@ def key_result_with_history(db, key_result_id):
 
 
 # A key result as it stood at :as_of, from its check-ins up to then: its value and confidence then, its last
-# check-in then, and whether it had been updated by then. Its type and targets are today's (no history of
-# them is kept).
+# check-in then, and whether it had been updated by then. Its type, targets and initiatives are today's (no history
+# of them is kept).
 KEY_RESULTS_AS_OF = """
 SELECT k.*,
     coalesce((SELECT value FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq LIMIT 1),
@@ -142,7 +148,8 @@ SELECT k.*,
     coalesce((SELECT created_at FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
               ORDER BY c.seq DESC LIMIT 1), k.created_at) AS last_checkin_at,
     EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
-            ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated
+            ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated,
+    """ + INITIATIVE_COUNTS + """
 FROM key_results k
 WHERE k.cycle_id = :cycle AND k.created_at <= :as_of
     AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})
@@ -297,7 +304,8 @@ def recent_checkins(db, key_result_ids, count):
 KEY_RESULTS_WITH_CHECKINS = """
 SELECT k.*, (SELECT group_concat(confidence || ' ' || value || ' ' || created_at, ' ') FROM (
                  SELECT c.confidence, c.value, c.created_at FROM checkins c
-                 WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp ORDER BY c.seq)) AS history
+                 WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp ORDER BY c.seq)) AS history,
+    """ + INITIATIVE_COUNTS + """
 FROM key_results k
 WHERE {where}
 ORDER BY k.seq
@@ -309,7 +317,8 @@ SELECT k.*, (SELECT group_concat(value || ' ' || created_at, ' ') FROM (
     CASE WHEN (SELECT c.created_at FROM checkins c WHERE c.key_result_seq = k.seq ORDER BY c.seq DESC LIMIT 1)
               <= :stamp THEN k.confidence  -- its latest check-in's, read from the index alone
          ELSE (SELECT c.confidence FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :stamp
-               ORDER BY c.seq DESC LIMIT 1) END AS confidence_then
+               ORDER BY c.seq DESC LIMIT 1) END AS confidence_then,
+    """ + INITIATIVE_COUNTS + """
 FROM key_results k
 WHERE {where}
 ORDER BY k.seq

@@ -61,7 +61,8 @@ def section_rows(db, name, parse=json.loads):
 CSV_COLUMNS = ("objective_id", "objective", "team_id", "team", "assignee_id", "assignee", "key_result_id",
                "key_result", "type", "start_value", "current_value", "target_value_min", "target_value_max",
                "progress", "confidence", "status", "stale", "last_checkin_at", "owner_id", "owner",
-               "unit", "unit_position", "expected_progress", "pace_status", "objective_status", "weight")
+               "unit", "unit_position", "expected_progress", "pace_status", "objective_status", "weight",
+               "progress_from", "initiatives_done", "initiatives_count")
 # Free text, which a spreadsheet might take for a formula. The other columns are
 # ids, fixed words, timestamps and the service's own decimal strings, which stay
 # numbers ("-5.00" is minus five, not a formula).
@@ -123,7 +124,8 @@ def export_csv(db, cycle_id, out, now):
             "owner_id": node["owner_id"], "owner": row["owner_name"],
             "unit": node["unit"], "unit_position": node["unit_position"],
             "expected_progress": node["expected_progress"], "pace_status": node["pace_status"],
-            "objective_status": objective_status, "weight": node["weight"],
+            "objective_status": objective_status, "weight": node["weight"], "progress_from": node["progress_from"],
+            "initiatives_done": node["initiatives_done"], "initiatives_count": node["initiatives_count"],
         }
         writer.writerow([spreadsheet_text(values[column]) if column in TEXT_COLUMNS
                          else "" if values[column] is None else values[column] for column in CSV_COLUMNS])

@@ -1,7 +1,7 @@
 """The key result edit pages: /keyresults/new, /keyresults/<id>/edit and /keyresults/<id>/delete.
 
 Each form's fields are the API's (name, type, target_value_min, target_value_max, current_value, confidence,
-owner_id, unit, unit_position, weight), checked by okr.rules.body_schemas through okr.web.editing.load and written by
+owner_id, unit, unit_position, weight, progress_from), checked by okr.rules.body_schemas through okr.web.editing.load and written by
 okr.store.key_results; only editors and admins open them (sessions.editors_only). Values and targets are read
 as people write them ("$60,000", "60k": okr.web.forms.quantity, with the unit the form gives). As in the API, a
 changed current value or confidence is recorded as a check-in.
@@ -21,9 +21,11 @@ from . import editing, forms, wording
 from .views import bp, now
 
 FIELDS = ("name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id", "unit",
-          "unit_position", "weight")
+          "unit_position", "weight", "progress_from")
 UNIT_FIELDS = ("unit", "unit_position")
 POSITIONS = [("after", "After the number: 12 ms, 1,250 users, 40%"), ("before", "Before the number: $60,000")]
+SOURCES = [("measure", "Its measure: the current value against the target"),
+           ("initiatives", "Its initiatives: the share of them done")]
 NUMBERS = ("target_value_min", "target_value_max", "current_value")
 # The five types, each with what it means in plain words.
 TYPES = {
@@ -36,7 +38,7 @@ TYPES = {
 LABELS = {"name": "the name", "type": "the type", "target_value_min": "the target",
           "target_value_max": "the highest target", "current_value": "the current value",
           "confidence": "the confidence", "owner_id": "the owner", "unit": "the unit",
-          "unit_position": "the unit's place", "weight": "the weight"}
+          "unit_position": "the unit's place", "weight": "the weight", "progress_from": "where its progress comes from"}
 # The rules' refusals of targets, as a person at the form reads them.
 RULE_WORDS = {
     "No user with this id exists.": "Choose a person from the list.",
@@ -118,6 +120,10 @@ def checked(schema, form, editing_one):
         body["weight"] = int(weight)
     elif weight or editing_one:
         errors["weight"] = WEIGHT_WORDS
+    if form["progress_from"] in dict(SOURCES):
+        body["progress_from"] = form["progress_from"]
+    elif form["progress_from"]:  # none sent (a form of an earlier release): it stays as it is
+        errors["progress_from"] = "Choose where its progress comes from."
     try:
         values = editing.load(schema, body, numbers=NUMBERS, unit=unit)
     except Invalid as error:
@@ -139,7 +145,8 @@ def shown(row):
             "current_value": wording.number(row["current_value"]),
             "confidence": wording.percent(row["confidence"]).replace("%", " %"),
             "owner_id": row["owner_id"] or "", "unit": row["unit"] or "",
-            "unit_position": row["unit_position"] or "after", "weight": str(row["weight"])}
+            "unit_position": row["unit_position"] or "after", "weight": str(row["weight"]),
+            "progress_from": row["progress_from"]}
 
 
 def render_form(objective, row=None, form=None, errors=None, conflict=None, revision=None, original=None):
@@ -155,7 +162,7 @@ def render_form(objective, row=None, form=None, errors=None, conflict=None, revi
     return render_template(
         "keyresult-form.html", objective=objective, kr=row, form=form, errors=errors or {}, advice=advice,
         conflict=conflict,
-        revision=revision, original=original, types=list(TYPES.items()), positions=POSITIONS,
+        revision=revision, original=original, types=list(TYPES.items()), positions=POSITIONS, sources=SOURCES,
         people=[(u["id"], u["name"] + owner_note(u)) for u in people])
 
 
@@ -175,7 +182,8 @@ def new_key_result():
     objective = objectives.get(db, request.args.get("objective_id", ""))
     if request.method == "GET":
         return render_form(objective, form={"type": "positive", "current_value": "0", "confidence": "50 %",
-                                            "unit": "", "unit_position": "after", "weight": "1"})
+                                            "unit": "", "unit_position": "after", "weight": "1",
+                                            "progress_from": "measure"})
     form = editing.typed(FIELDS)
     try:
         values = checked(key_result_schema, form, editing_one=False)

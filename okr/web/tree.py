@@ -103,7 +103,8 @@ def review_row(k, rows):
     stale = " <span class=stale>stale</span>" if k["stale"] else ""
     return (
         f'<li class={k["status"]}><span class=n><a href="{rows.links}{escape(k["id"])}">{escape(k["name"])}</a>'
-        f' <span class=type>{escape(k["type"])}</span>{weight_badge(k)}</span><span class=w>{owner}</span>'
+        f' <span class=type>{escape(k["type"])}</span>{weight_badge(k)}{initiatives_note(k)}</span>'
+        f'<span class=w>{owner}</span>'
         f'<span class=v>{escape(said)}</span><span class=p>{bar}</span>'
         f'<span class=s><span class=status>{wording.STATUS_WORDS[k["status"]]}</span>'
         f' <small>{wording.percent(k["confidence"])} confidence</small></span>'
@@ -118,6 +119,16 @@ def weight_badge(k):
     if weight == 1:
         return ""
     return " <span class=weight>not counted</span>" if weight == 0 else f" <span class=weight>weight {weight:d}</span>"
+
+
+def initiatives_note(k):
+    """What a key result's row says of its initiatives: how many are done of how many (nothing without any), and
+    whether they make its progress."""
+    count = k.get("initiatives_count") or 0
+    if not count and k.get("progress_from") != "initiatives":
+        return ""
+    source = ": its progress" if k.get("progress_from") == "initiatives" else ""
+    return f' <small class=kr-initiatives>{k.get("initiatives_done") or 0}/{count} initiatives done{source}</small>'
 
 
 OWNER = "editor"  # an owner whose role is unknown (a row written behind the API's back) wants nobody new
@@ -147,7 +158,7 @@ def key_result_html(k, spark_values, now, links="/keyresults/", user_names=None)
     owner = f' <span class=owner>owner {escape((user_names or {}).get(owner_id, "?"))}</span>' if owner_id else ""
     return (
         f'<li class={k["status"]}><a href="{links}{escape(k["id"])}">{escape(k["name"])}</a>{owner}'
-        f' <span class=type>{escape(k["type"])}</span>{weight_badge(k)} {escape(said)}{bar}'
+        f' <span class=type>{escape(k["type"])}</span>{weight_badge(k)}{initiatives_note(k)} {escape(said)}{bar}'
         f' <span class=status>{wording.STATUS_WORDS[k["status"]]}</span> {wording.percent(k["confidence"])} confidence{stale}'
         f' <time datetime="{escape(when)}">{wording.time_ago(when, now)}</time>{spark}</li>'
     )

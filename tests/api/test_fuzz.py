@@ -39,7 +39,8 @@ chance = random.Random(None if os.environ.get("FUZZ_RANDOM") == "1" else 0)
 REFERENCES = {"cycle_id": "cycles", "team_id": "teams", "assignee_id": "users",
               "parent_objective_id": "objectives", "objective_id": "objectives",
               "key_result_id": "key_results", "user_id": "users", "author_id": "users", "owner_id": "users",
-              "comment_id": "comments", "checkin_id": "checkins", "connection_id": "connections"}
+              "comment_id": "comments", "checkin_id": "checkins", "connection_id": "connections",
+              "initiative_id": "initiatives"}
 
 # A 412 depends on the resource's state, not on the request's data, as a 404 does: an If-Match
 # naming a tag the resource no longer has (or an empty one) fails whether the body is valid or not.
@@ -195,6 +196,7 @@ PATCHED = {"/v1/objectives/{objective_id}": ("objectives", "objective_id"),
            "/v1/keyresults/{key_result_id}": ("key_results", "key_result_id"),
            "/v1/cycles/{cycle_id}": ("cycles", "cycle_id"),
            "/v1/comments/{comment_id}": ("comments", "comment_id"),
+           "/v1/initiatives/{initiative_id}": ("initiatives", "initiative_id"),
            "/v1/checkins/{checkin_id}": ("checkins", "checkin_id"),
            "/v1/connections/{connection_id}": ("connections", "connection_id")}
 
@@ -212,8 +214,8 @@ def make_patch_consistent(case, app, body):
     """A merge patch is validated merged over the stored record: makes that merge consistent."""
     table, parameter = PATCHED[case.operation.path]
     stored = stored_row(app, table, case.path_parameters[parameter])
-    if stored is None or table in ("comments", "connections"):
-        return  # a 404, whatever the body; a comment's or a connection's body is all JSON Schema says
+    if stored is None or table in ("comments", "connections", "initiatives"):
+        return  # a 404, whatever the body; a comment's, a connection's or an initiative's body is all JSON Schema says
     if table == "objectives":
         if body.get("is_company", stored["is_company"]) and body.get("is_personal", stored["is_personal"]):
             body["is_personal"] = False
@@ -343,6 +345,8 @@ def test_the_fuzzer_reaches_every_documented_operation(api):
     assert {("PATCH", "/v1/cycles/{cycle_id}"), ("GET", "/v1/cycles/{cycle_id}/report.csv")} <= fuzzed
     assert {("GET", "/v1/cycles/{cycle_id}/retrospective"), ("GET", "/v1/cycles/{cycle_id}/calibration")} <= fuzzed
     assert ("GET", "/v1/cycles/{cycle_id}/checks") in fuzzed
+    assert {("POST", "/v1/keyresults/{key_result_id}/initiatives"), ("PATCH", "/v1/initiatives/{initiative_id}"),
+            ("DELETE", "/v1/initiatives/{initiative_id}")} <= fuzzed
     assert ("GET", "/v1/events") in fuzzed
     parents = ("/v1/objectives/{objective_id}/comments", "/v1/keyresults/{key_result_id}/comments")
     assert {(method, path) for method in ("POST", "GET") for path in parents} <= fuzzed

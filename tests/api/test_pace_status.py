@@ -75,7 +75,7 @@ def test_key_results_keep_pace_or_fall_behind_by_the_clock(client, clock):
             for k in objective["key_results"]} == shown
     # The CSV: the new columns at the end, the old ones where they were.
     rows = csv_rows(client, cycle["id"])
-    assert list(rows[0])[-4:] == ["expected_progress", "pace_status", "objective_status", "weight"]
+    assert list(rows[0])[-7:-3] == ["expected_progress", "pace_status", "objective_status", "weight"]
     assert list(rows[0])[:20][15] == "status"
     assert {row["key_result"]: (row["expected_progress"], row["pace_status"], row["status"])
             for row in rows} == shown

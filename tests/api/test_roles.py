@@ -25,7 +25,8 @@ def world(client, runner, key_result, objective, cycle):
     assert client.put(f"/v1/teams/{team['id']}/members/{member['id']}").status_code == 200
     comment = client.post(f"/v1/objectives/{objective['id']}/comments", json={"body": "b"}).get_json()
     checkin = client.post(f"/v1/keyresults/{key_result['id']}/checkins", json={"value": "2"}).get_json()
-    return {"checkin_id": checkin["id"], "cycle_id": cycle["id"], "objective_id": objective["id"], "key_result_id": key_result["id"],
+    initiative = client.post(f"/v1/keyresults/{key_result['id']}/initiatives", json={"name": "i"}).get_json()
+    return {"checkin_id": checkin["id"], "initiative_id": initiative["id"], "cycle_id": cycle["id"], "objective_id": objective["id"], "key_result_id": key_result["id"],
             "team_id": team["id"], "user_id": member["id"], "comment_id": comment["id"],
             "connection_id": "00000000-0000-4000-8000-000000000000"}
 
@@ -68,6 +69,8 @@ def bodies(world):
         "/v1/keyresults/{key_result_id}/comments": {"body": "c"},
         "/v1/comments/{comment_id}": {"body": "c"},
         "/v1/checkins/{checkin_id}": {"value": "4"},
+        "/v1/keyresults/{key_result_id}/initiatives": {"name": "i"},
+        "/v1/initiatives/{initiative_id}": {"state": "done"},
     }
 
 

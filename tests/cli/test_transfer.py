@@ -734,7 +734,8 @@ def test_merge_refuses_an_email_another_user_has(app, seeded, tmp_path):
 CSV_HEADER = ["objective_id", "objective", "team_id", "team", "assignee_id", "assignee", "key_result_id",
               "key_result", "type", "start_value", "current_value", "target_value_min", "target_value_max",
               "progress", "confidence", "status", "stale", "last_checkin_at", "owner_id", "owner", "unit",
-              "unit_position", "expected_progress", "pace_status", "objective_status", "weight"]  # the last six appended later
+              "unit_position", "expected_progress", "pace_status", "objective_status", "weight",
+              "progress_from", "initiatives_done", "initiatives_count"]  # the last nine appended later
 
 
 def read_csv(path):

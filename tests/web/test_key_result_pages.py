@@ -11,7 +11,7 @@ pytestmark = pytest.mark.usefixtures("fast_hashing")
 
 HTML = {"Accept": "text/html"}
 API_FIELDS = {"name", "type", "target_value_min", "target_value_max", "current_value", "confidence", "owner_id",
-              "unit", "unit_position", "weight"}
+              "unit", "unit_position", "weight", "progress_from"}
 
 
 def csrf(client, objective_id):
