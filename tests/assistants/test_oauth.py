@@ -2,76 +2,15 @@
 registration, the consent page (signed in first), the code good once and only with its PKCE verifier (S256), the
 tokens working on /mcp as the person via the client's name, a refresh that ends the old tokens, revocation, and
 what is refused (a redirect URI not registered or not allowed, a denial, a viewer asking to write)."""
-import base64
-import hashlib
 import re
-import secrets
 import sqlite3
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from helpers import user_with_password
-
-PASSWORD = "correct horse battery staple"
-HTML = {"Accept": "text/html"}
-REDIRECT = "http://127.0.0.1:33418/callback"
-MCP = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-WHOAMI = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
-
-
-def csrf(client, path="/login"):
-    page = client.get(path, headers=HTML).get_data(as_text=True)
-    return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-
-
-def browser_of(app, role="editor", email="maya@example.com"):
-    user_with_password(app, PASSWORD, "Maya Lee", email, role)
-    browser = app.test_client()
-    signed = browser.post("/login", data={"csrf_token": csrf(browser), "email": email, "password": PASSWORD,
-                                          "next": "/"})
-    assert signed.status_code == 303
-    return browser
-
-
-def register(client, redirect_uris=(REDIRECT,), **extra):
-    return client.post("/oauth/register", json={"client_name": "Claude", "redirect_uris": list(redirect_uris),
-                                                "token_endpoint_auth_method": "none",
-                                                "grant_types": ["authorization_code", "refresh_token"],
-                                                "response_types": ["code"], **extra})
-
-
-def pkce():
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
-
-
-def authorize_path(client_id, challenge, scope="okr:read okr:write", redirect_uri=REDIRECT, **extra):
-    query = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "xyz",
-             "scope": scope, "code_challenge": challenge, "code_challenge_method": "S256",
-             "resource": "http://localhost/mcp", **extra}
-    return "/oauth/authorize?" + urlencode({k: v for k, v in query.items() if v is not None})
-
-
-def consent(browser, path, decision="allow", rights="write"):
-    return browser.post(path, data={"csrf_token": csrf(browser, path), "decision": decision, "rights": rights},
-                        headers=HTML)
-
-
-def code_from(answer):
-    assert answer.status_code == 302, answer.get_data(as_text=True)
-    location = urlsplit(answer.headers["Location"])
-    assert f"{location.scheme}://{location.netloc}{location.path}" == REDIRECT
-    return parse_qs(location.query)
-
-
-def tokens(client, **form):
-    return client.post("/oauth/token", data=form)
-
-
-def whoami(client, token):
-    return client.post("/mcp", json=WHOAMI, headers={**MCP, "Authorization": f"Bearer {token}"})
+from oauth_calls import (HTML, MCP, PASSWORD, REDIRECT, WHOAMI, authorize_path, browser_of, code_from, consent, pkce,
+                         register, tokens, whoami)
 
 
 @pytest.fixture
@@ -284,3 +223,4 @@ def test_tokens_and_codes_are_kept_only_as_digests(app, client, signed_in_flow):
         data = database.read()
     for secret in (body["access_token"], body["refresh_token"], code):
         assert secret.encode() not in data
+
