@@ -224,3 +224,47 @@ def test_tokens_and_codes_are_kept_only_as_digests(app, client, signed_in_flow):
     for secret in (body["access_token"], body["refresh_token"], code):
         assert secret.encode() not in data
 
+
+@pytest.mark.parametrize("redirect_uri", ["http://[", "http://127.0.0.1:33418/callback\u00e9",
+                                          'http://127.0.0.1:33418/call"back', "http://127.0.0.1:99999/callback"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_malformed_redirect_uri_is_a_page_and_nothing_is_written(app, client, method, redirect_uri):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    path = authorize_path(client_id, pkce()[1], redirect_uri=redirect_uri)
+    answer = consent(browser, path) if method == "POST" else browser.get(path, headers=HTML)
+    assert answer.status_code == 400 and "Location" not in answer.headers
+    with sqlite3.connect(app.config["DATABASE"]) as db:
+        assert db.execute("SELECT count(*) FROM oauth_codes").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("redirect_uri", ["http://evil@127.0.0.1:5/callback", "http://127.0.0.1:5/callback#x",
+                                          "http://localhost:33418/callback", "http://127.0.0.1:5/callback/",
+                                          "http://127.0.0.1:5/callback?x=1", "http://127.0.0.1:05/callback"])
+def test_a_loopback_redirect_matches_exactly_but_for_its_port(app, client, redirect_uri):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    answer = consent(browser, authorize_path(client_id, pkce()[1], redirect_uri=redirect_uri))
+    assert answer.status_code == 400 and "Location" not in answer.headers
+
+
+@pytest.mark.parametrize("path", ["/oauth/token", "/oauth/revoke"])
+def test_basic_credentials_that_are_no_utf8_are_an_invalid_client(client, path):
+    answer = client.post(path, data={"grant_type": "refresh_token", "refresh_token": "okr_rt_x", "token": "x"},
+                         headers={"Authorization": "Basic //46/w=="})
+    assert answer.status_code == 401 and answer.get_json()["error"] == "invalid_client"
+
+
+def test_every_resource_named_must_be_this_servers_at_authorization_and_at_the_token_endpoint(app, client):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    both = ["http://localhost/mcp", "https://other.example/mcp"]
+    refused = browser.get(authorize_path(client_id, challenge, resource=both), headers=HTML)
+    assert parse_qs(urlsplit(refused.headers["Location"]).query)["error"] == ["invalid_target"]
+    code = code_from(consent(browser, authorize_path(client_id, challenge)))["code"][0]
+    form = dict(grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                code_verifier=verifier)
+    elsewhere = client.post("/oauth/token", data={**form, "resource": both})
+    assert elsewhere.status_code == 400 and elsewhere.get_json()["error"] == "invalid_target"
+    assert client.post("/oauth/token", data={**form, "resource": "http://localhost/mcp"}).status_code == 200

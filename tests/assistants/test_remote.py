@@ -173,3 +173,12 @@ def test_mcp_serves_where_the_thread_already_runs_an_event_loop(mcp_post, person
     answer = run_coroutine(inside_a_loop)
     assert answer.status_code == 200, answer.get_data(as_text=True)
     assert answer.get_json()["result"]["structuredContent"]["assistant"] == "Claude Desktop"
+
+
+def test_reading_a_resource_that_is_not_there_is_an_mcp_error_without_a_traceback(caplog, mcp_post, person,
+                                                                                   token_for):
+    token = token_for(person())
+    caplog.set_level(logging.INFO)
+    answer = mcp_post(token, "resources/read", {"uri": "okr://keyresults/abcd"}).get_json()
+    assert answer["error"]["code"] == -32602 and answer["error"]["message"] == "key result not found"
+    assert [record.getMessage() for record in caplog.records if record.exc_info] == []
