@@ -25,7 +25,7 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import grants
 from authlib.oauth2.rfc6749.errors import InvalidRequestError
 from authlib.oauth2.rfc7009 import RevocationEndpoint
-from authlib.oauth2.rfc7591 import ClientMetadataClaims, ClientRegistrationEndpoint, InvalidClientMetadataError
+from authlib.oauth2.rfc7591 import ClientMetadataClaims, ClientRegistrationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import g
 
@@ -34,14 +34,15 @@ from ..db import get_db
 from ..store import assistant_grants as stored_grants
 from ..store import oauth_clients as oauth
 from ..store import users
-from . import assistant_grants
+from . import assistant_grants, throttle
 
 READ, WRITE, SCOPES = assistant_grants.READ_SCOPE, assistant_grants.WRITE_SCOPE, assistant_grants.SCOPES
 CODE_LIFE = timedelta(minutes=10)
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
 GRANT_TYPES = ("authorization_code", "refresh_token")
-# Registration is open, as MCP clients expect: clients that never got a grant go after a day, and no more than
-# this many wait at once.
+# Registration is open, as MCP clients expect: ten clients an address per window of the sign-in throttle (its
+# limit for one account), clients that never got a grant go after a day, and past this many never authorized, the
+# oldest of them go.
 UNUSED_CLIENT_LIFE = timedelta(days=1)
 MOST_UNUSED_CLIENTS = 1000
 MAX_REDIRECT_URIS = 10
@@ -359,6 +360,8 @@ class Registration(ClientRegistrationEndpoint):
         return None if method == "none" else secrets.token_urlsafe(32)
 
     def save_client(self, client_info, client_metadata, request):
+        db = get_db()
+        throttle.count_registration(db)
         method = client_metadata.get("token_endpoint_auth_method", "client_secret_basic")
         name = " ".join(str(client_metadata.get("client_name") or "").split())[:assistant_grants.MAX_NAME_LENGTH]
         kept = {"token_endpoint_auth_method": method,
@@ -366,10 +369,10 @@ class Registration(ClientRegistrationEndpoint):
                 "response_types": client_metadata.get("response_types") or ["code"]}
         if client_info.get("client_secret"):
             kept["secret_sha256"] = digest(client_info["client_secret"])
-        db = get_db()
         oauth.forget_unused_clients(db, assistant_grants.later(-UNUSED_CLIENT_LIFE))
-        if oauth.unused_client_count(db) >= MOST_UNUSED_CLIENTS:
-            raise InvalidClientMetadataError("too many clients are waiting to be used; try again tomorrow")
+        # At the cap, the oldest clients never authorized make room: a flood of registrations cannot keep a new
+        # client out, only push out those that waited longest without a person allowing them.
+        oauth.forget_oldest_unauthorized_clients(db, MOST_UNUSED_CLIENTS - 1)
         oauth.save_client(db, client_info["client_id"], name or "an MCP client", client_metadata["redirect_uris"],
                           kept)
         client_metadata["token_endpoint_auth_method"] = method

@@ -17,7 +17,7 @@ from flask import Blueprint, Response, current_app, g, request
 from werkzeug.exceptions import MethodNotAllowed, Unauthorized
 
 from .. import proxies
-from ..accounts import access, assistant_grants
+from ..accounts import access, assistant_grants, throttle
 from ..db import finish_reading, get_db, own_write, reads_first
 from .in_process import Caller
 
@@ -196,7 +196,12 @@ def register_client():
     problem = server.registration_problem(request.get_json(silent=True))
     if problem is not None:
         return oauth_error(400, *problem)
-    return server.server_of(current_app).create_endpoint_response("client_registration")
+    try:
+        return server.server_of(current_app).create_endpoint_response("client_registration")
+    except throttle.Throttled as held:
+        return oauth_error(429, "temporarily_unavailable",
+                           f"too many clients registered from this address: retry in {held.wait} s",
+                           {"Retry-After": str(held.wait)})
 
 
 @bp.post("/oauth/token")

@@ -28,9 +28,13 @@ def forget_unused_clients(db, registered_before):
                (registered_before,))
 
 
-def unused_client_count(db):
-    return db.execute("""SELECT count(*) FROM oauth_clients c
-                         WHERE NOT EXISTS (SELECT 1 FROM assistant_grants g WHERE g.client_seq = c.seq)""").fetchone()[0]
+def forget_oldest_unauthorized_clients(db, keep):
+    """Of the clients no person has authorized yet (no grant, no code), all but the newest keep go."""
+    db.execute("""DELETE FROM oauth_clients WHERE seq IN (
+                      SELECT c.seq FROM oauth_clients c
+                      WHERE NOT EXISTS (SELECT 1 FROM assistant_grants g WHERE g.client_seq = c.seq)
+                        AND NOT EXISTS (SELECT 1 FROM oauth_codes o WHERE o.client_seq = c.seq)
+                      ORDER BY c.seq DESC LIMIT -1 OFFSET ?)""", (keep,))
 
 
 def save_code(db, code_hash, client_seq, user_id, redirect_uri, scope, code_challenge, resource, expires_at):

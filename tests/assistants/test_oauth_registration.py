@@ -1,6 +1,7 @@
-"""Registration of assistants as OAuth clients (RFC 7591), through Flask's test client: redirect URIs checked
-strictly (the consent page's form-action is built from their parsed parts); a body of the wrong shape is an OAuth
-error, never a 500; an app's own scheme (com.example.app:/callback, cursor://...) is taken."""
+"""Registration of assistants as OAuth clients (RFC 7591), through Flask's test client: open, but at most ten
+clients an address per window, and, at the cap of clients no person authorized yet, the oldest of those make room;
+redirect URIs checked strictly (the consent page's form-action is built from their parsed parts); a body of the
+wrong shape is an OAuth error, never a 500; an app's own scheme (com.example.app:/callback, cursor://...) is taken."""
 import json
 
 import pytest
@@ -9,6 +10,37 @@ from okr.db import transaction
 from okr.store import oauth_clients
 
 from oauth_calls import HTML, authorize_path, browser_of, consent, pkce, register
+
+
+def register_from(client, address, redirect_uri="https://app.example/callback"):
+    return client.post("/oauth/register", json={"redirect_uris": [redirect_uri], "token_endpoint_auth_method": "none"},
+                       environ_base={"REMOTE_ADDR": address})
+
+
+def test_at_the_cap_the_oldest_clients_no_one_authorized_make_room(app, client, monkeypatch):
+    from okr.accounts import oauth_server
+    monkeypatch.setattr(oauth_server, "MOST_UNUSED_CLIENTS", 3)
+    browser = browser_of(app)
+    authorized = register(client).get_json()["client_id"]
+    assert consent(browser, authorize_path(authorized, pkce()[1])).status_code == 302  # it has a code
+    flood = [register_from(client, f"192.0.2.{n}").get_json()["client_id"] for n in range(1, 5)]
+    newest = register_from(client, "198.51.100.7")
+    assert newest.status_code == 201, newest.get_json()
+    page = browser.get(authorize_path(flood[0], pkce()[1], redirect_uri="https://app.example/callback"), headers=HTML)
+    assert page.status_code == 400  # the oldest never-authorized client went
+    with app.app_context(), transaction() as db:
+        kept = {client_id for client_id in [authorized, *flood, newest.get_json()["client_id"]]
+                if oauth_clients.client(db, client_id) is not None}
+    assert kept == {authorized, flood[2], flood[3], newest.get_json()["client_id"]}
+
+
+def test_an_address_registers_ten_clients_a_window_and_another_address_more(client):
+    for _ in range(10):
+        assert register_from(client, "192.0.2.1").status_code == 201
+    held = register_from(client, "192.0.2.1")
+    assert held.status_code == 429
+    assert held.get_json()["error"] == "temporarily_unavailable" and int(held.headers["Retry-After"]) > 0
+    assert register_from(client, "192.0.2.2").status_code == 201
 
 
 @pytest.mark.parametrize("uri", ["https://a.example;script-src 'unsafe-inline' *;/cb", "https://a b.example/cb",
