@@ -5,8 +5,13 @@ then this server's (RFC 8414), registers itself (RFC 7591: no credential needed,
 the person to the consent page (okr.web.consent_pages), where they sign in as they always do and choose read
 only or read and write. The code it gets back is good once, for ten minutes, and only with the PKCE verifier of
 its challenge (S256 only). Its access token lasts an hour; its refresh token 30 days, and is replaced at each use
-(the old one ends). Both are a grant of okr.accounts.assistant_grants, kept as SHA-256 digests, ended as every
-grant ends (disconnected, the person deactivated or given another role) or revoked here (RFC 7009).
+(the old one ends; presented again, it ends the whole grant, OAuth 2.1 4.3.1); a refresh asking for okr:read alone
+makes the grant read only. Both are a grant of okr.accounts.assistant_grants, kept as SHA-256 digests, ended as
+every grant ends (disconnected, or the person deactivated, given another role or a new password, or signed out
+everywhere) or revoked here (RFC 7009).
+
+What comes in is checked before Authlib reads it (registration_problem, same_redirect, foreign_resource,
+unreadable_basic_credentials): a bad value is an OAuth error or the consent page's 400, never a 500.
 
 Scopes: okr:read, and okr:write (reading and writing, as the person may). Authlib is imported with this module,
 which the views import at their first request: a server no assistant signs in to never loads it.
@@ -30,11 +35,11 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import g
 
 from .. import proxies
-from ..db import get_db
+from ..db import get_db, own_write
 from ..store import assistant_grants as stored_grants
+from ..store import events, users
 from ..store import oauth_clients as oauth
-from ..store import users
-from . import assistant_grants, throttle
+from . import access, assistant_grants, throttle
 
 READ, WRITE, SCOPES = assistant_grants.READ_SCOPE, assistant_grants.WRITE_SCOPE, assistant_grants.SCOPES
 CODE_LIFE = timedelta(minutes=10)
@@ -256,7 +261,7 @@ class StoredGrant:
         return self.row["client_id"] == client.client_id
 
     def get_scope(self):
-        return READ if self.row["read_only"] else f"{READ} {WRITE}"
+        return scope_of(self.row["read_only"])
 
     def is_expired(self):
         return False  # an ended grant is never found (grant_by_refresh_token)
@@ -314,7 +319,10 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
 
     def authenticate_refresh_token(self, refresh_token):
         row = grant_by_refresh_token(refresh_token)
-        return None if row is None else StoredGrant(row)
+        if row is None:
+            end_grant_of_replaced(refresh_token)
+            return None
+        return StoredGrant(row)
 
     def authenticate_user(self, refresh_token):
         user = users.find(get_db(), refresh_token.row["user_id"])
@@ -332,6 +340,18 @@ def grant_by_refresh_token(refresh_token):
     if row is None or assistant_grants.refusal(row, row["refresh_expires_at"]) is not None:
         return None
     return row
+
+
+def end_grant_of_replaced(refresh_token):
+    """Ends the grant whose last refresh replaced this refresh token (OAuth 2.1 4.3.1): presented again, it is a
+    copy, a thief's or the thief's victim's, and neither may go on. Written in a transaction of its own, which
+    stays although the request then answers invalid_grant (and rolls its own back)."""
+    if not refresh_token or not refresh_token.startswith(assistant_grants.REFRESH_TOKEN_PREFIX):
+        return
+    row = stored_grants.by_previous_refresh_token(get_db(), digest(refresh_token))
+    if row is not None:
+        with own_write() as db:
+            stored_grants.delete(db, row["id"])
 
 
 class ClientClaims(ClientMetadataClaims):
@@ -399,22 +419,33 @@ def generate_token(grant_type, client, user=None, scope=None, expires_in=None, i
     return token
 
 
+def scope_of(read_only):
+    return READ if read_only else f"{READ} {WRITE}"
+
+
 def save_token(token, request):
-    """Keeps a grant's tokens as digests: a new grant for a code, the same grant's new tokens for a refresh."""
+    """Keeps a grant's tokens as digests: a new grant for a code, the same grant's new tokens for a refresh, read
+    only when the refresh asks for okr:read alone. The answer's scope is the grant's, as stored (a code exchanged
+    by a person who has become a viewer reads only)."""
     db = get_db()
     expires = assistant_grants.later(assistant_grants.ACCESS_TOKEN_LIFE)
     refresh_expires = assistant_grants.later(assistant_grants.REFRESH_TOKEN_LIFE)
     if request.payload.grant_type == "refresh_token":
         row = request.refresh_token.row
+        asked = (request.payload.scope or "").split()
+        read_only = bool(row["read_only"]) or (bool(asked) and WRITE not in asked)
         stored_grants.renew(db, row["seq"], digest(token["access_token"]), expires, digest(token["refresh_token"]),
-                            refresh_expires)
-        token["scope"] = request.refresh_token.get_scope()
+                            refresh_expires, read_only, row["refresh_hash"])
+        token["scope"] = scope_of(read_only)
         return
     user, client = request.user, request.client
     read_only = WRITE not in (token.get("scope") or "").split() or user["role"] == "viewer"
-    stored_grants.create(db, user["id"], client.name, read_only, user["role"], digest(token["access_token"]),
-                         expires, client_seq=client.row["seq"], refresh_hash=digest(token["refresh_token"]),
-                         refresh_expires_at=refresh_expires)
+    # The person who allowed it connects the assistant, though the client asks for the tokens.
+    with events.acting_as(access.event_actor(access.user_actor(user))):
+        stored_grants.create(db, user["id"], client.name, read_only, user["role"], digest(token["access_token"]),
+                             expires, client_seq=client.row["seq"], refresh_hash=digest(token["refresh_token"]),
+                             refresh_expires_at=refresh_expires)
+    token["scope"] = scope_of(read_only)
 
 
 def query_client(client_id):

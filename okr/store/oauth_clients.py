@@ -37,8 +37,17 @@ def forget_oldest_unauthorized_clients(db, keep):
                       ORDER BY c.seq DESC LIMIT -1 OFFSET ?)""", (keep,))
 
 
+def forget_codes_of(db, user_id):
+    """A person's codes not yet exchanged for tokens go (their assistants' grants end: okr.store.users)."""
+    db.execute("DELETE FROM oauth_codes WHERE user_id = ?", (user_id,))
+
+
+def forget_expired_codes(db, now):
+    db.execute("DELETE FROM oauth_codes WHERE expires_at < ?", (now,))
+
+
 def save_code(db, code_hash, client_seq, user_id, redirect_uri, scope, code_challenge, resource, expires_at):
-    db.execute("DELETE FROM oauth_codes WHERE expires_at < ?", (clock.utc_now(),))
+    forget_expired_codes(db, clock.utc_now())
     db.execute("INSERT INTO oauth_codes (code_hash, client_seq, user_id, redirect_uri, scope, code_challenge, resource,"
                " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                (code_hash, client_seq, user_id, redirect_uri, scope, code_challenge, resource, expires_at))

@@ -69,3 +69,15 @@ def tokens(client, **form):
 def whoami(client, token):
     return client.post("/mcp", json=WHOAMI, headers={**MCP, "Authorization": f"Bearer {token}"})
 
+
+def connect(client, browser, rights="write", redirect_uri=REDIRECT):
+    """(client_id, the token answer's JSON): a client registered, allowed by the browser's person, its code
+    exchanged."""
+    client_id = register(client, (redirect_uri,)).get_json()["client_id"]
+    verifier, challenge = pkce()
+    answer = parse_qs(urlsplit(consent(browser, authorize_path(client_id, challenge, redirect_uri=redirect_uri),
+                                       rights=rights).headers["Location"]).query)
+    issued = tokens(client, grant_type="authorization_code", code=answer["code"][0], redirect_uri=redirect_uri,
+                    client_id=client_id, code_verifier=verifier)
+    assert issued.status_code == 200, issued.get_json()
+    return client_id, issued.get_json()

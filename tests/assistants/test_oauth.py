@@ -1,7 +1,9 @@
 """Sign-in for remote assistants by OAuth 2.1, through Flask's test client: the metadata an assistant follows,
 registration, the consent page (signed in first), the code good once and only with its PKCE verifier (S256), the
-tokens working on /mcp as the person via the client's name, a refresh that ends the old tokens, revocation, and
-what is refused (a redirect URI not registered or not allowed, a denial, a viewer asking to write)."""
+tokens working on /mcp as the person via the client's name, a refresh that ends the old tokens (and the whole grant
+when an old one comes again) or narrows the grant to okr:read, revocation, and what is refused (a redirect URI not
+registered, malformed or not matching exactly, a denial, a viewer asking to write, another resource, credentials
+that are no UTF-8)."""
 import re
 import sqlite3
 from urllib.parse import parse_qs, urlsplit
@@ -268,3 +270,41 @@ def test_every_resource_named_must_be_this_servers_at_authorization_and_at_the_t
     elsewhere = client.post("/oauth/token", data={**form, "resource": both})
     assert elsewhere.status_code == 400 and elsewhere.get_json()["error"] == "invalid_target"
     assert client.post("/oauth/token", data={**form, "resource": "http://localhost/mcp"}).status_code == 200
+
+
+def test_a_refresh_token_presented_again_ends_the_whole_grant(client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    old = issued.get_json()
+    new = tokens(client, grant_type="refresh_token", refresh_token=old["refresh_token"], client_id=client_id).get_json()
+    replayed = tokens(client, grant_type="refresh_token", refresh_token=old["refresh_token"], client_id=client_id)
+    assert replayed.status_code == 400 and replayed.get_json()["error"] == "invalid_grant"
+    assert whoami(client, new["access_token"]).status_code == 401
+    after = tokens(client, grant_type="refresh_token", refresh_token=new["refresh_token"], client_id=client_id)
+    assert after.status_code == 400 and after.get_json()["error"] == "invalid_grant"
+    assert "No assistant is connected." in browser.get("/account", headers=HTML).get_data(as_text=True)
+
+
+def test_a_refresh_asking_for_okr_read_narrows_the_grant_for_good(client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    narrowed = tokens(client, grant_type="refresh_token", refresh_token=issued.get_json()["refresh_token"],
+                      client_id=client_id, scope="okr:read").get_json()
+    assert narrowed["scope"] == "okr:read"
+    assert whoami(client, narrowed["access_token"]).get_json()["result"]["structuredContent"]["may_write"] is False
+    wider = tokens(client, grant_type="refresh_token", refresh_token=narrowed["refresh_token"], client_id=client_id,
+                   scope="okr:read okr:write")
+    assert wider.status_code == 400 and wider.get_json()["error"] == "invalid_scope"
+    again = tokens(client, grant_type="refresh_token", refresh_token=narrowed["refresh_token"], client_id=client_id)
+    assert again.get_json()["scope"] == "okr:read"
+
+
+def test_a_code_exchanged_once_its_person_is_a_viewer_says_it_only_reads(app, client):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    code = code_from(consent(browser, authorize_path(client_id, challenge), rights="write"))["code"][0]
+    with sqlite3.connect(app.config["DATABASE"]) as db:  # as a restored backup could, past okr.store.users
+        db.execute("UPDATE users SET role = 'viewer' WHERE email = 'maya@example.com'")
+    issued = tokens(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                    code_verifier=verifier).get_json()
+    assert issued["scope"] == "okr:read"
+    assert whoami(client, issued["access_token"]).get_json()["result"]["structuredContent"]["may_write"] is False
