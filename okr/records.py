@@ -104,6 +104,15 @@ def key_json(row):
             "user_id": row["user_id"], "created_at": row["created_at"], "revoked_at": row["revoked_at"]}
 
 
+def assistant_json(row):
+    """A connected assistant (an assistant_grants row) as its event shows it: never a token, nor a token's hash.
+    kind: personal_token (made on the account page) or oauth (signed in by itself); expires_at: when it ends at
+    the latest (an OAuth grant's, when its refresh token expires)."""
+    return {"id": row["id"], "name": row["name"], "user_id": row["user_id"],
+            "kind": "personal_token" if row["client_seq"] is None else "oauth", "read_only": bool(row["read_only"]),
+            "expires_at": row["refresh_expires_at"] or row["expires_at"], "created_at": row["created_at"]}
+
+
 def checkin_json(row):
     return {
         "id": row["id"],

@@ -9,7 +9,7 @@ import pytest
 
 import helpers
 from okr import settings
-from okr.accounts import identity_provider, passwords, people_csv, single_sign_on
+from okr.accounts import identity_provider, oauth_server, passwords, people_csv, single_sign_on
 from okr.api import auth, bodies, paging
 from okr.outbound import webhook_request, weekly_emails
 from okr.reports import activity, review
@@ -133,6 +133,11 @@ LIMITS = {
     "a receiver's `Retry-After`, honoured up to":
         duration(webhook_request.MAX_RETRY_AFTER, AT_MOST, "receiver's `Retry-After`", "an HTTP date"),
     "attempts kept in a webhook's delivery log": count(webhooks.KEPT_ATTEMPTS, AT_MOST, "attempts", of=("attempts",)),
+    "OAuth clients that no person has allowed yet, kept at once":
+        count(oauth_server.MOST_UNUSED_CLIENTS, AT_MOST, "never authorized", "allowed yet", of=("clients", "such")),
+    "redirect URIs of an OAuth client": count(oauth_server.MAX_REDIRECT_URIS, AT_MOST, "redirect URIs", of=("URIs",)),
+    "an OAuth client's redirect URI":
+        count(oauth_server.MAX_REDIRECT_LENGTH, AT_MOST, "redirect URI", of=CHARACTERS),
     "a failed answer's body kept in the delivery log": size(webhook_request.ERROR_BODY_BYTES, AT_MOST, "answer's body"),
     "a metric source's answer (HTTP JSON, CSV, Prometheus)":
         size(values.ANSWER_BYTES, AT_MOST, "answer of more than", "answer is larger than"),

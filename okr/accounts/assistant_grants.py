@@ -3,9 +3,12 @@
 An assistant acts as one person, with that person's role, read-only or read-and-write (a viewer's assistant only
 reads, whatever it was given). It comes in with a token: a personal token made on the account page ("Connect an
 assistant": shown once, expires after 30, 90 or 365 days), or the access token an OAuth client was given after
-the person consented (an hour, renewed with its refresh token for 30 days). A token ends when it expires, when it
-is disconnected, when its person is deactivated, and when their role is no longer the one it was given under.
-Tokens are kept only as their SHA-256; `okr mcp --as EMAIL` on the database's machine needs none.
+the person consented (an hour, renewed with its refresh token for 30 days). A token ends when it expires, and
+its grant (the row) goes when it is disconnected, and with all the person's others when the person is deactivated,
+given another role, given a new password or signs out everywhere (okr.store.users, okr.accounts.sign_in): a
+reactivation or the old role back brings none back. Each use checks again (refusal). Connecting one records the
+event assistant.connected. Tokens are kept only as their SHA-256; `okr mcp --as EMAIL` on the database's machine
+needs none.
 """
 import hashlib
 import secrets
@@ -107,7 +110,8 @@ def grant_of(row):
 
 
 def refusal(row, expires_at):
-    """Why a stored grant lets no one in now, or None."""
+    """Why a stored grant lets no one in now, or None. A deactivation or a change of role deletes the person's
+    grants; these checks stand behind that, for a row written otherwise (a restored backup)."""
     if row is None:
         return "unknown token"
     if expires_at is None or expires_at <= now():

@@ -20,6 +20,7 @@ from flask import current_app
 
 from ..db import get_connection, get_db
 from ..rules.email_addresses import email_key
+from ..store import assistant_grants
 from ..store import sessions as session_rows
 from ..store import users
 from . import access, passwords, sessions, throttle
@@ -165,6 +166,8 @@ def change_password(user, current, new):
 
 
 def sign_out_everywhere(user):
-    """Ends every session of the person (user: their row), this browser's included."""
+    """Ends every session of the person (user: their row), this browser's included, and every assistant they
+    connected (personal tokens and OAuth grants alike)."""
     session_rows.end_users(get_db(), user["id"])
+    assistant_grants.end_all_of(get_db(), user["id"])
     sessions.forget_session()

@@ -5,8 +5,9 @@ From one address, after OKR_SIGN_IN_FAILURES_PER_ACCOUNT failures for one accoun
 seconds, that account's sign-in from that address waits; after OKR_SIGN_IN_FAILURES_PER_ADDRESS failures in the
 window, every sign-in from it does (limits() reads the three settings).
 An account is a user's email key, an API key's credential, INVITATION for invitation links, PASSWORD_RESET for
-password reset links, or RESET_REQUEST + an email key for the emails that send them (each request counts, as a
-failure would). Failures older than the window go at each failure.
+password reset links, RESET_REQUEST + an email key for the emails that send them, or CLIENT_REGISTRATION for
+assistants registering as OAuth clients (for these two, each request counts, as a failure would). Failures older
+than the window go at each failure, so the table holds no more than the window's.
 
 An address is what address_key makes of the client's: its IPv4 address, or its IPv6 /64. The connection cap of
 `okr serve` (okr.server.connections) counts clients by it too.
@@ -24,6 +25,7 @@ from ..store import failed_sign_ins
 INVITATION = "invitation"
 PASSWORD_RESET = "password reset"
 RESET_REQUEST = "reset request "
+CLIENT_REGISTRATION = "client registration"
 
 
 class Throttled(Exception):
@@ -102,6 +104,18 @@ def count_reset_request(email):
     account = RESET_REQUEST + email_key(email)
     refuse_if_throttled(account)
     record(get_db(), throttled_address(), account, int(time.time()))
+
+
+def count_registration(db):
+    """Counts an OAuth client's registration (okr.accounts.oauth_server) from this address in db's transaction, as
+    a failed sign-in of the account CLIENT_REGISTRATION: Throttled once the address registered as many clients as
+    it may fail sign-ins for one account within the window (or failed too often for all), and then nothing is
+    written."""
+    address, now = throttled_address(), int(time.time())
+    wait = wait_seconds(db, address, CLIENT_REGISTRATION, now)
+    if wait:
+        raise Throttled(wait)
+    record(db, address, CLIENT_REGISTRATION, now)
 
 
 def person_accounts(user):

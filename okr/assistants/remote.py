@@ -10,13 +10,14 @@ keeps no session. Host and Origin are checked by the pipeline's guards, as on ev
 """
 import asyncio
 import contextvars
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 from flask import Blueprint, Response, current_app, g, request
 from werkzeug.exceptions import MethodNotAllowed, Unauthorized
 
 from .. import proxies
-from ..accounts import access, assistant_grants
+from ..accounts import access, assistant_grants, throttle
 from ..db import finish_reading, get_db, own_write, reads_first
 from .in_process import Caller
 
@@ -169,22 +170,50 @@ def show_server_metadata():
     return oauth().metadata()
 
 
+def oauth_error(status, error, description, headers=None):
+    """An OAuth error as RFC 6749 5.2 (and RFC 7591 3.2.2) shape it: JSON, never stored by a cache."""
+    body = json.dumps({"error": error, "error_description": description})
+    return Response(body, status=status, content_type="application/json",
+                    headers={"Cache-Control": "no-store", "Pragma": "no-cache", **(headers or {})})
+
+
+def refused_client_request(names_resources=False):
+    """The error for a request to /oauth/token or /oauth/revoke that Authlib is not to read, or None: HTTP Basic
+    credentials that are no UTF-8; at the token endpoint, a resource (RFC 8707) other than this server's /mcp."""
+    server = oauth()
+    if server.unreadable_basic_credentials(request.headers.get("Authorization")):
+        return oauth_error(401, "invalid_client", "the Basic credentials are not client_id:client_secret in UTF-8",
+                           {"WWW-Authenticate": 'Basic realm="okr"'})
+    if names_resources and server.foreign_resource(request.values.getlist("resource")) is not None:
+        return oauth_error(400, "invalid_target", "the resource (RFC 8707) must be this server's /mcp")
+    return None
+
+
 @bp.post("/oauth/register")
 def register_client():
     """Registers an assistant as an OAuth client (RFC 7591), without a credential, as MCP clients expect."""
-    return oauth().server_of(current_app).create_endpoint_response("client_registration")
+    server = oauth()
+    problem = server.registration_problem(request.get_json(silent=True))
+    if problem is not None:
+        return oauth_error(400, *problem)
+    try:
+        return server.server_of(current_app).create_endpoint_response("client_registration")
+    except throttle.Throttled as held:
+        return oauth_error(429, "temporarily_unavailable",
+                           f"too many clients registered from this address: retry in {held.wait} s",
+                           {"Retry-After": str(held.wait)})
 
 
 @bp.post("/oauth/token")
 def issue_token():
     """Gives an assistant its tokens for a code (with its PKCE verifier), or new ones for a refresh token."""
-    return oauth().server_of(current_app).create_token_response()
+    return refused_client_request(names_resources=True) or oauth().server_of(current_app).create_token_response()
 
 
 @bp.post("/oauth/revoke")
 def revoke_token():
     """Ends an assistant's grant for its access or refresh token (RFC 7009)."""
-    return oauth().server_of(current_app).create_endpoint_response("revocation")
+    return refused_client_request() or oauth().server_of(current_app).create_endpoint_response("revocation")
 
 
 @bp.after_request

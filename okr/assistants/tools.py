@@ -16,7 +16,7 @@ import logging
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -508,8 +508,22 @@ def as_json(value):
     return json.dumps(value, ensure_ascii=False, indent=1)
 
 
+def refusals_as_resource_errors(read):
+    """A CallFailed (the API's refusal) becomes the SDK's resource error with its message, which the SDK answers
+    as an MCP error and logs in one line, without a traceback: not found for an id that names nothing here."""
+    @functools.wraps(read)
+    def guarded(*args, **kwargs):
+        try:
+            return read(*args, **kwargs)
+        except CallFailed as failed:
+            error = ResourceNotFoundError if failed.status in (400, 404) else ResourceError
+            raise error(str(failed)) from None
+    return guarded
+
+
 @server.resource("okr://cycles", name="cycles", description="The delivery cycles, newest first, with their "
                                                               "progress.", mime_type="application/json")
+@refusals_as_resource_errors
 def cycles_resource() -> str:
     return as_json([{**s["cycle"], "progress": s["progress"]} for s in CALLER.get().read(cycles_listed)])
 
@@ -517,18 +531,21 @@ def cycles_resource() -> str:
 @server.resource("okr://cycles/{cycle_id}", name="cycle", description="A cycle's report: its objectives and key "
                                                                        "results with progress and status.",
                  mime_type="application/json")
+@refusals_as_resource_errors
 def cycle_resource(cycle_id: str) -> str:
     return as_json(CALLER.get().get(f"/v1/cycles/{checked_id(cycle_id, 'cycle_id')}/report"))
 
 
 @server.resource("okr://objectives/{objective_id}", name="objective",
                  description="An objective with its key results, progress and status.", mime_type="application/json")
+@refusals_as_resource_errors
 def objective_resource(objective_id: str) -> str:
     return as_json(CALLER.get().get(f"/v1/objectives/{checked_id(objective_id, 'objective_id')}/report"))
 
 
 @server.resource("okr://keyresults/{key_result_id}", name="key result",
                  description="A key result and its check-ins.", mime_type="application/json")
+@refusals_as_resource_errors
 def key_result_resource(key_result_id: str) -> str:
     current = CALLER.get()
     key_result_id = checked_id(key_result_id, "key_result_id")

@@ -183,7 +183,8 @@ def actor_name(actor):
 
 
 KIND_WORDS = {"objective": "objective", "key_result": "key result", "team": "team", "cycle": "cycle",
-              "user": "person", "key": "API key", "checkin": "check-in", "comment": "comment", "initiative": "initiative"}
+              "user": "person", "key": "API key", "checkin": "check-in", "comment": "comment", "initiative": "initiative",
+              "assistant": "assistant"}
 FIELD_WORDS = {"name": "name", "description": "description", "team_id": "team", "assignee_id": "owner",
                "owner_id": "owner", "cycle_id": "cycle", "parent_objective_id": "parent", "type": "type",
                "current_value": "value", "confidence": "confidence", "target_value_min": "target",
@@ -279,6 +280,10 @@ def what(event, names):
         return [*updated(event, kind, "initiative", named, names), " of key result ", key_result]
     if kind == "key" and action == "created":
         return ["created the API key ", quoted(data.get("name"))]
+    if kind == "assistant" and action == "connected":
+        rights = "read only" if data.get("read_only") else "read and write"
+        how = "signed in by itself" if data.get("kind") == "oauth" else "with a personal token"
+        return ["connected the assistant ", quoted(data.get("name")), f" ({rights}, {how})"]
     if kind == "user" and action == "unlinked":
         return ["unlinked ", data.get("name") or "someone", " from their sign-in with the identity provider"]
     if kind == "user" and action == "sign_in_refused":

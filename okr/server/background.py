@@ -23,7 +23,7 @@ from ..outbound.chat_digest import chat_digest_job
 from ..outbound.webhook_queue import deliver_webhooks
 from ..outbound.weekly_emails import weekly_mail_job
 from ..sources.syncing import sync_sources_job
-from ..store import events
+from ..store import assistant_grants, events
 from ..store.schema import connect
 from .workers import STARTING_CHILDREN, unblock_stop_signals
 
@@ -40,15 +40,19 @@ def lock_path(database):
 
 
 def prune_events(app, stop):
-    """Job: deletes the events older than the retention period, now and every hour."""
+    """Job: deletes the events older than the retention period, and the assistants' grants past their tokens' ends
+    (with expired authorization codes), now and every hour."""
     while not stop.is_set():
         try:
             with closing(connect(app.config["DATABASE"], app.config["BUSY_TIMEOUT_MS"])) as db:
                 pruned = events.prune_now(db, app.config["EVENT_RETENTION_DAYS"])
+                ended = assistant_grants.delete_expired_now(db)
             if pruned:
                 logger.info("pruned %d events older than %s days", pruned, app.config["EVENT_RETENTION_DAYS"])
+            if ended:
+                logger.info("forgot %d expired assistants' grants", ended)
         except Exception:  # a busy or broken database: tried again at the next round
-            logger.exception("pruning events failed")
+            logger.exception("pruning events and expired grants failed")
         stop.wait(PRUNE_EVERY_SECONDS)
 
 

@@ -20,7 +20,7 @@ from functools import cache
 from ..rules.email_addresses import email_key
 from ..records import (checkin_json, cycle_dates_json, key_json, key_result_details_json, membership_json,
                        objective_json, team_json, user_role_json)
-from . import events, users
+from . import assistant_grants, events, users
 
 # The fields of a whole row of each table, in the order the writes below take them (the okr-export
 # format's records have them in this order too). A key result's cycle is its objective's; a check-in
@@ -215,8 +215,12 @@ def write_row(db, name, values, new=False, record=True):
     answer = db.execute(write_statement(name, omitted), parameters).fetchone()
     if answer is None:
         return None
-    if name == "users" and before is not None and users.voids_links(before, dict(zip(FIELDS[name], values))):
-        users.void_links(db, before["id"])  # as okr users update and deactivate do
+    if name == "users" and before is not None:
+        after = dict(zip(FIELDS[name], values))
+        if users.voids_links(before, after):
+            users.void_links(db, before["id"])  # as okr users update and deactivate do
+        if users.ends_assistants(before, after):
+            assistant_grants.end_all_of(db, before["id"])  # as okr users deactivate and set-role do
     if record:
         record_written(db, name, answer[0], before)
     return answer[0]

@@ -28,13 +28,26 @@ def forget_unused_clients(db, registered_before):
                (registered_before,))
 
 
-def unused_client_count(db):
-    return db.execute("""SELECT count(*) FROM oauth_clients c
-                         WHERE NOT EXISTS (SELECT 1 FROM assistant_grants g WHERE g.client_seq = c.seq)""").fetchone()[0]
+def forget_oldest_unauthorized_clients(db, keep):
+    """Of the clients no person has authorized yet (no grant, no code), all but the newest keep go."""
+    db.execute("""DELETE FROM oauth_clients WHERE seq IN (
+                      SELECT c.seq FROM oauth_clients c
+                      WHERE NOT EXISTS (SELECT 1 FROM assistant_grants g WHERE g.client_seq = c.seq)
+                        AND NOT EXISTS (SELECT 1 FROM oauth_codes o WHERE o.client_seq = c.seq)
+                      ORDER BY c.seq DESC LIMIT -1 OFFSET ?)""", (keep,))
+
+
+def forget_codes_of(db, user_id):
+    """A person's codes not yet exchanged for tokens go (their assistants' grants end: okr.store.users)."""
+    db.execute("DELETE FROM oauth_codes WHERE user_id = ?", (user_id,))
+
+
+def forget_expired_codes(db, now):
+    db.execute("DELETE FROM oauth_codes WHERE expires_at < ?", (now,))
 
 
 def save_code(db, code_hash, client_seq, user_id, redirect_uri, scope, code_challenge, resource, expires_at):
-    db.execute("DELETE FROM oauth_codes WHERE expires_at < ?", (clock.utc_now(),))
+    forget_expired_codes(db, clock.utc_now())
     db.execute("INSERT INTO oauth_codes (code_hash, client_seq, user_id, redirect_uri, scope, code_challenge, resource,"
                " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                (code_hash, client_seq, user_id, redirect_uri, scope, code_challenge, resource, expires_at))

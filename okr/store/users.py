@@ -6,6 +6,10 @@ The last active admin can be neither demoted nor deactivated: someone must be le
 A user's open links (an invitation, a password reset) die with what they were sent for: a change of email
 (they went to the old address), a deactivation (a reactivation does not bring them back) and a new password.
 The changes here void them, and so does okr.store.bulk's write of an imported user (voids_links).
+
+A user's connected assistants (okr.store.assistant_grants: personal tokens and OAuth grants) end, in the same
+transaction, when the user is deactivated, given another role, or given a new password (ends_assistants for an
+imported user); a reactivation or the old role back brings none of them back.
 """
 import json
 import sqlite3
@@ -16,7 +20,7 @@ from ..clock import new_id
 from ..rules.email_addresses import email_key
 from ..errors import Conflict, NotFound
 from ..records import user_role_json
-from . import events, sessions
+from . import assistant_grants, events, sessions
 from .common import fetch, keyset_page
 
 get = partial(fetch, "users", "user")
@@ -86,7 +90,8 @@ def found(db, email):
 
 def set_active(db, user, active):
     """The user (its row) made active or inactive. Deactivating ends the user's sessions (its keys' included)
-    and voids their links; the user's keys are refused from then on. Conflict for the last active admin."""
+    and connected assistants, and voids their links; the user's keys are refused from then on. Conflict for the
+    last active admin."""
     if not active:
         keep_an_admin(db, user)
     row = db.execute("UPDATE users SET is_active = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
@@ -94,15 +99,21 @@ def set_active(db, user, active):
     if not active:
         sessions.end_users(db, user["id"])
         void_links(db, user["id"])
+    if ends_assistants(user, row):
+        assistant_grants.end_all_of(db, user["id"])
     return updated(db, user, row)
 
 
 def set_role(db, user, role):
-    """The user (its row) given a role (admin, editor or viewer); Conflict for the last active admin."""
+    """The user (its row) given a role (admin, editor or viewer), which ends their connected assistants when it
+    is another; Conflict for the last active admin."""
     if role != "admin":
         keep_an_admin(db, user)
-    return updated(db, user, db.execute("UPDATE users SET role = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
-                                        (role, user["seq"])).fetchone())
+    row = db.execute("UPDATE users SET role = ?, revision = revision + 1 WHERE seq = ? RETURNING *",
+                     (role, user["seq"])).fetchone()
+    if ends_assistants(user, row):
+        assistant_grants.end_all_of(db, user["id"])
+    return updated(db, user, row)
 
 
 def keep_an_admin(db, user):
@@ -117,17 +128,25 @@ def keep_an_admin(db, user):
 
 def set_password(db, user, password_hash, keep_token=None):
     """Gives the user (its row) this password hash (okr.accounts.passwords makes it). Every session of the
-    user's ends but the one whose token is keep_token (the browser that changed it), and a pending
-    invitation or password reset goes: it would set the password again."""
+    user's ends but the one whose token is keep_token (the browser that changed it), so does every connected
+    assistant of theirs, and a pending invitation or password reset goes: it would set the password again."""
     db.execute("UPDATE users SET password_hash = ? WHERE seq = ?", (password_hash, user["seq"]))
     void_links(db, user["id"])
     sessions.end_users(db, user["id"], keep_token)
+    assistant_grants.end_all_of(db, user["id"])  # whoever knew the old password may have connected one
 
 
 def voids_links(before, after):
     """Whether a change of a user from before to after (rows, or an imported record) voids their links: a new
     email (any change of its text: the old address may be someone else's now) or a deactivation."""
     return before["email"] != after["email"] or bool(before["is_active"]) and not after["is_active"]
+
+
+def ends_assistants(before, after):
+    """Whether a change of a user from before to after (rows, or an imported record) ends their connected
+    assistants: a deactivation, or another role (an imported record without one keeps the stored role)."""
+    role = after["role"] if "role" in after.keys() else None
+    return bool(before["is_active"]) and not after["is_active"] or isinstance(role, str) and role != before["role"]
 
 
 def void_links(db, user_id):

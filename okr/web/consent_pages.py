@@ -6,8 +6,6 @@ Any role may allow an assistant (a viewer's only reads): the page acts on the pe
 here with its CSRF token; the answer sends the browser on to the assistant's redirect URI, which the page's
 form-action allows (as the sign-in page allows the identity provider's).
 """
-from urllib.parse import urlsplit
-
 from flask import current_app, g, render_template, request
 
 from ..accounts import access, assistant_grants, sessions
@@ -25,14 +23,14 @@ def oauth():
 
 def consent_grant(user):
     """Authlib's grant for this authorization request; a page saying what is wrong when the client or its redirect
-    URI is not one to send anything to, else a redirect with the error, as OAuth asks."""
+    URI is not one to send anything to, else a redirect with the error, as OAuth asks. Every resource (RFC 8707)
+    named must be this server's /mcp."""
     from authlib.oauth2.rfc6749.errors import OAuth2Error
     oauth_server = oauth()
     server = oauth_server.server_of(current_app)
     try:
         grant = server.get_consent_grant(end_user=user)
-        resource = grant.request.payload.data.get("resource")
-        if resource and resource.rstrip("/") not in oauth_server.resources():
+        if oauth_server.foreign_resource(request.values.getlist("resource")) is not None:
             raise OAuth2Error("the resource (RFC 8707) must be this server's /mcp", error="invalid_target",
                               state=grant.request.payload.state, redirect_uri=grant.redirect_uri)
         return grant
@@ -41,14 +39,19 @@ def consent_grant(user):
             return server.handle_error_response(None, error)
         raise PageError(400, "This assistant cannot connect", f"{error.error}: {error.get_error_description()}"
                                                               if error.description else error.error) from None
+    except ValueError:  # Authlib's error for a value it would not repeat (one outside printable ASCII)
+        raise PageError(400, "This assistant cannot connect", "invalid_request: the request holds a value that is "
+                                                              "not printable ASCII") from None
 
 
 def form_target(redirect_uri):
-    """The form-action source that lets the consent form's answer go on to the redirect URI."""
-    parts = urlsplit(redirect_uri)
-    if parts.scheme in ("http", "https"):
-        return f"{parts.scheme}://{parts.netloc}"
-    return f"{parts.scheme}:"
+    """The form-action source that lets the consent form's answer go on to the redirect URI (its scheme, host and
+    port, parsed); a page saying so for one this server no longer sends to (registered before its checks)."""
+    source = oauth().form_action_source(redirect_uri)
+    if source is None:
+        raise PageError(400, "This assistant cannot connect", "Its redirect URI is not one this server sends to: "
+                                                              "it must register again.")
+    return source
 
 
 def the_person():

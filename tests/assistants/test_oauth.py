@@ -1,77 +1,18 @@
 """Sign-in for remote assistants by OAuth 2.1, through Flask's test client: the metadata an assistant follows,
 registration, the consent page (signed in first), the code good once and only with its PKCE verifier (S256), the
-tokens working on /mcp as the person via the client's name, a refresh that ends the old tokens, revocation, and
-what is refused (a redirect URI not registered or not allowed, a denial, a viewer asking to write)."""
-import base64
-import hashlib
+tokens working on /mcp as the person via the client's name, a refresh that ends the old tokens (and the whole grant
+when an old one comes again) or narrows the grant to okr:read, revocation, and what is refused (a redirect URI not
+registered, malformed or not matching exactly, a denial, a viewer asking to write, another resource, credentials
+that are no UTF-8)."""
 import re
-import secrets
 import sqlite3
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from helpers import user_with_password
-
-PASSWORD = "correct horse battery staple"
-HTML = {"Accept": "text/html"}
-REDIRECT = "http://127.0.0.1:33418/callback"
-MCP = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
-WHOAMI = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
-
-
-def csrf(client, path="/login"):
-    page = client.get(path, headers=HTML).get_data(as_text=True)
-    return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-
-
-def browser_of(app, role="editor", email="maya@example.com"):
-    user_with_password(app, PASSWORD, "Maya Lee", email, role)
-    browser = app.test_client()
-    signed = browser.post("/login", data={"csrf_token": csrf(browser), "email": email, "password": PASSWORD,
-                                          "next": "/"})
-    assert signed.status_code == 303
-    return browser
-
-
-def register(client, redirect_uris=(REDIRECT,), **extra):
-    return client.post("/oauth/register", json={"client_name": "Claude", "redirect_uris": list(redirect_uris),
-                                                "token_endpoint_auth_method": "none",
-                                                "grant_types": ["authorization_code", "refresh_token"],
-                                                "response_types": ["code"], **extra})
-
-
-def pkce():
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
-
-
-def authorize_path(client_id, challenge, scope="okr:read okr:write", redirect_uri=REDIRECT, **extra):
-    query = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "xyz",
-             "scope": scope, "code_challenge": challenge, "code_challenge_method": "S256",
-             "resource": "http://localhost/mcp", **extra}
-    return "/oauth/authorize?" + urlencode({k: v for k, v in query.items() if v is not None})
-
-
-def consent(browser, path, decision="allow", rights="write"):
-    return browser.post(path, data={"csrf_token": csrf(browser, path), "decision": decision, "rights": rights},
-                        headers=HTML)
-
-
-def code_from(answer):
-    assert answer.status_code == 302, answer.get_data(as_text=True)
-    location = urlsplit(answer.headers["Location"])
-    assert f"{location.scheme}://{location.netloc}{location.path}" == REDIRECT
-    return parse_qs(location.query)
-
-
-def tokens(client, **form):
-    return client.post("/oauth/token", data=form)
-
-
-def whoami(client, token):
-    return client.post("/mcp", json=WHOAMI, headers={**MCP, "Authorization": f"Bearer {token}"})
+from oauth_calls import (HTML, MCP, PASSWORD, REDIRECT, WHOAMI, authorize_path, browser_of, code_from, consent, pkce,
+                         register, tokens, whoami)
 
 
 @pytest.fixture
@@ -284,3 +225,86 @@ def test_tokens_and_codes_are_kept_only_as_digests(app, client, signed_in_flow):
         data = database.read()
     for secret in (body["access_token"], body["refresh_token"], code):
         assert secret.encode() not in data
+
+
+@pytest.mark.parametrize("redirect_uri", ["http://[", "http://127.0.0.1:33418/callback\u00e9",
+                                          'http://127.0.0.1:33418/call"back', "http://127.0.0.1:99999/callback"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_malformed_redirect_uri_is_a_page_and_nothing_is_written(app, client, method, redirect_uri):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    path = authorize_path(client_id, pkce()[1], redirect_uri=redirect_uri)
+    answer = consent(browser, path) if method == "POST" else browser.get(path, headers=HTML)
+    assert answer.status_code == 400 and "Location" not in answer.headers
+    with sqlite3.connect(app.config["DATABASE"]) as db:
+        assert db.execute("SELECT count(*) FROM oauth_codes").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("redirect_uri", ["http://evil@127.0.0.1:5/callback", "http://127.0.0.1:5/callback#x",
+                                          "http://localhost:33418/callback", "http://127.0.0.1:5/callback/",
+                                          "http://127.0.0.1:5/callback?x=1", "http://127.0.0.1:05/callback"])
+def test_a_loopback_redirect_matches_exactly_but_for_its_port(app, client, redirect_uri):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    answer = consent(browser, authorize_path(client_id, pkce()[1], redirect_uri=redirect_uri))
+    assert answer.status_code == 400 and "Location" not in answer.headers
+
+
+@pytest.mark.parametrize("path", ["/oauth/token", "/oauth/revoke"])
+def test_basic_credentials_that_are_no_utf8_are_an_invalid_client(client, path):
+    answer = client.post(path, data={"grant_type": "refresh_token", "refresh_token": "okr_rt_x", "token": "x"},
+                         headers={"Authorization": "Basic //46/w=="})
+    assert answer.status_code == 401 and answer.get_json()["error"] == "invalid_client"
+
+
+def test_every_resource_named_must_be_this_servers_at_authorization_and_at_the_token_endpoint(app, client):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    both = ["http://localhost/mcp", "https://other.example/mcp"]
+    refused = browser.get(authorize_path(client_id, challenge, resource=both), headers=HTML)
+    assert parse_qs(urlsplit(refused.headers["Location"]).query)["error"] == ["invalid_target"]
+    code = code_from(consent(browser, authorize_path(client_id, challenge)))["code"][0]
+    form = dict(grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                code_verifier=verifier)
+    elsewhere = client.post("/oauth/token", data={**form, "resource": both})
+    assert elsewhere.status_code == 400 and elsewhere.get_json()["error"] == "invalid_target"
+    assert client.post("/oauth/token", data={**form, "resource": "http://localhost/mcp"}).status_code == 200
+
+
+def test_a_refresh_token_presented_again_ends_the_whole_grant(client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    old = issued.get_json()
+    new = tokens(client, grant_type="refresh_token", refresh_token=old["refresh_token"], client_id=client_id).get_json()
+    replayed = tokens(client, grant_type="refresh_token", refresh_token=old["refresh_token"], client_id=client_id)
+    assert replayed.status_code == 400 and replayed.get_json()["error"] == "invalid_grant"
+    assert whoami(client, new["access_token"]).status_code == 401
+    after = tokens(client, grant_type="refresh_token", refresh_token=new["refresh_token"], client_id=client_id)
+    assert after.status_code == 400 and after.get_json()["error"] == "invalid_grant"
+    assert "No assistant is connected." in browser.get("/account", headers=HTML).get_data(as_text=True)
+
+
+def test_a_refresh_asking_for_okr_read_narrows_the_grant_for_good(client, signed_in_flow):
+    browser, client_id, issued, code, verifier = signed_in_flow
+    narrowed = tokens(client, grant_type="refresh_token", refresh_token=issued.get_json()["refresh_token"],
+                      client_id=client_id, scope="okr:read").get_json()
+    assert narrowed["scope"] == "okr:read"
+    assert whoami(client, narrowed["access_token"]).get_json()["result"]["structuredContent"]["may_write"] is False
+    wider = tokens(client, grant_type="refresh_token", refresh_token=narrowed["refresh_token"], client_id=client_id,
+                   scope="okr:read okr:write")
+    assert wider.status_code == 400 and wider.get_json()["error"] == "invalid_scope"
+    again = tokens(client, grant_type="refresh_token", refresh_token=narrowed["refresh_token"], client_id=client_id)
+    assert again.get_json()["scope"] == "okr:read"
+
+
+def test_a_code_exchanged_once_its_person_is_a_viewer_says_it_only_reads(app, client):
+    browser = browser_of(app)
+    client_id = register(client).get_json()["client_id"]
+    verifier, challenge = pkce()
+    code = code_from(consent(browser, authorize_path(client_id, challenge), rights="write"))["code"][0]
+    with sqlite3.connect(app.config["DATABASE"]) as db:  # as a restored backup could, past okr.store.users
+        db.execute("UPDATE users SET role = 'viewer' WHERE email = 'maya@example.com'")
+    issued = tokens(client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                    code_verifier=verifier).get_json()
+    assert issued["scope"] == "okr:read"
+    assert whoami(client, issued["access_token"]).get_json()["result"]["structuredContent"]["may_write"] is False

@@ -1,9 +1,11 @@
 """/mcp over Flask's test client: a token or a 401 that names the resource's metadata, each way a token ends
-refusing at once, GET answered 405 at once, Host and Origin checked as everywhere, the metadata itself, and tokens
-kept out of the database, the log and the events."""
+refusing at once, GET answered 405 at once, Host and Origin checked as everywhere, the metadata itself, tokens
+kept out of the database, the log and the events, a missing resource an MCP error, and expired grants out of the
+list at once and out of the database at the hourly upkeep."""
 import json
 import logging
 import sqlite3
+import threading
 
 import pytest
 
@@ -83,13 +85,17 @@ def test_a_disconnected_token_is_refused_at_once(app, mcp_post, person, token_fo
     assert_refused(whoami(mcp_post, token), "unknown token")
 
 
-def test_a_change_of_role_or_a_deactivation_ends_the_token(mcp_post, runner, person, token_for):
+def test_a_change_of_role_or_a_deactivation_ends_the_token_for_good(mcp_post, runner, person, token_for):
     token = token_for(person("editor"))
     assert runner.invoke(args=["users", "set-role", "ada@example.com", "viewer"]).exit_code == 0
-    assert_refused(whoami(mcp_post, token), "role has changed")
+    assert_refused(whoami(mcp_post, token), "unknown token")
+    assert runner.invoke(args=["users", "set-role", "ada@example.com", "editor"]).exit_code == 0
+    assert_refused(whoami(mcp_post, token), "unknown token")
     second = token_for(person("editor", "Bob", "bob@example.com"))
     assert runner.invoke(args=["users", "deactivate", "bob@example.com"]).exit_code == 0
-    assert_refused(whoami(mcp_post, second), "deactivated")
+    assert_refused(whoami(mcp_post, second), "unknown token")
+    assert runner.invoke(args=["users", "activate", "bob@example.com"]).exit_code == 0
+    assert_refused(whoami(mcp_post, second), "unknown token")
 
 
 def test_a_read_only_tokens_write_is_a_tool_error_and_writes_nothing(client, mcp_post, person, token_for, okrs):
@@ -173,3 +179,33 @@ def test_mcp_serves_where_the_thread_already_runs_an_event_loop(mcp_post, person
     answer = run_coroutine(inside_a_loop)
     assert answer.status_code == 200, answer.get_data(as_text=True)
     assert answer.get_json()["result"]["structuredContent"]["assistant"] == "Claude Desktop"
+
+
+def test_reading_a_resource_that_is_not_there_is_an_mcp_error_without_a_traceback(caplog, mcp_post, person,
+                                                                                   token_for):
+    token = token_for(person())
+    caplog.set_level(logging.INFO)
+    answer = mcp_post(token, "resources/read", {"uri": "okr://keyresults/abcd"}).get_json()
+    assert answer["error"]["code"] == -32602 and answer["error"]["message"] == "key result not found"
+    assert [record.getMessage() for record in caplog.records if record.exc_info] == []
+
+
+class OneRound(threading.Event):
+    """A background job's stop that lets it work one round."""
+
+    def wait(self, timeout=None):
+        self.set()
+        return True
+
+
+def test_expired_grants_leave_the_list_at_once_and_the_database_at_the_hourly_upkeep(app, clock, person, token_for):
+    from okr.server import background
+    ada = person()
+    token_for(ada, "Kept", days=90)
+    token_for(ada, "Gone", days=30)
+    clock.now = "2026-02-15T00:00:00Z"
+    with app.app_context(), transaction(write=False) as db:
+        assert [row["name"] for row in stored_grants.listed(db, ada["id"])] == ["Kept"]
+    background.prune_events(app, OneRound())
+    with sqlite3.connect(app.config["DATABASE"]) as db:
+        assert db.execute("SELECT name FROM assistant_grants").fetchall() == [("Kept",)]
