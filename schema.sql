@@ -113,6 +113,7 @@ CREATE TABLE IF NOT EXISTS objectives (
     score               TEXT,
     reflection          TEXT CHECK (length(reflection) <= 10000),
     carried_from_id     TEXT REFERENCES objectives (id) ON DELETE SET NULL,
+    created_by          TEXT REFERENCES users (id) ON DELETE SET NULL,  -- version 16: who made it, when known
     CHECK (NOT (is_company AND is_personal)),
     CHECK (parent_objective_id IS NULL OR parent_objective_id <> id)
 );
@@ -131,6 +132,7 @@ CREATE INDEX IF NOT EXISTS objectives_with_assignee ON objectives (assignee_id) 
 CREATE INDEX IF NOT EXISTS objectives_with_parent ON objectives (parent_objective_id)
     WHERE parent_objective_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS objectives_carried_from ON objectives (carried_from_id) WHERE carried_from_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS objectives_by_creator ON objectives (created_by) WHERE created_by IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS key_results (
     seq              INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -508,6 +510,7 @@ CREATE TABLE IF NOT EXISTS initiatives (
     state         TEXT NOT NULL DEFAULT 'planned' CHECK (state IN ('planned', 'in_progress', 'done', 'blocked')),
     due_on        TEXT CHECK (due_on IS NULL OR date(due_on) IS due_on),
     link          TEXT CHECK (link IS NULL OR length(link) BETWEEN 1 AND 2000),
+    done_at       TEXT,  -- when it was last made done; null while it is not (the charts replay it)
     created_at    TEXT NOT NULL,
     modified_at   TEXT NOT NULL,
     revision      INTEGER NOT NULL DEFAULT 0

@@ -38,6 +38,11 @@ def acting_as(actor):
         ACTOR.reset(token)
 
 
+def acting_person():
+    """The user behind the actor events are recorded for now (person_of), or None."""
+    return person_of(ACTOR.get())
+
+
 def person_of(actor):
     """The user behind an actor: a user's own id, a user's key's user, None for a service key or the system."""
     return actor["id"] if actor["type"] == "user" else None

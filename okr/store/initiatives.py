@@ -59,10 +59,11 @@ def create(db, key_result_id, values):
         raise Invalid({"key_result_id": TOO_MANY})
     now = clock.utc_now()
     row = db.execute(
-        """INSERT INTO initiatives (id, key_result_id, name, owner_id, state, due_on, link, created_at, modified_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *""",
+        """INSERT INTO initiatives (id, key_result_id, name, owner_id, state, due_on, link, created_at, modified_at,
+               done_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? = 'done' THEN ? END) RETURNING *""",
         (new_id(), on["id"], values["name"], values["owner_id"], values["state"], values["due_on"], values["link"],
-         now, now)).fetchone()
+         now, now, values["state"], now)).fetchone()
     record(db, "created", row, on)
     return row
 
@@ -71,12 +72,14 @@ def update(db, stored, values):
     """The stored initiative (get's row) with an InitiativeSchema's values; its revision moves on. Its owner, when
     unchanged, stays whatever their role now (as a key result's)."""
     check_owner(db, values, stored)
+    now = clock.utc_now()
     row = db.execute(
         """UPDATE initiatives SET name = ?, owner_id = ?, state = ?, due_on = ?, link = ?, modified_at = ?,
-               revision = revision + 1
+               revision = revision + 1,
+               done_at = CASE WHEN ? <> 'done' THEN NULL WHEN state = 'done' THEN done_at ELSE ? END
            WHERE id = ? RETURNING *""",
-        (values["name"], values["owner_id"], values["state"], values["due_on"], values["link"], clock.utc_now(),
-         stored["id"])).fetchone()
+        (values["name"], values["owner_id"], values["state"], values["due_on"], values["link"], now,
+         values["state"], now, stored["id"])).fetchone()
     if row is None:
         raise NotFound("initiative")
     record(db, "updated", row, stored, before=initiative_json(stored))

@@ -56,10 +56,11 @@ def create(db, values):
         # more SQLite call, which releases the GIL.
         db.execute(
             """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id,
-                   team_id, assignee_id, parent_objective_id, created_at, modified_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   team_id, assignee_id, parent_objective_id, created_at, modified_at, created_by)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (row["id"], row["name"], row["description"], row["is_company"], row["is_personal"],
-             row["cycle_id"], row["team_id"], row["assignee_id"], row["parent_objective_id"], now, now),
+             row["cycle_id"], row["team_id"], row["assignee_id"], row["parent_objective_id"], now, now,
+             events.acting_person()),
         )
     except sqlite3.IntegrityError:
         # The foreign keys check the references; only when they refuse one do we

@@ -294,10 +294,12 @@ def add_closing(db):
 def add_weights_and_initiatives(db):
     """Version 16, before schema.sql: key results get a weight, 1 for every one there was (today's figures), and
     take their progress from their measure, as they did; connected assistants' grants get the refresh token each
-    replaced, none yet. The initiatives table is schema.sql's."""
+    replaced, none yet; objectives get their creator (record_creators fills it after schema.sql). The initiatives
+    table is schema.sql's."""
     added = {"key_results": ["weight INTEGER NOT NULL DEFAULT 1 CHECK (weight BETWEEN 0 AND 100)",
                              "progress_from TEXT NOT NULL DEFAULT 'measure' "
                              "CHECK (progress_from IN ('measure', 'initiatives'))"],
+             "objectives": ["created_by TEXT REFERENCES users (id) ON DELETE SET NULL"],
              "assistant_grants": ["previous_refresh_hash TEXT"]}
     for table, columns in added.items():
         present = table_columns(db, table)
@@ -315,7 +317,17 @@ MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_na
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
               9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing,
               16: add_weights_and_initiatives}
-FILLS = {2: record_first_checkins, 10: put_names_on_one_line}
+def record_creators(db):
+    """Version 16, after schema.sql: each objective's creator is the person of its objective.created event, where
+    the activity feed still holds one and that person still exists; else none (unknown)."""
+    db.execute(
+        """UPDATE objectives SET created_by = (
+               SELECT e.person_id FROM events e WHERE e.resource_id = objectives.id AND e.type = 'objective.created'
+               AND e.person_id IN (SELECT id FROM users) ORDER BY e.seq LIMIT 1)
+           WHERE created_by IS NULL""")
+
+
+FILLS = {2: record_first_checkins, 10: put_names_on_one_line, 16: record_creators}
 
 
 class SchemaTooNew(RuntimeError):

@@ -55,13 +55,14 @@ null:
     cycles       id, name, created_at, revision, starts_on, ends_on, closed_at, closed_by
     objectives   id, name, description, is_company, is_personal, cycle_id, team_id,
                  assignee_id, parent_objective_id, created_at, modified_at, revision,
-                 outcome, score, reflection, carried_from_id
+                 outcome, score, reflection, carried_from_id, created_by
     key_results  id, objective_id, name, type, confidence, current_value,
                  target_value_min, target_value_max, created_at, modified_at, revision,
                  owner_id, unit, unit_position, score, weight, progress_from
     checkins     id, key_result_id, value, confidence, comment, author_id, created_at
     comments     id, objective_id, key_result_id, author_id, body, created_at, modified_at, revision
-    initiatives  id, key_result_id, name, owner_id, state, due_on, link, created_at, modified_at, revision
+    initiatives  id, key_result_id, name, owner_id, state, due_on, link, done_at, created_at, modified_at,
+                 revision
     api_keys     credential, secret, name, read_only, created_at, revoked_at, user_id
 
 Values are as the API shows them: ids are lowercase UUIDs, timestamps RFC 3339
@@ -84,8 +85,10 @@ the other null; its author_id is null for a service key's, open access's or a
 deleted user's. A key result's weight is how much it counts in its objective's
 progress (0 to 100), its progress_from "measure" or "initiatives"; an initiative
 is the work under a key result: its owner_id a user's id or null, its state
-planned, in_progress, done or blocked, its due_on an ISO date or null and its
-link an http(s) address or null. An API key's user_id is the user it acts for, null for a
+planned, in_progress, done or blocked, its due_on an ISO date or null, its
+link an http(s) address or null, and its done_at when it was last made done (null
+while it is not). An objective's created_by is the user who made it, null when
+unknown (made by a service key or a command, or before version 6). An API key's user_id is the user it acts for, null for a
 service key. An API key's secret is the secret itself, as the database keeps
 it (the server needs it to check signatures): a file exported with
 --include-keys grants access to the API.
@@ -145,8 +148,9 @@ link stays. An API key without a user_id is a new service key, or a stored key
 whose user stays. A version 3 file may leave those fields out the same way. Version 4
 has no closing fields: a new cycle is open and a new objective or key result has no
 close-out and no carried-from link; a stored one keeps its own. Version 5 has no
-"initiatives" section and no key results' weight or progress_from: a new key result
-weighs 1 and takes its progress from its measure; a stored one keeps its own.
+"initiatives" section, no key results' weight or progress_from and no objectives'
+created_by: a new key result weighs 1 and takes its progress from its measure, a new
+objective's creator is unknown; a stored one keeps its own.
 
 A closed cycle: the file's cycles are written without their closing, and once every
 section is written each is closed as the file says (okr.store.bulk.close_cycle), so that

@@ -133,6 +133,8 @@ class Check:
         self.parents[key] = None if parent is None else compact(parent)
         if parent is not None and not self.exists("objectives", parent):
             self.forward.append((index, parent))  # perhaps further down the file
+        if row["created_by"] not in (None, NOT_GIVEN) and not self.exists("users", row["created_by"]):
+            raise self.missing(where, "created_by", row["created_by"], "users")
         source = row["carried_from_id"]
         if source not in (None, NOT_GIVEN) and not self.exists("objectives", source):
             self.carried.append((index, source))  # likewise

@@ -23,7 +23,7 @@ FORMAT = "okr-export"
 # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner;
 # 3 the comments section, and users' weekly_email, oidc_issuer and oidc_subject; 4 key results' unit and
 # unit_position; 5 cycles' closed_at and closed_by, objectives' outcome, score, reflection and carried_from_id, key
-# results' score; 6 key results' weight and progress_from, the initiatives section.
+# results' score; 6 key results' weight and progress_from, objectives' created_by, the initiatives section.
 VERSION = 6
 
 SECTIONS = tuple(FIELDS)  # in file order: events, the data, api_keys
@@ -34,14 +34,15 @@ DATA_SECTIONS = WRITTEN[1:]  # what makes a database not empty: events alone do 
 OPTIONAL_SECTIONS = frozenset({"events", "team_members", "comments", "initiatives"})
 REQUIRED_SECTIONS = tuple(name for name in DATA_SECTIONS if name not in OPTIONAL_SECTIONS)
 BOOLS = frozenset({"is_active", "is_company", "is_personal", "read_only", "weekly_email"})
-TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at", "closed_at"})
-# Ids whose field name does not end in _id: who closed a cycle.
-OTHER_IDS = frozenset({"closed_by"})
+TIMESTAMPS = frozenset({"created_at", "modified_at", "revoked_at", "joined_at", "closed_at", "done_at"})
+# Ids whose field name does not end in _id: who closed a cycle, who made an objective.
+OTHER_IDS = frozenset({"closed_by", "created_by"})
 # Fields that may be null (a team member's user_id may not: its schema refuses null).
 NULLABLE = frozenset({"description", "team_id", "assignee_id", "parent_objective_id", "target_value_min",
                       "target_value_max", "comment", "author_id", "revoked_at", "user_id", "starts_on", "ends_on",
                       "owner_id", "oidc_issuer", "oidc_subject", "unit", "unit_position", "closed_at", "closed_by",
-                      "outcome", "score", "reflection", "carried_from_id", "due_on", "link"})
+                      "outcome", "score", "reflection", "carried_from_id", "due_on", "link", "done_at",
+                      "created_by"})
 # And fields that may be null in one section only: a comment is on an objective or on a key result.
 NULLABLE_IN = {"comments": frozenset({"objective_id", "key_result_id"})}
 SINGULAR = {"events": "event", "users": "user", "teams": "team", "team_members": "team member", "cycles": "cycle",

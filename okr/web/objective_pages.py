@@ -149,8 +149,9 @@ def show_objective(objective_id):
     node = report["objective"]
     cycle = cycles.get(db, node["cycle_id"])
     mark_closed(db, cycle["id"])
+    creator_id = objectives.get(db, objective_id)["created_by"]
     people = {row["id"]: row["name"] for row in users.names_of(
-        db, [node["assignee_id"], *(k.get("owner_id") for k in node["key_results"])])}
+        db, [node["assignee_id"], creator_id, *(k.get("owner_id") for k in node["key_results"])])}
     team = teams.named(db, node["team_id"])
     parent = objectives.named(db, node["parent_objective_id"])
     links = request.script_root + "/keyresults/"
@@ -160,7 +161,7 @@ def show_objective(objective_id):
                                                             line["expected"], moment.date())
     return render_template("objective.html", o=node, kind=KIND_WORDS[kind_of(node)], cycle=cycle, team=team,
                            parent=parent, assignee=people.get(node["assignee_id"]), key_results=key_results,
-                           chart=chart)
+                           chart=chart, creator=people.get(creator_id))
 
 
 @bp.route("/objectives/new", methods=["GET", "POST"])

@@ -123,6 +123,23 @@ def test_a_key_result_holds_at_most_50_initiatives(app, client, key_result):
     assert count(app, "SELECT count(*) FROM initiatives") == MAX_PER_KEY_RESULT
 
 
+def test_done_at_is_when_it_was_last_made_done(app, client, clock, key_result):
+    def done_at(initiative_id):
+        return count(app, "SELECT done_at FROM initiatives WHERE id = ?", initiative_id)
+
+    clock.now = "2026-03-01T09:00:00Z"
+    made = add(client, key_result["id"])
+    born_done = add(client, key_result["id"], name="Already", state="done")
+    assert (done_at(made["id"]), done_at(born_done["id"])) == (None, "2026-03-01T09:00:00Z")
+    clock.now = "2026-03-05T09:00:00Z"
+    patch(client, made["id"], {"state": "done"})
+    clock.now = "2026-03-07T09:00:00Z"
+    patch(client, made["id"], {"name": "Renamed, still done"})
+    assert done_at(made["id"]) == "2026-03-05T09:00:00Z"
+    patch(client, made["id"], {"state": "blocked"})
+    assert done_at(made["id"]) is None
+
+
 def test_unknown_key_results_and_initiatives_are_404(client):
     missing = "00000000-0000-4000-8000-000000000000"
     assert_error(client.post(f"/v1/keyresults/{missing}/initiatives", json={"name": "x"}), 404)
@@ -224,7 +241,7 @@ def test_initiatives_go_out_and_come_back_with_okr_export(app, client, runner, k
     data = json.loads(path.read_text(encoding="utf-8"))
     [record] = data["initiatives"]
     assert record == {**{k: made[k] for k in ("id", "key_result_id", "name", "owner_id", "state", "due_on", "link",
-                                              "created_at", "modified_at")}, "revision": 0}
+                                              "created_at", "modified_at")}, "done_at": None, "revision": 0}
     assert [k["progress_from"] for k in data["key_results"]] == ["initiatives"]
     with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
         db.execute("DELETE FROM initiatives")
