@@ -35,10 +35,14 @@ ZERO, ONE = Fraction(0), Fraction(1)
 def key_result_progress(kind, start, current, target_min, target_max):
     """A key result's progress from 0 to 1 as an exact Fraction; None for a baseline.
 
-    start is the value of its first check-in; all values are decimal strings.
+    start is the value of its first check-in; all values are decimal strings. A key result whose progress comes
+    from its initiatives is of kind "initiatives", its value "done/count" (as the charts replay it).
     """
     if kind == "baseline":
         return None
+    if kind == "initiatives":
+        done, _, count = current.partition("/")
+        return initiatives_progress(int(done), int(count))
     current = Decimal(current)
     if kind == "milestone":
         return ONE if current >= 1 else ZERO
@@ -62,9 +66,9 @@ def initiatives_progress(done, count):
     none (nothing done yet)."""
     if not count:
         return ZERO
-    if done == count:
+    if done >= count:
         return ONE
-    return Fraction(done, count) if done else ZERO
+    return Fraction(done, count) if done > 0 else ZERO
 
 
 def clamped_ratio(gained, needed):

@@ -252,3 +252,47 @@ def test_initiatives_go_out_and_come_back_with_okr_export(app, client, runner, k
     bad.write_text(json.dumps(data), encoding="utf-8")
     result = runner.invoke(args=["import", "--merge", str(bad)])
     assert result.exit_code != 0 and "initiatives[0]: link: Must be a web address" in result.output
+
+
+def test_the_charts_replay_a_key_results_initiatives(app, client, clock, cycle, objective, key_result):
+    """The burn-ups (the cycle's, in memory and streamed, and the objective's) draw a key result whose progress is
+    its initiatives' from when each was made and made done, and end on the report's figure."""
+    from datetime import date
+
+    from okr.db import get_db
+    from okr.progress import parse_timestamp
+    from okr.reports import alignment, timelines
+    from okr.store import cycles
+
+    clock.now = "2026-03-02T09:00:00Z"
+    set_source(client, key_result["id"], "initiatives")
+    first = add(client, key_result["id"], name="one")
+    add(client, key_result["id"], name="two")
+    clock.now = "2026-03-04T09:00:00Z"
+    patch(client, first["id"], {"state": "done"})
+    clock.now = "2026-03-06T09:00:00Z"
+    third = add(client, key_result["id"], name="three")
+    clock.now = "2026-03-08T09:00:00Z"
+    patch(client, third["id"], {"state": "done"})
+    client.patch(f"/v1/cycles/{cycle['id']}", json={"starts_on": "2026-03-01", "ends_on": "2026-03-10"},
+                 headers=MERGE_PATCH)
+    today = date(2026, 3, 9)
+    with app.test_request_context():
+        db = get_db()
+        stored = cycles.get(db, cycle["id"])
+        line = dict((day.isoformat(), figure) for day, figure, _ in
+                    timelines.cycle_progress_now(db, stored, today)["points"])
+        streamed = timelines.points_figures(db, cycle["id"], ["2026-03-03", "2026-03-05", "2026-03-07", "2026-03-09"])
+        node = alignment.objective_report(db, objective["id"], parse_timestamp("2026-03-09T09:00:00Z"))["objective"]
+        own = dict((day.isoformat(), figure) for day, figure, _ in
+                   timelines.objective_progress(db, node, today, "2026-03-01", "2026-03-10")["points"])
+    expected = {"2026-03-03": "0.00", "2026-03-05": "0.50", "2026-03-07": "0.33", "2026-03-09": "0.67"}
+    assert {day: line[day] for day in expected} == expected
+    assert {day: own[day] for day in expected} == expected
+    assert streamed == list(expected.values())
+    assert node["progress"] == "0.67"
+    # The review page's figures follow an initiative's change at once (their cache keys on the initiatives too).
+    assert "<strong>67% done</strong>" in client.get(f"/cycles/{cycle['id']}").get_data(as_text=True)
+    patch(client, add(client, key_result["id"], name="four")["id"], {"state": "done"})
+    assert fetch(client, f"/v1/cycles/{cycle['id']}/report")["progress"] == "0.75"
+    assert "<strong>75% done</strong>" in client.get(f"/cycles/{cycle['id']}").get_data(as_text=True)
