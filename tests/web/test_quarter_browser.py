@@ -200,9 +200,12 @@ def test_a_team_lead_runs_a_whole_quarter_in_the_browser(browser, quarter):
             team_id = path_of(page).split("/")[2]
             assert path_of(page) == f"/teams/{team_id}", page.url
             teams[name] = team_id
-            for member in members:
-                fill(page, user_id=people[member])
-                submit(page, "user_id", 200)
+            for member in members:  # found by name, then added from the search's answer
+                fill(page, q=PEOPLE[member][0])
+                submit(page, "q", 200)
+                with page.expect_navigation() as added:
+                    page.get_by_role("button", name=f"Add {PEOPLE[member][0]}").click()
+                assert added.value.status == 200, page.url
             listed = quarter.api.get(f"/v1/teams/{team_id}/members").ok()["users"]
             assert [user["id"] for user in listed] == [people[member] for member in members]
         page.goto(quarter.url("/teams"))
