@@ -34,12 +34,13 @@ CYCLE_OF = {
     "comments": """SELECT coalesce(o.cycle_id, k.cycle_id) FROM comments c
                    LEFT JOIN objectives o ON o.id = c.objective_id LEFT JOIN key_results k ON k.id = c.key_result_id
                    WHERE c.id = ?""",
+    "initiatives": "SELECT k.cycle_id FROM initiatives i JOIN key_results k ON k.id = i.key_result_id WHERE i.id = ?",
 }
 
 
 def cycle_of(db, table, row_id):
-    """The id of the cycle a row of table (cycles, objectives, key_results, checkins, comments) is in; None when
-    there is no such row."""
+    """The id of the cycle a row of table (cycles, objectives, key_results, checkins, comments, initiatives) is in;
+    None when there is no such row."""
     row = db.execute(CYCLE_OF[table], (row_id,)).fetchone()
     return row[0] if row else None
 

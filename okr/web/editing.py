@@ -25,14 +25,14 @@ ORIGINAL_FIELD = "original"
 
 def unlocked(view):
     """A page's view that changes something in a cycle: a 409 page (okr.store.locks) when that cycle is closed,
-    found from the view's objective, key result, check-in, comment or cycle id, or the form's query."""
+    found from the view's objective, key result, check-in, comment, initiative or cycle id, or the form's query."""
     @wraps(view)
     def guarded(**ids):
         db = get_db()
         given = {**request.args.to_dict(), **ids}
-        if "checkin_id" in given or "comment_id" in given:
-            table = "checkins" if "checkin_id" in given else "comments"
-            locks.require_open(db, locks.cycle_of(db, table, given.get("checkin_id") or given["comment_id"]))
+        for name, table in (("checkin_id", "checkins"), ("comment_id", "comments"), ("initiative_id", "initiatives")):
+            if name in given:
+                locks.require_open(db, locks.cycle_of(db, table, given[name]))
         for name, table in (("cycle_id", "cycles"), ("objective_id", "objectives"),
                             ("parent_objective_id", "objectives"), ("key_result_id", "key_results")):
             if given.get(name):

@@ -136,3 +136,16 @@ def test_an_owner_finds_their_open_initiatives_in_their_week(app, client, cycle,
     found = re.search(r'<section aria-labelledby="initiatives-heading">.*?</section>', week, re.S).group(0)
     assert "Late one" in found and "overdue since" in found
     assert "Finished" not in found and "Nobody's" not in found
+
+
+def test_a_closed_cycles_initiatives_are_not_changed_from_the_pages(app, client, cycle, key_result):
+    add(client, key_result["id"])
+    [(initiative_id, *_)] = stored(app)
+    token = csrf(client, f"/keyresults/{key_result['id']}")
+    assert client.post(f"/v1/cycles/{cycle['id']}/close").status_code == 200
+    assert add(client, key_result["id"], token=token).status_code == 409
+    assert client.post(f"/initiatives/{initiative_id}/state", data={"csrf_token": token, "state": "done"}
+                       ).status_code == 409
+    assert client.get(f"/initiatives/{initiative_id}/edit").status_code == 409
+    assert client.post(f"/initiatives/{initiative_id}/delete", data={"csrf_token": token}).status_code == 409
+    assert [row[2] for row in stored(app)] == ["planned"]
