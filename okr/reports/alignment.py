@@ -180,11 +180,13 @@ def key_result_node(row, stale, pace):
     kind = row["type"] if row["progress_from"] == "measure" else INITIATIVES
     exact = key_result_exact(row)
     expected, ended = pace(row)
+    # Initiatives are its updates too when they make its progress: it has had one once it has any.
+    updated = row["updated"] or (row["progress_from"] == "initiatives" and row["initiatives_count"] > 0)
     return {
         **key_result_details_json(row),
         "start_value": row["start_value"],
         "progress": progress.figure(exact),
-        "status": progress.key_result_status(row["confidence"], row["updated"], kind, exact, expected, ended),
+        "status": progress.key_result_status(row["confidence"], updated, kind, exact, expected, ended),
         "stale": stale(row),
         "last_checkin_at": row["last_checkin_at"],
         "expected_progress": progress.figure(expected),

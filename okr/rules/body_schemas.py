@@ -223,7 +223,7 @@ class InitiativeSchema(BodySchema):
 
     name = Text(required=True, max_length=NAME_MAX, not_blank=True)
     owner_id = Text(max_length=100, allow_none=True, load_default=None, metadata={"description": (
-        "The user who does it: an active editor or admin; null for nobody.")})
+        "The user who does it: an editor or an admin; null for nobody.")})
     state = Text(load_default="planned", validate=validate.OneOf(INITIATIVE_STATES), metadata={"description": (
         "planned, in_progress, done or blocked; planned when absent.")})
     due_on = DateText(allow_none=True, load_default=None, metadata={"description": (

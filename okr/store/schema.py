@@ -308,15 +308,6 @@ def add_weights_and_initiatives(db):
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
 
-# version -> function(db) that brings a database of the version before up to it,
-# inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
-# the schema's indexes need), FILLS after it (rows for tables it creates).
-# Versions 3, 5, 12, 14 and 15 added the web_secrets, web_sessions, board_links, metric sources' and
-# assistants' tables, which schema.sql creates: no step of their own.
-MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
-              6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
-              9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing,
-              16: add_weights_and_initiatives}
 def record_creators(db):
     """Version 16, after schema.sql: each objective's creator is the person of its objective.created event, where
     the activity feed still holds one and that person still exists; else none (unknown)."""
@@ -327,6 +318,15 @@ def record_creators(db):
            WHERE created_by IS NULL""")
 
 
+# version -> function(db) that brings a database of the version before up to it,
+# inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
+# the schema's indexes need), FILLS after it (rows for tables it creates).
+# Versions 3, 5, 12, 14 and 15 added the web_secrets, web_sessions, board_links, metric sources' and
+# assistants' tables, which schema.sql creates: no step of their own.
+MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
+              6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
+              9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing,
+              16: add_weights_and_initiatives}
 FILLS = {2: record_first_checkins, 10: put_names_on_one_line, 16: record_creators}
 
 

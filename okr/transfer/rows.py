@@ -312,6 +312,8 @@ def checked_record(name, record):
     if name == "cycles" and record.get("closed_by") not in (None, NOT_GIVEN) and \
             record.get("closed_at") in (None, NOT_GIVEN):
         raise Refusal("closed_by: given without closed_at (a cycle closed by someone has the time it was closed)")
+    if name == "initiatives" and (record.get("state") == "done") != (record.get("done_at") is not None):
+        raise Refusal("done_at: must be set exactly when state is done (when it was last made done)")
     if name == "objectives" and record.get("carried_from_id") == record["id"]:
         raise Refusal("carried_from_id: must be another objective's id, not its own")
     try:

@@ -118,8 +118,8 @@ def checked(schema, form, editing_one):
     weight = form["weight"].strip()
     if weight.isdecimal() and weight.isascii() and len(weight) <= 3 and int(weight) <= 100:
         body["weight"] = int(weight)
-    elif weight or editing_one:
-        errors["weight"] = WEIGHT_WORDS
+    elif weight or editing_one and "weight" in request.form:
+        errors["weight"] = WEIGHT_WORDS  # none sent (a form of an earlier release): it stays, or a new one's 1
     if form["progress_from"] in dict(SOURCES):
         body["progress_from"] = form["progress_from"]
     elif form["progress_from"]:  # none sent (a form of an earlier release): it stays as it is

@@ -296,3 +296,27 @@ def test_the_charts_replay_a_key_results_initiatives(app, client, clock, cycle, 
     patch(client, add(client, key_result["id"], name="four")["id"], {"state": "done"})
     assert fetch(client, f"/v1/cycles/{cycle['id']}/report")["progress"] == "0.75"
     assert "<strong>75% done</strong>" in client.get(f"/cycles/{cycle['id']}").get_data(as_text=True)
+
+
+def test_a_key_result_from_initiatives_is_updated_once_it_has_one(client, objective, key_result):
+    set_source(client, key_result["id"], "initiatives")
+    node = fetch(client, f"/v1/objectives/{objective['id']}/report")["objective"]["key_results"][0]
+    assert node["status"] == "no_update"
+    patch(client, add(client, key_result["id"])["id"], {"state": "done"})
+    add(client, key_result["id"], name="second")
+    node = fetch(client, f"/v1/objectives/{objective['id']}/report")["objective"]["key_results"][0]
+    assert (node["progress"], node["status"]) != ("0.50", "no_update") and node["progress"] == "0.50"
+
+
+@pytest.mark.parametrize("state, done_at", [("done", None), ("planned", "2026-03-01T09:00:00Z")])
+def test_an_imported_initiatives_state_and_done_at_must_agree(app, client, runner, key_result, tmp_path, state,
+                                                              done_at):
+    add(client, key_result["id"])
+    path = tmp_path / "all.json"
+    assert runner.invoke(args=["export", str(path)]).exit_code == 0
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["initiatives"][0].update(state=state, done_at=done_at)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    result = runner.invoke(args=["import", "--merge", str(bad)])
+    assert result.exit_code != 0 and "initiatives[0]: done_at: must be set exactly when state is done" in result.output

@@ -47,3 +47,11 @@ def test_the_review_page_marks_weights_other_than_one(client, cycle, objective, 
     assert "<span class=weight>weight 3</span>" in page and "<span class=weight>not counted</span>" in page
     assert page.count("<span class=weight>") == 2
     assert "weight 3</span> in its progress" in client.get(f"/keyresults/{key_result['id']}").text
+
+
+def test_an_edit_form_without_the_weight_field_keeps_the_weight(client, key_result):
+    edit(client, key_result["id"], weight="5")
+    path = f"/keyresults/{key_result['id']}/edit"
+    sent = {name: value for name, value in form_of(client.get(path).text).items() if name != "weight"}
+    assert client.post(path, data={**sent, "name": "Renamed"}).status_code == 303
+    assert weight_of(client, key_result["id"]) == 5
