@@ -149,7 +149,8 @@ def test_commenting_leaves_the_spec_resources_as_they_were(client, objective, ke
 # --- events ------------------------------------------------------------------------------------------------
 
 
-def test_each_write_records_its_event_placed_under_what_it_is_on(app, client, cycle):
+def test_each_write_records_its_event_placed_under_what_it_is_on(app, client, cycle, clock):
+    # clock: every write in one second, so an update's event names no change of modified_at
     team = make_team(client)
     objective = client.post("/v1/objectives", json={"name": "o", "cycle_id": cycle["id"], "is_company": False,
                                                     "is_personal": False, "team_id": team["id"]}).get_json()
