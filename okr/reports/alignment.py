@@ -177,7 +177,7 @@ def key_result_node(row, stale, pace):
 
     stale tells whether the row (with its last_checkin_at and cycle_id) is stale; pace gives its expected progress
     and whether its cycle has ended (pace_test)."""
-    kind = row["type"] if row["progress_from"] == "measure" else INITIATIVES
+    kind = judged_kind(row)
     exact = key_result_exact(row)
     expected, ended = pace(row)
     # Initiatives are its updates too when they make its progress: it has had one once it has any.
@@ -196,9 +196,10 @@ def key_result_node(row, stale, pace):
     }, exact
 
 
-# The kind the status rules judge a key result by when its progress is the share of its initiatives done: a share
-# to raise to 1, as a positive key result's (a range's band rules do not apply).
-INITIATIVES = "positive"
+def judged_kind(row):
+    """The kind the status rules judge a key result row by: its type, or "initiatives" (okr.progress's kind for the
+    share of them done, which they judge as any kind but a range) when its progress is its initiatives'."""
+    return row["type"] if row["progress_from"] == "measure" else "initiatives"
 
 
 def key_result_exact(row):

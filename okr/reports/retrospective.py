@@ -149,8 +149,7 @@ def at_close(closing):
     weights_of = {row["id"]: [] for row in closing.objectives}
     for row in closing.key_results:
         status = row["status_at_close"] = progress.key_result_status(
-            row["confidence"], row["updated"], row["type"] if row["progress_from"] == "measure" else alignment.INITIATIVES,
-            row["exact_at_close"], expected, ended)
+            row["confidence"], row["updated"], alignment.judged_kind(row), row["exact_at_close"], expected, ended)
         nodes[row["objective_id"]]["key_results"].append({"status": status})
         exact_of[row["objective_id"]].append(row["exact_at_close"])
         weights_of[row["objective_id"]].append(row["weight"])
@@ -238,7 +237,7 @@ def checkin_status(row, index, cycle, days):
         timing = days[day] = (progress.elapsed(cycle["starts_on"], cycle["ends_on"], today),
                               progress.cycle_state(cycle["starts_on"], cycle["ends_on"], today) == "finished")
     if row["progress_from"] == "initiatives":  # as they stand at the close: no history of them is kept
-        return progress.key_result_status(row["confidences"][index], index > 0, alignment.INITIATIVES,
+        return progress.key_result_status(row["confidences"][index], index > 0, alignment.judged_kind(row),
                                           row["exact_at_close"], *timing)
     exact = progress.key_result_progress(row["type"], row["start_value"], row["values"][index],
                                          row["target_value_min"], row["target_value_max"])
