@@ -557,6 +557,12 @@ def test_roll_ups_count_the_hidden_objective_without_showing_it(app, client, hid
                             f"(no 'hidden...' field of 1): {sorted(theirs)}")
         if any(hidden_counts(admins)):
             problems.append(f"{path}: the admin's report counts hidden objectives {hidden_counts(admins)}")
+    path = world.fill("/v1/cycles/{cycle}/report")
+    for someone, expected in ((outsider, 2), (admin, 3)):  # the plain objective, the child (and the target)
+        counts = {name: ok(api(client, someone, "GET", path)).get(name)
+                  for name in ("objectives_count", "key_results_count")}
+        if counts != {"objectives_count": expected, "key_results_count": expected}:
+            problems.append(f"{path}: the {someone.name}'s counts are {counts}, not {expected} of each they see")
     for path in ("/cycles/{cycle}", "/objectives/{plain}"):
         path = world.fill(path)
         theirs = outsider.pages.get(path, headers=HTML).get_data(as_text=True)
