@@ -6,6 +6,7 @@ its assignee, its key results' owners and its creator see it too. VIEWER is the 
 request's reads, or None for whoever sees everything: admins, service keys, sign-in off, and the commands,
 workers, webhooks and exports (okr.accounts.access.viewer_limit decides, okr.pipeline sets it per request).
 """
+import json
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -71,16 +72,35 @@ def require(db, objective_id, resource="objective"):
         raise NotFound(resource)
 
 
-def hidden_ids(db, cycle_id, person_id=...):
-    """The ids of the cycle's objectives person_id (by default the current viewer) may not see: a set, empty for
-    whoever sees everything."""
+def hidden_ids(db, cycle_id=None, person_id=...):
+    """The ids of the cycle's objectives (None: of every cycle) person_id (by default the current viewer) may not
+    see: a set, empty for whoever sees everything."""
     person_id = viewer() if person_id is ... else person_id
     if person_id is None:
         return frozenset()
     visible, params = seeing("o", person_id)
+    of_cycle = "o.cycle_id = ? AND" if cycle_id is not None else ""
     return frozenset(row[0] for row in db.execute(
-        f"SELECT o.id FROM objectives o WHERE o.cycle_id = ? AND o.visibility != 'everyone' AND NOT {visible}",
-        (cycle_id, *params)))
+        f"SELECT o.id FROM objectives o WHERE {of_cycle} o.visibility != 'everyone' AND NOT {visible}",
+        (*((cycle_id,) if cycle_id is not None else ()), *params)))
+
+
+def hidden_of(db, objective_ids, person_id=...):
+    """Those of objective_ids (a collection) person_id (by default the current viewer) may not see, as a set."""
+    person_id = viewer() if person_id is ... else person_id
+    if person_id is None or not objective_ids:
+        return frozenset()
+    visible, params = seeing("o", person_id)
+    return frozenset(row[0] for row in db.execute(
+        f"""SELECT o.id FROM objectives o WHERE o.id IN (SELECT value FROM json_each(?))
+            AND o.visibility != 'everyone' AND NOT {visible}""", (json.dumps(list(objective_ids)), *params)))
+
+
+def shown_among(row, hidden, db=None):
+    """An objective's row with its parent (and carried-from objective) None when its id is in hidden, a set of
+    hidden_ids; the row itself when neither is."""
+    masked = [field for field in OTHER_OBJECTIVES if field in row.keys() and row[field] in hidden]
+    return {**dict(row), **dict.fromkeys(masked)} if masked else row
 
 
 # The fields of an objective that name another objective, which the viewer may not see.
