@@ -637,9 +637,11 @@ class Retrospective(RetrospectiveHeading):
     progress = figure_field("The cycle's progress at the close, as its report shows it.")
     objectives_count = fields.Integer(required=True, metadata={"minimum": 0})
     key_results_count = fields.Integer(required=True, metadata={"minimum": 0})
+    hidden_objectives_count = fields.Integer(required=True, metadata={"minimum": 0, "description": (
+        "How many of its objectives the reader may not see: counted in its progress, listed nowhere.")})
     outcome_counts = fields.Nested(OutcomeCounts, required=True)
     objectives = fields.List(fields.Nested(RetrospectiveObjective), required=True, metadata={
-        "description": "Every objective, in creation order, with its key results."})
+        "description": "Every objective the reader may see, in creation order, with its key results."})
     movers = fields.Nested(Movers, required=True)
     went_off_track = fields.List(fields.Nested(WentOffTrack), required=True, metadata={
         "description": "Key results on track (or done) after some check-in and off track after their last one."})

@@ -14,6 +14,8 @@ from ..errors import NotFound
 from ..rules.body_schemas import VISIBILITIES  # noqa: F401 (the rule's words, with it)
 
 VIEWER = ContextVar("okr_viewer", default=None)
+# A viewer who is nobody in particular (no user has this id): whoever holds a board link sees what everyone may.
+ANYONE = ""
 
 # True for the objective row {o} when the person (each of the four parameters) may see it.
 SEES = """({o}.visibility = 'everyone' OR {o}.assignee_id = ? OR {o}.created_by = ?
@@ -54,6 +56,13 @@ def condition(objective_id_sql, person_id=...):
         return "1", ()
     visible, params = seeing("v", person_id)
     return f"EXISTS (SELECT 1 FROM objectives v WHERE v.id = {objective_id_sql} AND {visible})", params
+
+
+def of_event(alias="events", person_id=...):
+    """(sql, params): an SQL boolean, true when the event row alias may be seen: it belongs to no objective, or to
+    one the viewer may see (while it exists: a deleted hidden objective's events stay hidden)."""
+    sql, params = condition(f"{alias}.objective_id", person_id)
+    return ("1", ()) if sql == "1" else (f"({alias}.objective_id IS NULL OR {sql})", params)
 
 
 def sees(db, person_id, objective_id):
