@@ -14,6 +14,7 @@ from ..rules import mentions
 from . import events, visibility
 
 KINDS = ("mentioned", "commented", "changed", "source_failed", "checkin_due")
+CHECKIN_DUE = "checkin_due"
 # Whether a kind comes by email when the person has not chosen.
 EMAIL_BY_DEFAULT = {"mentioned": True, "commented": False, "changed": False, "source_failed": False,
                     "checkin_due": False}
