@@ -54,8 +54,8 @@ def list_my_notifications():
 
 @bp.post("/notifications/read")
 def mark_my_notifications_read():
-    """Marks the signer's notifications read: those of ids, or all."""
+    """Marks the signer's notifications read: all (all: true), or those of ids."""
     person = inbox_owner()
     body = load_body(notifications_read_schema)
-    marked = notifications.mark_read(get_db(), person, body.get("ids"))
+    marked = notifications.mark_read(get_db(), person, None if body["all"] else body.get("ids", []))
     return {"marked": marked, "unread": notifications.count_unread(get_db(), person)}

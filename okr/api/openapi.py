@@ -1125,8 +1125,9 @@ DESCRIPTIONS = {
         "they are now; a deleted comment's notifications are gone. Any role, a read-only key included; a service "
         "key has no inbox (403).",
     ("/v1/me/notifications/read", "post"):
-        "Marks the signer's notifications read: {\"ids\": [...]} or {\"all\": true}. Ids of others' or unknown "
-        "notifications are passed over. Any role may, a viewer included, but not a read-only key nor a service key "
+        "Marks the signer's notifications read: {\"all\": true} all of them (ids are then not read), else "
+        "{\"ids\": [...]} those (1 to 1,000 ids); with neither, none. Ids of others' or unknown notifications are "
+        "passed over. Any role may, a viewer included, but not a read-only key nor a service key "
         "(403).",
     ("/v1/teams/{team_id}/members", "get"):
         "The members as GET /v1/users/{user_id} gives each, in the order they joined the team. 404 for an unknown "

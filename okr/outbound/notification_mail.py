@@ -50,25 +50,12 @@ def text(mail_settings, row):
     return subject, "\n".join(lines) + "\n"
 
 
-def claim(db, seq):
-    """True when this process now holds the notification's email (it was due and is now marked sent)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        claimed = db.execute("UPDATE notifications SET mail = 'sent' WHERE seq = ? AND mail = 'due'",
-                             (seq,)).rowcount
-        db.execute("COMMIT")
-    finally:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-    return claimed == 1
-
-
 def send_due(config, mail_settings):
     """Sends the notifications' emails that are due, up to BATCH; returns how many were sent."""
     sent = 0
     with closing(connect(config["DATABASE"], config["BUSY_TIMEOUT_MS"])) as db:
         for row in notifications.due_mail(db, BATCH):
-            if not claim(db, row["seq"]):
+            if not notifications.claim_mail(db, row["seq"]):
                 continue
             if not row["person_active"] or (row["concerns_id"] is not None
                                             and not visibility.sees(db, row["person_id"], row["concerns_id"])):

@@ -215,15 +215,10 @@ class CommentSchema(BodySchema):
 CommentPatchSchema = merge_patch_schema(CommentSchema, "CommentPatchSchema")
 
 class NotificationsReadSchema(BodySchema):
-    """Marks the signer's notifications read: some by id, or all."""
+    """Marks the signer's notifications read: all (all: true), else those of ids (none when there are none)."""
 
     ids = fields.List(Text(max_length=100), validate=validate.Length(min=1, max=1000))
-    all = StrictBool()
-
-    @validates_schema
-    def one_of_them(self, data, **kwargs):
-        if ("ids" in data) == bool(data.get("all")):
-            raise ValidationError({"ids": ["Give ids, or all: true (not both)."]})
+    all = StrictBool(load_default=False)
 
 
 notifications_read_schema = NotificationsReadSchema()

@@ -160,7 +160,15 @@ def due_mail(db, limit):
                   FROM users) AS p ON p.person_key = due.person_id ORDER BY due.seq""", (limit,)).fetchall()
 
 
-def mailed(db, seqs):
-    """Marks notifications' emails sent (or given up)."""
-    for seq in seqs:
-        db.execute("UPDATE notifications SET mail = 'sent' WHERE seq = ?", (seq,))
+def claim_mail(db, seq):
+    """True when this process now holds the notification's email: it was due, and is now marked sent, in a short
+    write transaction of its own that other processes see before the email goes."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        claimed = db.execute("UPDATE notifications SET mail = 'sent' WHERE seq = ? AND mail = 'due'",
+                             (seq,)).rowcount
+        db.execute("COMMIT")
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+    return claimed == 1

@@ -216,10 +216,19 @@ def test_a_service_key_has_no_inbox(client, people, key):
         assert "service key" in response.get_json()["message"]
 
 
-@pytest.mark.parametrize("body", [{}, {"all": False}, {"ids": []}, {"ids": "x"}, {"ids": [1]},
-                                  {"ids": ["a"], "all": True}, {"all": "yes"}])
+@pytest.mark.parametrize("body", [{"ids": []}, {"ids": "x"}, {"ids": [1]}, {"ids": ["x" * 101]},
+                                  {"ids": ["a"] * 1001}, {"all": "yes"}, {"all": 1}, [], "all"])
 def test_a_bad_body_is_a_contract_error(client, people, body):
     assert_error(mark(client, people["bob"], body), 400)
+
+
+def test_all_wins_over_ids_and_neither_marks_none(client, people, objective):
+    for number in range(2):
+        comment(client, people["ada"], f"/v1/objectives/{objective['id']}", f"@Bob Stone {number}")
+    bob = people["bob"]
+    assert mark(client, bob, {}).get_json() == {"marked": 0, "unread": 2}
+    assert mark(client, bob, {"all": False}).get_json() == {"marked": 0, "unread": 2}
+    assert mark(client, bob, {"all": True, "ids": ["unknown"]}).get_json() == {"marked": 2, "unread": 0}
 
 
 @pytest.mark.parametrize("query", [{"unread": "yes"}, {"page_size": "0"}, {"page_token": "!"}])
