@@ -114,6 +114,9 @@ CREATE TABLE IF NOT EXISTS objectives (
     reflection          TEXT CHECK (length(reflection) <= 10000),
     carried_from_id     TEXT REFERENCES objectives (id) ON DELETE SET NULL,
     created_by          TEXT REFERENCES users (id) ON DELETE SET NULL,  -- version 16: who made it, when known
+    -- version 17: who may see it besides its assignee, its key results' owners, its creator and admins
+    -- (okr.store.visibility)
+    visibility          TEXT NOT NULL DEFAULT 'everyone' CHECK (visibility IN ('everyone', 'team', 'private')),
     CHECK (NOT (is_company AND is_personal)),
     CHECK (parent_objective_id IS NULL OR parent_objective_id <> id)
 );
@@ -293,7 +296,10 @@ CREATE TABLE IF NOT EXISTS events (
     cycle_id      TEXT,
     team_id       TEXT,
     data          TEXT NOT NULL,
-    changes       TEXT
+    changes       TEXT,
+    -- version 17: the objective it belongs to (its own, its key result's, its comment's...), hidden with it;
+    -- none for an event of no objective, or of one seen by everyone that was deleted since
+    objective_id  TEXT
 );
 CREATE INDEX IF NOT EXISTS events_by_resource ON events (resource_id, seq);
 CREATE INDEX IF NOT EXISTS events_by_parent ON events (parent_id, seq) WHERE parent_id IS NOT NULL;
@@ -301,6 +307,14 @@ CREATE INDEX IF NOT EXISTS events_by_cycle ON events (cycle_id, seq) WHERE cycle
 CREATE INDEX IF NOT EXISTS events_by_team ON events (team_id, seq) WHERE team_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_by_person ON events (person_id, seq) WHERE person_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_by_time ON events (created_at);
+CREATE INDEX IF NOT EXISTS events_by_objective ON events (objective_id) WHERE objective_id IS NOT NULL;
+-- An objective everyone saw leaves its events to everyone when it goes (a cycle's deletion included); a hidden
+-- one's stay hidden (whoever could see them no longer can be told).
+CREATE TRIGGER IF NOT EXISTS events_of_deleted_objective AFTER DELETE ON objectives
+WHEN OLD.visibility = 'everyone'
+BEGIN
+    UPDATE events SET objective_id = NULL WHERE objective_id = OLD.id;
+END;
 
 -- Comments on an objective or a key result (exactly one of them); they go when it goes. The author is the
 -- person who wrote it (a user's key writes as its user), NULL for a service key, open access, or a user

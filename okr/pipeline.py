@@ -17,11 +17,11 @@ from werkzeug.exceptions import Forbidden, HTTPException, NotFound, RequestEntit
 from . import db, proxies
 from .accounts import sessions
 from .accounts.access import (OPEN_TO_OTHER_ORIGINS, READ_METHODS, answers_as_api, event_actor, is_loopback,
-                              wants_page)
+                              viewer_limit, wants_page)
 from .api import auth
 from .api import errors as api_errors
 from .web import errors as page_errors
-from .store import events
+from .store import events, visibility
 
 
 class MisdirectedRequest(HTTPException):
@@ -125,11 +125,15 @@ def act_for_the_request():
     actor = g.get("actor")
     if actor is not None or events.ACTOR.get() is events.SYSTEM:
         g.acting = events.ACTOR.set(event_actor(actor))
+    # And every read sees what its person may see (okr.store.visibility).
+    g.viewing = visibility.VIEWER.set(viewer_limit(actor))
 
 
 def stop_acting(exception=None):
     if "acting" in g:
         events.ACTOR.reset(g.pop("acting"))
+    if "viewing" in g:
+        visibility.VIEWER.reset(g.pop("viewing"))
 
 
 GUARDS = (

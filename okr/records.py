@@ -26,7 +26,7 @@ def objective_details_json(row):
     """An objective with what the spec does not have (PATCH, reports): its close-out and where it was carried
     from."""
     return {**objective_json(row), "outcome": row["outcome"], "score": row["score"], "reflection": row["reflection"],
-            "carried_from_id": row["carried_from_id"]}
+            "carried_from_id": row["carried_from_id"], "visibility": row["visibility"]}
 
 
 def key_result_json(row):

@@ -1036,7 +1036,7 @@ def test_a_version_12_database_keeps_every_row_and_nothing_is_closed_or_scored(a
     after = {table: rows(path, table) for table in before}
     assert {table: [row[:len(before[table][0])] for row in found] for table, found in after.items()} == before
     assert [row[len(before[table][0]):] for table in before for row in after[table]] == [
-        (None, None), (None, None, None, None, None), (None, 1, "measure")]
+        (None, None), (None, None, None, None, None, "everyone"), (None, 1, "measure")]
     with closing(sqlite3.connect(path)) as db:  # the migrated file has the lock: closed, nothing changes
         db.execute("UPDATE cycles SET closed_at = ? WHERE id = 'c1'", (NOW,))
         with pytest.raises(sqlite3.IntegrityError, match="cycle is closed"):

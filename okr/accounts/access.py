@@ -176,6 +176,14 @@ def key_for_secret(db, credential, secret):
     return key if same and key is not None else None
 
 
+def viewer_limit(actor):
+    """The person whose sight limits what this actor reads (okr.store.visibility), or None when it sees every
+    objective: an admin, a service key, or anyone while sign-in is off."""
+    if actor is None or actor.user_id is None or actor.role == "admin":
+        return None
+    return actor.user_id
+
+
 def may_write(actor, method):
     """Whether this actor (None: auth is off) may make a request with this method."""
     return method in READ_METHODS or actor is None or (not actor.read_only and actor.role != "viewer")

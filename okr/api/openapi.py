@@ -94,6 +94,10 @@ class ObjectiveDetails(Objective):
     reflection = fields.String(required=True, allow_none=True, metadata={
         "description": "What worked, what did not, what next; null when none was written."})
     carried_from_id = uuid_field(allow_none=True)  # the objective of an earlier cycle it was carried over from
+    visibility = fields.String(required=True, metadata={
+        "enum": list(body_schemas.VISIBILITIES),
+        "description": "Who may see it: everyone, team (its team's members) or private; its assignee, its key "
+                       "results' owners, its creator and admins always do. Whoever may not see it gets 404."})
 
 
 class KeyResult(Schema):

@@ -9,6 +9,8 @@ from marshmallow import EXCLUDE, Schema, fields, ValidationError, missing, post_
 from .fields import DateText, DecimalString, PersonName, StrictBool, Text, UnitPosition, UnitText, WebLink, WholeNumber
 
 KEY_RESULT_TYPES = ("milestone", "baseline", "range", "positive", "negative")
+# Who may see an objective besides its own people (okr.store.visibility).
+VISIBILITIES = ("everyone", "team", "private")
 NAME_MAX = 500
 GROUP_NAME_MAX = 200
 DESCRIPTION_MAX = 10_000
@@ -63,7 +65,12 @@ class ClosingFields(BodySchema):
 
 
 class ObjectiveEditSchema(ObjectiveUpdateSchema, ClosingFields):
-    """Replaces an objective with its close-out too (PATCH): outcome, score and reflection, when given."""
+    """Replaces an objective with its close-out too (PATCH): outcome, score and reflection, when given; and who
+    may see it."""
+
+    visibility = Text(validate=validate.OneOf(VISIBILITIES), metadata={"description": (
+        "Who may see it: everyone (the default), team (its team's members) or private; its assignee, its key "
+        "results' owners, its creator and admins always do.")})
 
 
 class KeyResultFields(BodySchema):

@@ -38,7 +38,7 @@ FIELDS = {
     "cycles": ("id", "name", "created_at", "revision", "starts_on", "ends_on", "closed_at", "closed_by"),
     "objectives": ("id", "name", "description", "is_company", "is_personal", "cycle_id", "team_id", "assignee_id",
                    "parent_objective_id", "created_at", "modified_at", "revision", "outcome", "score", "reflection",
-                   "carried_from_id", "created_by"),
+                   "carried_from_id", "created_by", "visibility"),
     "key_results": ("id", "objective_id", "name", "type", "confidence", "current_value", "target_value_min",
                     "target_value_max", "created_at", "modified_at", "revision", "owner_id", "unit", "unit_position",
                     "score", "weight", "progress_from"),
@@ -51,11 +51,11 @@ FIELDS = {
 # Fields a row may come without: a new row then gets the column's default (schema.sql: a user's role
 # editor, weekly emails on and no identity-provider link, an API key's user_id null, a service key, a cycle's
 # dates and closing, an objective's close-out and carried-from link, a key result's owner, unit and score null and
-# its weight 1 and its progress its measure's, an objective's creator unknown),
+# its weight 1 and its progress its measure's, an objective's creator unknown and everyone seeing it),
 # and a stored row keeps its own.
 OPTIONAL = {"users": ("role", "weekly_email", "oidc_issuer", "oidc_subject"), "api_keys": ("user_id",),
             "cycles": ("starts_on", "ends_on", "closed_at", "closed_by"),
-            "objectives": ("outcome", "score", "reflection", "carried_from_id", "created_by"),
+            "objectives": ("outcome", "score", "reflection", "carried_from_id", "created_by", "visibility"),
             "key_results": ("owner_id", "unit", "unit_position", "score", "weight", "progress_from")}
 # A user's private settings, which no API field shows (okr.store.users): a change of them alone leaves the
 # revision, hence the ETag, as it is.

@@ -3,7 +3,7 @@ from .. import clock
 from ..clock import new_id
 from ..errors import Conflict, Invalid, NotFound
 from ..records import checkin_json, key_result_details_json
-from . import events, notifications
+from . import events, notifications, visibility
 
 
 def with_team(db, row):
@@ -159,12 +159,13 @@ def get(db, checkin_id):
     """One check-in with its key result's id, cycle_id and team_id, and is_start (the one made with its key
     result, which is never changed). NotFound when none has this id."""
     row = db.execute(
-        """SELECT c.*, k.id AS key_result_id, k.cycle_id, o.team_id,
+        """SELECT c.*, k.id AS key_result_id, k.cycle_id, o.team_id, k.objective_id,
                c.seq = (SELECT min(seq) FROM checkins WHERE key_result_seq = c.key_result_seq) AS is_start
            FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq
            JOIN objectives o ON o.id = k.objective_id WHERE c.id = ?""", (checkin_id,)).fetchone()
     if row is None:
         raise NotFound("check-in")
+    visibility.require(db, row["objective_id"], "check-in")
     return row
 
 

@@ -4,14 +4,15 @@ from .. import clock
 from ..clock import new_id
 from ..errors import NotFound
 from ..records import comment_json
-from . import events, notifications
+from . import events, notifications, visibility
 from .common import keyset_page
 
 # A comment with where its events go: parent_id (its objective or key result), and that one's cycle and team
 # (a key result's team is its objective's).
 PLACED = """
 SELECT c.*, coalesce(c.objective_id, c.key_result_id) AS parent_id,
-       coalesce(o.cycle_id, k.cycle_id) AS cycle_id, coalesce(o.team_id, ko.team_id) AS team_id
+       coalesce(o.cycle_id, k.cycle_id) AS cycle_id, coalesce(o.team_id, ko.team_id) AS team_id,
+       coalesce(c.objective_id, k.objective_id) AS owning_objective_id
 FROM comments c
 LEFT JOIN objectives o ON o.id = c.objective_id
 LEFT JOIN key_results k ON k.id = c.key_result_id
@@ -24,6 +25,7 @@ def get(db, comment_id):
     row = db.execute(PLACED, (comment_id,)).fetchone()
     if row is None:
         raise NotFound("comment")
+    visibility.require(db, row["owning_objective_id"], "comment")
     return row
 
 
@@ -34,8 +36,8 @@ def record(db, action, row, place, before=None):
 
 # Where a new comment's events go, by what it is on: (the parent's SQL, the comments column that names it).
 PARENTS = {
-    "objective": ("SELECT id, cycle_id, team_id FROM objectives WHERE id = ?", "objective_id"),
-    "key_result": ("""SELECT k.id, k.cycle_id, o.team_id FROM key_results k JOIN objectives o ON o.id = k.objective_id
+    "objective": ("SELECT id, cycle_id, team_id, id AS objective_id FROM objectives WHERE id = ?", "objective_id"),
+    "key_result": ("""SELECT k.id, k.cycle_id, o.team_id, k.objective_id FROM key_results k JOIN objectives o ON o.id = k.objective_id
                       WHERE k.id = ?""", "key_result_id"),
 }
 
@@ -46,6 +48,7 @@ def parent(db, kind, parent_id):
     row = db.execute(sql, (parent_id,)).fetchone()
     if row is None:
         raise NotFound(kind.replace("_", " "))
+    visibility.require(db, row["objective_id"], kind.replace("_", " "))
     return row
 
 

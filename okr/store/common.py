@@ -44,11 +44,14 @@ def count(db, sql, *params):
     return db.execute(sql, params).fetchone()[0]
 
 
-def keyset_page(table, db, after, limit, columns=None):
+def keyset_page(table, db, after, limit, columns=None, condition=None):
     """Up to limit rows of table after the row whose seq is after, in seq order (the API's pages), whose
-    columns hold the values given ({column: value}, None for NULL). The columns are this package's own
-    names, never a client's; the values go in as parameters."""
+    columns hold the values given ({column: value}, None for NULL), and for which condition, (sql, params), holds
+    when given. The columns are this package's own names, never a client's; the values go in as parameters."""
     conditions, params = [], []
+    if condition is not None and condition[0] != "1":
+        conditions.append(condition[0])
+        params += condition[1]
     for column, value in (columns or {}).items():
         if value is None:
             conditions.append(f"{column} IS NULL")

@@ -61,17 +61,61 @@ ENQUEUE = """INSERT INTO webhook_outbox (hook_seq, event_seq)
     SELECT DISTINCT hook_seq, ? FROM webhook_patterns WHERE ? GLOB pattern"""
 
 
-def record(db, kind, action, resource_id, data, before=None, parent_id=None, cycle_id=None, team_id=None):
+def objective_of(db, kind, resource_id, data, parent_id):
+    """The id of the objective an event of resource kind belongs to (hidden with it: okr.store.visibility), or
+    None. Schema version 17's place_events applies the same rule to the events kept before."""
+    if kind == "objective":
+        return resource_id
+    if kind in ("key_result", "comment") and data.get("objective_id"):
+        return data["objective_id"]
+    key_result_id = {"key_result": resource_id, "checkin": parent_id or data.get("key_result_id"),
+                     "comment": data.get("key_result_id"), "initiative": data.get("key_result_id")}.get(kind)
+    if key_result_id is None:
+        return None
+    row = db.execute("SELECT objective_id FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
+    return None if row is None else row[0]
+
+
+# objective_of's rule in SQL, for events written without their objective (those kept before version 17, and an
+# import's).
+PLACE = """UPDATE events SET objective_id = CASE resource_type
+    WHEN 'objective' THEN resource_id
+    WHEN 'key_result' THEN coalesce(json_extract(data, '$.objective_id'),
+                                    (SELECT objective_id FROM key_results WHERE id = resource_id))
+    WHEN 'comment' THEN coalesce(json_extract(data, '$.objective_id'),
+                                 (SELECT objective_id FROM key_results WHERE id = json_extract(data, '$.key_result_id')))
+    WHEN 'checkin' THEN (SELECT objective_id FROM key_results
+                         WHERE id = coalesce(parent_id, json_extract(data, '$.key_result_id')))
+    WHEN 'initiative' THEN (SELECT objective_id FROM key_results WHERE id = json_extract(data, '$.key_result_id'))
+END
+WHERE seq > ? AND objective_id IS NULL AND json_valid(data)"""
+
+
+def place(db, after_seq, keep_missing):
+    """Gives the events after after_seq written without their objective theirs (objective_of's rule). Those of an
+    objective no longer stored are everyone's unless keep_missing, when they stay hidden from all but those who see
+    everything (an import cannot tell whether it was hidden)."""
+    db.execute(PLACE, (after_seq,))
+    if not keep_missing:
+        db.execute("UPDATE events SET objective_id = NULL WHERE seq > ? AND objective_id IS NOT NULL "
+                   "AND objective_id NOT IN (SELECT id FROM objectives)", (after_seq,))
+
+
+def record(db, kind, action, resource_id, data, before=None, parent_id=None, cycle_id=None, team_id=None,
+           objective_id=...):
     """Records the event "<kind>.<action>" (e.g. objective.updated) of resource kind with resource_id: data is
     the resource as the API shows it, after the change (before it, for a delete); before, given for an update,
-    makes the event's changes. parent_id, cycle_id and team_id place it (see schema.sql). Returns its seq."""
+    makes the event's changes. parent_id, cycle_id and team_id place it (see schema.sql), and objective_id (by
+    default objective_of's) hides it with its objective. Returns its seq."""
     actor = ACTOR.get()
     event_type = f"{kind}.{action}"
+    if objective_id is ...:
+        objective_id = objective_of(db, kind, resource_id, data, parent_id)
     seq = db.execute(
         """INSERT INTO events (id, type, created_at, actor, person_id, resource_type, resource_id, parent_id,
-               cycle_id, team_id, data, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               cycle_id, team_id, data, changes, objective_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         (new_id(), event_type, clock.utc_now(), dumps(actor), person_of(actor), kind, resource_id, parent_id, cycle_id,
-         team_id, dumps(data), None if before is None else dumps(changes(before, data))),
+         team_id, dumps(data), None if before is None else dumps(changes(before, data)), objective_id),
     ).lastrowid
     db.execute(ENQUEUE, (seq, event_type))
     return seq

@@ -10,7 +10,7 @@ from .. import clock
 from ..clock import new_id
 from ..errors import Invalid, NotFound
 from ..records import initiative_json
-from . import events
+from . import events, visibility
 from .common import keyset_page
 from .key_results import check_owner
 
@@ -19,12 +19,12 @@ TOO_MANY = f"A key result holds at most {MAX_PER_KEY_RESULT} initiatives: finish
 
 # An initiative with where its events go: its key result, and that one's cycle and team (its objective's).
 PLACED = """
-SELECT i.*, k.cycle_id, o.team_id, k.name AS key_result_name
+SELECT i.*, k.cycle_id, o.team_id, k.name AS key_result_name, k.objective_id
 FROM initiatives i
 JOIN key_results k ON k.id = i.key_result_id
 JOIN objectives o ON o.id = k.objective_id
 WHERE i.id = ?"""
-PARENT = """SELECT k.id, k.cycle_id, o.team_id FROM key_results k JOIN objectives o ON o.id = k.objective_id
+PARENT = """SELECT k.id, k.cycle_id, o.team_id, k.objective_id FROM key_results k JOIN objectives o ON o.id = k.objective_id
             WHERE k.id = ?"""
 
 
@@ -33,6 +33,7 @@ def get(db, initiative_id):
     row = db.execute(PLACED, (initiative_id,)).fetchone()
     if row is None:
         raise NotFound("initiative")
+    visibility.require(db, row["objective_id"], "initiative")
     return row
 
 
@@ -41,6 +42,7 @@ def key_result_of(db, key_result_id):
     row = db.execute(PARENT, (key_result_id,)).fetchone()
     if row is None:
         raise NotFound("key result")
+    visibility.require(db, row["objective_id"], "key result")
     return row
 
 

@@ -6,11 +6,18 @@ from .. import clock
 from ..clock import new_id
 from ..errors import Invalid
 from ..records import key_result_details_json
-from . import events
+from . import events, visibility
 from .checkins import key_result_updated, record, with_team
 from .common import count, deleted_or_missing, fetch, keyset_page
 
-get = partial(fetch, "key_results", "key result")
+
+
+def get(db, key_result_id):
+    """The key result with this id; NotFound when there is none, or the viewer may not see its objective."""
+    row = fetch("key_results", "key result", db, key_result_id)
+    visibility.require(db, row["objective_id"], "key result")
+    return row
+
 
 
 # The roles that may own a key result: who owns one updates it, and a viewer may not write.
@@ -109,5 +116,6 @@ def delete(db, key_result_id):
 
 def page(db, after, limit, of, kind=None):
     """A page of key results, oldest first: of is {"objective_id": id} or {"cycle_id": id}; kind, when
-    given, keeps those of that type."""
-    return keyset_page("key_results", db, after, limit, {**of, **({"type": kind} if kind is not None else {})})
+    given, keeps those of that type; those of objectives the viewer may not see left out."""
+    return keyset_page("key_results", db, after, limit, {**of, **({"type": kind} if kind is not None else {})},
+                       visibility.condition("key_results.objective_id"))

@@ -6,11 +6,20 @@ from .. import clock
 from ..clock import new_id
 from ..errors import Invalid
 from ..records import objective_json
-from . import events
+from . import events, visibility
 from .common import count, deleted_or_missing, fetch, keyset_page
 from .reports import DESCENDANTS
 
-get = partial(fetch, "objectives", "objective")
+
+
+def get(db, objective_id):
+    """The objective with this id as the viewer sees it (okr.store.visibility.shown); NotFound when there is none,
+    or the viewer may not see it."""
+    row = fetch("objectives", "objective", db, objective_id)
+    if row["visibility"] != "everyone":
+        visibility.require(db, objective_id)
+    return visibility.shown(db, row)
+
 
 # Each reference an objective may carry: what it names, and how to find it.
 REFERENCES = {
@@ -19,6 +28,13 @@ REFERENCES = {
     "assignee_id": ("user", "SELECT 1 FROM users WHERE id = ?"),
     "parent_objective_id": ("objective", "SELECT 1 FROM objectives WHERE id = ?"),
 }
+
+
+def parent_problem(db, parent_id):
+    """Why the viewer may not align under parent_id, or None: one they may not see does not exist for them."""
+    if parent_id is not None and not visibility.sees(db, visibility.viewer(), parent_id):
+        return "No objective with this id exists."
+    return None
 
 # Walks up the alignment chain from a would-be parent; UNION stops on repeats.
 ANCESTORS_SQL = """
@@ -32,13 +48,18 @@ SELECT 1 FROM ancestors WHERE id = ?
 """
 
 
-def check_references(db, values, objective_id=None):
-    """Invalid naming each referenced row that does not exist, or a parent that makes a loop."""
+def check_references(db, values, objective_id=None, kept_parent=None):
+    """Invalid naming each referenced row that does not exist (a parent the viewer may not see but kept_parent,
+    the stored one, included), or a parent that makes a loop."""
     errors = {
         field: f"No {kind} with this id exists."
         for field, (kind, sql) in REFERENCES.items()
         if values[field] is not None and db.execute(sql, (values[field],)).fetchone() is None
     }
+    if "parent_objective_id" not in errors and values["parent_objective_id"] != kept_parent:
+        problem = parent_problem(db, values["parent_objective_id"])
+        if problem:
+            errors["parent_objective_id"] = problem
     parent = values["parent_objective_id"]
     if objective_id and parent and "parent_objective_id" not in errors:
         if db.execute(ANCESTORS_SQL, (parent, objective_id)).fetchone():
@@ -51,6 +72,8 @@ def create(db, values):
     """A new objective from an ObjectiveSchema's values; Invalid when a reference names no row."""
     now = clock.utc_now()
     row = {**values, "id": new_id(), "created_at": now, "modified_at": now, "revision": 0}  # the column's default
+    if parent_problem(db, values["parent_objective_id"]):
+        check_references(db, values)  # names it, and every other reference that fails
     try:
         # No RETURNING: the row is what we wrote, and reading it back would be one
         # more SQLite call, which releases the GIL.
@@ -73,17 +96,21 @@ def create(db, values):
 
 
 def replace(db, objective_id, values):
-    """The objective with an ObjectiveUpdateSchema's values, once its references check out; its revision moves on."""
-    check_references(db, values, objective_id)
-    before = get(db, objective_id)
+    """The objective with an ObjectiveUpdateSchema's values (and an ObjectiveEditSchema's visibility, when given:
+    else it stays), once its references check out; its revision moves on. A parent the viewer may not see stays
+    when they send none (okr.store.visibility.kept_parent)."""
+    before = fetch("objectives", "objective", db, objective_id)
+    values = {**values, "parent_objective_id": visibility.kept_parent(db, before["parent_objective_id"],
+                                                                      values["parent_objective_id"])}
+    check_references(db, values, objective_id, kept_parent=before["parent_objective_id"])
     row = db.execute(
         """UPDATE objectives SET name = ?, description = ?, is_company = ?, is_personal = ?,
                cycle_id = ?, team_id = ?, assignee_id = ?, parent_objective_id = ?, modified_at = ?,
-               revision = revision + 1
+               visibility = coalesce(?, visibility), revision = revision + 1
            WHERE id = ? RETURNING *""",
         (values["name"], values["description"], values["is_company"], values["is_personal"],
          values["cycle_id"], values["team_id"], values["assignee_id"], values["parent_objective_id"],
-         clock.utc_now(), objective_id),
+         clock.utc_now(), values.get("visibility"), objective_id),
     ).fetchone()
     events.record(db, "objective", "updated", objective_id, objective_json(row), before=objective_json(before),
                   cycle_id=row["cycle_id"], team_id=row["team_id"])
@@ -148,10 +175,12 @@ def delete(db, objective_id):
     row = deleted_or_missing("objective", db.execute("DELETE FROM objectives WHERE id = ? RETURNING *",
                                                      (objective_id,)))
     events.record(db, "objective", "deleted", objective_id, objective_json(row), cycle_id=row["cycle_id"],
-                  team_id=row["team_id"])
+                  team_id=row["team_id"], objective_id=None if row["visibility"] == "everyone" else objective_id)
 
 
 def page(db, after, limit, cycle_id, filters):
     """A page of one cycle's objectives, oldest first, whose columns hold the filters' values ({team_id,
     assignee_id, parent_objective_id (None: none), is_company, is_personal}, each given or not)."""
-    return keyset_page("objectives", db, after, limit, {"cycle_id": cycle_id, **filters})
+    sees, params = visibility.seeing("objectives")
+    return [visibility.shown(db, row) for row in keyset_page("objectives", db, after, limit,
+                                                             {"cycle_id": cycle_id, **filters}, (sees, params))]

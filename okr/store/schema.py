@@ -14,7 +14,7 @@ from contextlib import closing, contextmanager, suppress
 from contextvars import ContextVar
 
 from ..clock import new_id
-from . import scratch
+from . import events, scratch
 from ..rules.email_addresses import RULE_WORDS, email_key
 from ..rules import names
 
@@ -136,7 +136,7 @@ def create_private_file(path):
 
 # The schema version this release writes, kept in PRAGMA user_version. Version 0
 # is every database made before versions were kept.
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 
 def holds_tables(db):
@@ -318,6 +318,25 @@ def record_creators(db):
            WHERE created_by IS NULL""")
 
 
+def add_visibility(db):
+    """Version 17, before schema.sql: objectives get who may see them, everyone for every one there was (as
+    before), and events the objective they belong to (place_events fills it after schema.sql)."""
+    added = {"objectives": ["visibility TEXT NOT NULL DEFAULT 'everyone' "
+                            "CHECK (visibility IN ('everyone', 'team', 'private'))"],
+             "events": ["objective_id TEXT"]}
+    for table, columns in added.items():
+        present = table_columns(db, table)
+        for column in columns:
+            if present and column.split()[0] not in present:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+
+
+def place_events(db):
+    """Version 17, after schema.sql: each kept event's objective, where that objective still exists: every one was
+    seen by everyone, so the events of those deleted are everyone's."""
+    events.place(db, after_seq=0, keep_missing=False)
+
+
 # version -> function(db) that brings a database of the version before up to it,
 # inside the migration's transaction: MIGRATIONS before schema.sql runs (columns
 # the schema's indexes need), FILLS after it (rows for tables it creates).
@@ -326,8 +345,8 @@ def record_creators(db):
 MIGRATIONS = {1: add_email_keys_and_read_only_keys, 2: add_revisions, 4: drop_narrow_checkins_index,
               6: add_people, 7: add_dates_and_owners, 8: add_weekly_email_switch,
               9: add_oidc_subjects, 10: key_emails_anew, 11: add_units, 13: add_closing,
-              16: add_weights_and_initiatives}
-FILLS = {2: record_first_checkins, 10: put_names_on_one_line, 16: record_creators}
+              16: add_weights_and_initiatives, 17: add_visibility}
+FILLS = {2: record_first_checkins, 10: put_names_on_one_line, 16: record_creators, 17: place_events}
 
 
 class SchemaTooNew(RuntimeError):

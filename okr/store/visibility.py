@@ -1,13 +1,29 @@
-"""Who sees an objective (a stand-in on the inbox branch for the lead's okr/store/visibility.py, which replaces it
-at the merge: the same interface, under which everyone sees everything)."""
+"""Who may see an objective, in one place: every read of the store that shows objectives, or what hangs under
+them (key results, check-ins, comments, initiatives, events), asks here.
+
+An objective's visibility is 'everyone' (the default), 'team' (its team's members), or 'private'; whatever it is,
+its assignee, its key results' owners and its creator see it too. VIEWER is the person whose sight limits this
+request's reads, or None for whoever sees everything: admins, service keys, sign-in off, and the commands,
+workers, webhooks and exports (okr.accounts.access.viewer_limit decides, okr.pipeline sets it per request).
+"""
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-VIEWER = ContextVar("viewer", default=None)
+from ..errors import NotFound
+from ..rules.body_schemas import VISIBILITIES  # noqa: F401 (the rule's words, with it)
+
+VIEWER = ContextVar("okr_viewer", default=None)
+
+# True for the objective row {o} when the person (each of the four parameters) may see it.
+SEES = """({o}.visibility = 'everyone' OR {o}.assignee_id = ? OR {o}.created_by = ?
+           OR EXISTS (SELECT 1 FROM key_results s WHERE s.objective_id = {o}.id AND s.owner_id = ?)
+           OR {o}.visibility = 'team' AND EXISTS (SELECT 1 FROM team_members m
+                                                  WHERE m.team_id = {o}.team_id AND m.user_id = ?))"""
 
 
 @contextmanager
 def viewing_as(person_id):
+    """Reads within see what person_id may see (None: everything)."""
     token = VIEWER.set(person_id)
     try:
         yield
@@ -15,11 +31,79 @@ def viewing_as(person_id):
         VIEWER.reset(token)
 
 
-def condition(objective_id_sql, person_id):
-    """(sql, params): an SQL boolean, true when the objective is visible to person_id."""
-    return "1", ()
+def viewer():
+    """The person whose sight limits this request's reads, or None (everything)."""
+    return VIEWER.get()
+
+
+def seeing(alias="o", person_id=...):
+    """(sql, params): an SQL boolean, true when the objective row alias may be seen by person_id (by default the
+    current viewer); ('1', ()) for whoever sees everything."""
+    person_id = viewer() if person_id is ... else person_id
+    if person_id is None:
+        return "1", ()
+    return SEES.format(o=alias), (person_id,) * 4
+
+
+def condition(objective_id_sql, person_id=...):
+    """(sql, params): an SQL boolean, true when the objective whose id the SQL expression gives exists and may be
+    seen by person_id (by default the current viewer); ('1', ()) for whoever sees everything."""
+    person_id = viewer() if person_id is ... else person_id
+    if person_id is None:
+        return "1", ()
+    visible, params = seeing("v", person_id)
+    return f"EXISTS (SELECT 1 FROM objectives v WHERE v.id = {objective_id_sql} AND {visible})", params
 
 
 def sees(db, person_id, objective_id):
-    """Whether person_id may see the objective."""
-    return True
+    """Whether person_id (None: whoever sees everything) may see the objective with this id; False when it does
+    not exist."""
+    if person_id is None:
+        return db.execute("SELECT 1 FROM objectives WHERE id = ?", (objective_id,)).fetchone() is not None
+    sql, params = condition("?", person_id)
+    return db.execute(f"SELECT {sql}", (objective_id, *params)).fetchone()[0] == 1
+
+
+def require(db, objective_id, resource="objective"):
+    """NotFound naming resource when the current viewer may not see the objective (which exists)."""
+    person_id = viewer()
+    if person_id is not None and not sees(db, person_id, objective_id):
+        raise NotFound(resource)
+
+
+def hidden_ids(db, cycle_id, person_id=...):
+    """The ids of the cycle's objectives person_id (by default the current viewer) may not see: a set, empty for
+    whoever sees everything."""
+    person_id = viewer() if person_id is ... else person_id
+    if person_id is None:
+        return frozenset()
+    visible, params = seeing("o", person_id)
+    return frozenset(row[0] for row in db.execute(
+        f"SELECT o.id FROM objectives o WHERE o.cycle_id = ? AND o.visibility != 'everyone' AND NOT {visible}",
+        (cycle_id, *params)))
+
+
+# The fields of an objective that name another objective, which the viewer may not see.
+OTHER_OBJECTIVES = ("parent_objective_id", "carried_from_id")
+
+
+def shown(db, row):
+    """An objective's row as the viewer sees it: the parent or carried-from objective they may not see is None.
+    The row itself when nothing is hidden (a dict otherwise)."""
+    person_id = viewer()
+    if person_id is None:
+        return row
+    hidden = [field for field in OTHER_OBJECTIVES
+              if field in row.keys() and row[field] is not None and not sees(db, person_id, row[field])]
+    if not hidden:
+        return row
+    return {**dict(row), **dict.fromkeys(hidden)}
+
+
+def kept_parent(db, stored_parent, sent_parent):
+    """The parent an update writes: the stored one when the viewer may not see it and sends none (they were shown
+    none), else the one sent."""
+    if sent_parent is None and stored_parent is not None and viewer() is not None \
+            and not sees(db, viewer(), stored_parent):
+        return stored_parent
+    return sent_parent

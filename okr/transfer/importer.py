@@ -279,6 +279,7 @@ def import_file(db, path, merge=False, include_keys=False):
             if not row_written:
                 counts["cycles"]["unchanged"] -= 1
                 counts["cycles"]["updated"] += 1
+    events.place(db, newest["events"], keep_missing=True)
     if had_an_admin and not users.any_active_admin(db):
         # As okr.store.users keeps one: someone must be left to manage people.
         raise Refusal("it would leave no active admin: it demotes or deactivates every admin the database has; "

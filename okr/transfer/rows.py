@@ -18,13 +18,15 @@ from ..rules.body_schemas import (NAME_MAX, BodySchema, ClosingFields, CommentSc
 from ..store.bulk import FIELDS, NOT_GIVEN, OPTIONAL, event_text
 from ..store.events import MAX_ID_LENGTH as MAX_EVENT_ID
 from ..store.users import ROLES
+from ..rules.body_schemas import VISIBILITIES
 
 FORMAT = "okr-export"
 # 2 added users' role, the team_members section, API keys' user_id, cycles' dates and key results' owner;
 # 3 the comments section, and users' weekly_email, oidc_issuer and oidc_subject; 4 key results' unit and
 # unit_position; 5 cycles' closed_at and closed_by, objectives' outcome, score, reflection and carried_from_id, key
-# results' score; 6 key results' weight and progress_from, objectives' created_by, the initiatives section.
-VERSION = 6
+# results' score; 6 key results' weight and progress_from, objectives' created_by, the initiatives section; 7
+# objectives' visibility.
+VERSION = 7
 
 SECTIONS = tuple(FIELDS)  # in file order: events, the data, api_keys
 WRITTEN = SECTIONS[:-1]  # always written; api_keys only when asked for
@@ -99,7 +101,9 @@ LEFT_OUT = {
 # Columns a file does not hold because they follow from what it holds: every table's seq (the order of its
 # section), a user's email_key (from the email), a key result's cycle (its objective's), a check-in's key
 # result's seq (from its key_result_id).
-DERIVED_COLUMNS = frozenset({"users.email_key", "key_results.cycle_id", "checkins.key_result_seq"})
+# An event's objective follows from what it is about (okr.store.events.place).
+DERIVED_COLUMNS = frozenset({"users.email_key", "key_results.cycle_id", "checkins.key_result_seq",
+                             "events.objective_id"})
 
 
 
@@ -168,7 +172,9 @@ class KeyResultRowSchema(KeyResultSchema, UnitFields):
 
 class ObjectiveRowSchema(ObjectiveSchema, ClosingFields):
     """An objective as the file holds it: as the API creates one, with its close-out as PATCH sets it (absent
-    from files before version 5)."""
+    from files before version 5) and who may see it (before version 7)."""
+
+    visibility = Text(validate=validate.OneOf(VISIBILITIES, error=f"Must be one of: {', '.join(VISIBILITIES)}."))
 
 
 class TeamMemberSchema(BodySchema):

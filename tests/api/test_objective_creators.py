@@ -58,4 +58,4 @@ def test_okr_export_carries_the_creator(app, client, runner, make_person, tmp_pa
     path = tmp_path / "all.json"
     assert runner.invoke(args=["export", str(path)]).exit_code == 0
     [record] = [o for o in json.loads(path.read_text(encoding="utf-8"))["objectives"] if o["id"] == made["id"]]
-    assert list(record)[-1] == "created_by" and record["created_by"] == editor.user["id"]
+    assert list(record)[-2:] == ["created_by", "visibility"] and record["created_by"] == editor.user["id"]

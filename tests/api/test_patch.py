@@ -17,11 +17,12 @@ def patch(client, path, body, content_type=MERGE_PATCH):
     return client.patch(path, data=json.dumps(body), content_type=content_type)
 
 
-# What a PATCH answers beyond the spec's GET: a key result's owner, unit, score and weight, an objective's close-out.
+# What a PATCH answers beyond the spec's GET: a key result's owner, unit, score and weight, an objective's close-out
+# and who may see it.
 DETAILS = {"/v1/keyresults/": ("owner_id", "unit", "unit_position", "score", "weight", "progress_from"),
-           "/v1/objectives/": ("outcome", "score", "reflection", "carried_from_id")}
+           "/v1/objectives/": ("outcome", "score", "reflection", "carried_from_id", "visibility")}
 
-NO_CLOSE_OUT = {"outcome": None, "score": None, "reflection": None, "carried_from_id": None}
+NO_CLOSE_OUT = {"outcome": None, "score": None, "reflection": None, "carried_from_id": None, "visibility": "everyone"}
 
 
 def patched(client, path, body):

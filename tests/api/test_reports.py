@@ -27,7 +27,7 @@ from okr.store.reports import recent_values
 UNKNOWN = "0b0e7f4a-3c1d-4e2f-8a9b-0c1d2e3f4a5b"
 KR_EXTRAS = ["owner_id", "unit", "unit_position", "score", "weight", "progress_from", "start_value", "progress", "status", "stale", "last_checkin_at",
              "expected_progress", "pace_status", "initiatives_count", "initiatives_done"]
-OBJECTIVE_EXTRAS = ["outcome", "score", "reflection", "carried_from_id", "progress", "progress_from", "status", "key_results", "children"]
+OBJECTIVE_EXTRAS = ["outcome", "score", "reflection", "carried_from_id", "visibility", "progress", "progress_from", "status", "key_results", "children"]
 CYCLE_EXTRAS = {"starts_on": None, "ends_on": None, "state": "current", "closed_at": None, "closed_by": None}
 NO_STATUSES = {"off_track": 0, "at_risk": 0, "no_update": 0, "on_track": 0, "done": 0}
 # What a report's cycle adds to the cycle's own fields: an undated cycle has no elapsed fraction.

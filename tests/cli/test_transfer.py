@@ -204,7 +204,7 @@ def test_export_then_import_into_an_empty_database_then_export_gives_the_same_by
     counts = export(app, first)
     events = len(stored(app, "SELECT id FROM events"))
     assert events > 28
-    assert counts == {"exported": str(first), "format": "okr-export", "version": 6, "events": events, "users": 3,
+    assert counts == {"exported": str(first), "format": "okr-export", "version": 7, "events": events, "users": 3,
                       "teams": 2, "team_members": 3, "cycles": 2, "objectives": 3, "key_results": 6, "checkins": 9,
                       "comments": 0, "initiatives": 0}
     target = new_app(tmp_path / "target.db")
@@ -279,7 +279,7 @@ def test_the_format_is_documented_and_ordered(app, seeded, tmp_path):
     text = (tmp_path / "all.json").read_text(encoding="utf-8")
     data = json.loads(text)
     assert list(data) == ["format", "version", *SECTIONS]
-    assert text.startswith('{"format": "okr-export", "version": 6,\n"events": [\n{"id": ')
+    assert text.startswith('{"format": "okr-export", "version": 7,\n"events": [\n{"id": ')
     assert "李小龙" in text and "\\u" not in text  # UTF-8, not escapes
     for name in SECTIONS:
         for record in data[name]:
@@ -448,8 +448,8 @@ RECORD_REFUSALS = {
         "objectives[2]: parent_objective_id makes the alignment a loop"),
     "a section missing": (break_it(lambda data: data.pop("checkins")), 'it has no "checkins" section'),
     "an unknown section": (break_it(lambda data: data.update(notes=[])), 'unknown section "notes"'),
-    "a newer version": (break_it(lambda data: data.update(version=7)),
-                        "it is format version 7, newer than this okr reads (6)"),
+    "a newer version": (break_it(lambda data: data.update(version=8)),
+                        "it is format version 8, newer than this okr reads (7)"),
     "another format": (break_it(lambda data: data.update(format="okr-backup")),
                        'it is not an okr-export file: its format is "okr-backup"'),
     "an unknown role": (set_field("users", "role", "owner", 1),
@@ -999,7 +999,7 @@ def test_a_file_of_the_previous_release_is_read_and_its_users_are_editors(app, k
     assert stored(target, "SELECT count(*) FROM api_keys WHERE user_id IS NULL") == [(3,)]
     export(target, tmp_path / "new.json")
     data = json.loads((tmp_path / "new.json").read_text(encoding="utf-8"))
-    assert data["version"] == 6 and data["team_members"] == []
+    assert data["version"] == 7 and data["team_members"] == []
     assert [{k: v for k, v in u.items() if k not in NOT_IN_VERSION_1} for u in data["users"]] == old["users"]
 
 

@@ -51,13 +51,13 @@ def scored(app, clock):
 
 def test_every_new_field_goes_out_and_comes_back_and_a_closed_cycle_stays_closed(app, scored, tmp_path):
     data = exported(app, tmp_path)
-    assert data["version"] == 6
+    assert data["version"] == 7
     [q1] = [c for c in data["cycles"] if c["id"] == scored["cycle"]]
     assert list(q1)[-2:] == ["closed_at", "closed_by"]
     assert (q1["closed_at"], q1["closed_by"]) == ("2026-03-31T17:00:00Z", scored["ada"])
     assert all(c["closed_at"] is None and c["closed_by"] is None for c in data["cycles"] if c is not q1)
     objectives = {o["id"]: o for o in data["objectives"]}
-    assert list(objectives[scored["child"]])[-5:-1] == ["outcome", "score", "reflection", "carried_from_id"]
+    assert list(objectives[scored["child"]])[-6:-2] == ["outcome", "score", "reflection", "carried_from_id"]
     assert [objectives[scored["child"]][f] for f in ("outcome", "score", "reflection")] == [
         "partly_achieved", "0.55", "Hired late.\nNext: «earlier»."]
     [carried] = [o for o in data["objectives"] if o["cycle_id"] == scored["q2"]]

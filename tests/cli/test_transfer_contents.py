@@ -65,7 +65,7 @@ def people(app):
 
 def test_comments_settings_and_provider_links_go_out_and_come_back(app, annotated, tmp_path):
     data = exported(app, tmp_path)
-    assert data["version"] == 6
+    assert data["version"] == 7
     assert list(data)[-2:] == ["comments", "initiatives"]
     assert [list(record) for record in data["comments"]] == [COMMENT_FIELDS] * 3
     edited = data["comments"][0]
@@ -306,7 +306,7 @@ def test_key_results_units_go_out_and_come_back(app, seeded, tmp_path):
     with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
         db.execute("UPDATE key_results SET unit = '$', unit_position = 'before' WHERE id = ?", (positive,))
     data = exported(app, tmp_path)
-    assert data["version"] == 6
+    assert data["version"] == 7
     [record] = [k for k in data["key_results"] if k["id"] == positive]
     assert list(record)[-6:-3] == ["owner_id", "unit", "unit_position"]
     assert (record["unit"], record["unit_position"]) == ("$", "before")
