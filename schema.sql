@@ -136,6 +136,8 @@ CREATE INDEX IF NOT EXISTS objectives_with_parent ON objectives (parent_objectiv
     WHERE parent_objective_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS objectives_carried_from ON objectives (carried_from_id) WHERE carried_from_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS objectives_by_creator ON objectives (created_by) WHERE created_by IS NOT NULL;
+-- Those not everyone sees, which okr.store.visibility finds for each reader of a report or list.
+CREATE INDEX IF NOT EXISTS objectives_restricted ON objectives (cycle_id) WHERE visibility != 'everyone';
 
 CREATE TABLE IF NOT EXISTS key_results (
     seq              INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -491,13 +491,20 @@ class ReportCycle(CycleDetails):
 class CycleReport(Schema):
     cycle = fields.Nested(ReportCycle, required=True)
     progress = progress_field()
-    objectives_count = fields.Integer(required=True, metadata={"minimum": 0})
-    key_results_count = fields.Integer(required=True, metadata={"minimum": 0})
+    objectives_count = fields.Integer(required=True, metadata={
+        "minimum": 0, "description": "How many of its objectives the reader may see."})
+    key_results_count = fields.Integer(required=True, metadata={
+        "minimum": 0, "description": "How many key results of those objectives there are."})
+    hidden_objectives_count = fields.Integer(required=True, metadata={"minimum": 0, "description": (
+        "How many of its objectives the reader may not see: counted in its progress and their parents', shown "
+        "nowhere; 0 for whoever sees everything.")})
     objectives = fields.List(fields.Nested(ObjectiveNode), required=True)
 
 
 class ObjectiveReport(Schema):
     objective = fields.Nested(ObjectiveNode, required=True)
+    hidden_objectives_count = fields.Integer(required=True, metadata={"minimum": 0, "description": (
+        "How many of its aligned descendants the reader may not see: counted in the figures, shown nowhere.")})
 
 
 # A figure that may be negative (a change of progress, an over-confidence): two decimals, -1.00 to 1.00.
@@ -656,9 +663,11 @@ class Retrospective(RetrospectiveHeading):
     progress = figure_field("The cycle's progress at the close, as its report shows it.")
     objectives_count = fields.Integer(required=True, metadata={"minimum": 0})
     key_results_count = fields.Integer(required=True, metadata={"minimum": 0})
+    hidden_objectives_count = fields.Integer(required=True, metadata={"minimum": 0, "description": (
+        "How many of its objectives the reader may not see: counted in its progress, listed nowhere.")})
     outcome_counts = fields.Nested(OutcomeCounts, required=True)
     objectives = fields.List(fields.Nested(RetrospectiveObjective), required=True, metadata={
-        "description": "Every objective, in creation order, with its key results."})
+        "description": "Every objective the reader may see, in creation order, with its key results."})
     movers = fields.Nested(Movers, required=True)
     went_off_track = fields.List(fields.Nested(WentOffTrack), required=True, metadata={
         "description": "Key results on track (or done) after some check-in and off track after their last one."})

@@ -11,7 +11,7 @@ from .. import clock, progress
 from ..db import get_db
 from ..errors import NotFound
 from ..reports import alignment, quality, retrospective, spooled, streaming
-from ..store import cycles, teams
+from ..store import cycles, objectives, teams
 from ..store import reports as report_rows
 from ..transfer.export import cycle_csv_bytes, write_cycle_csv
 from .paging import uuid_arg
@@ -38,6 +38,7 @@ def report_cycle(cycle_id):
 def report_objective(objective_id):
     """Reports an objective and its aligned descendants, with progress."""
     db = get_db()
+    objectives.get(db, objective_id)  # 404 to whoever may not see it
     now = progress.parse_timestamp(clock.utc_now())
     encode = spooled.compact_json()
     if encode is None or not spooled.is_big(report_rows.descendant_count(db, objective_id)):

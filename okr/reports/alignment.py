@@ -10,6 +10,7 @@ from .. import progress
 from ..records import cycle_details_json, key_result_details_json, objective_details_json
 from ..store import cycles as stored_cycles
 from ..store import reports as report_rows
+from ..store import visibility
 
 
 def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
@@ -18,7 +19,7 @@ def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
     now is an aware datetime, for staleness and the cycle's state. A finished cycle's key results are never stale.
     """
     objectives, key_results = report_rows.cycle_rows(db, cycle["id"], team_id, assignee_id)
-    return cycle_tree(cycle, now, objectives, key_results)
+    return cycle_tree(cycle, now, objectives, key_results, hidden_in(db, cycle["id"], objectives))
 
 
 def cycle_report_as_of(db, cycle, as_of, team_id=None):
@@ -30,22 +31,30 @@ def cycle_report_as_of(db, cycle, as_of, team_id=None):
     for row in key_results:
         if row["value_then"] is not None:  # else a row written behind the API's back: today's values
             row["current_value"], row["confidence"] = row["value_then"], row["confidence_then"]
-    return cycle_tree(cycle, as_of, objectives, key_results)
+    return cycle_tree(cycle, as_of, objectives, key_results, hidden_in(db, cycle["id"], objectives))
 
 
-def cycle_tree(cycle, moment, objectives, key_results):
+def hidden_in(db, cycle_id, objectives):
+    """The ids of the cycle's objectives the viewer may not see, and of those their rows were carried from."""
+    carried = {row["carried_from_id"] for row in objectives if row["carried_from_id"] is not None}
+    return visibility.hidden_ids(db, cycle_id) | visibility.hidden_of(db, carried)
+
+
+def cycle_tree(cycle, moment, objectives, key_results, hidden=frozenset()):
     """A cycle's report from its rows, as at moment (an aware datetime): a finished cycle's key results are
-    never stale."""
+    never stale. Its progress counts every objective; its tree, counts and statuses leave out those hidden (ids)."""
     shown = cycle_details_json(cycle, moment.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(moment)
     pace = pace_test([cycle], moment.date())
-    roots, exact_by_objective, statuses = alignment_tree(objectives, key_results, stale, pace)
+    roots, exact_by_objective, statuses = alignment_tree(objectives, key_results, stale, pace, hidden=hidden)
     counts = progress.status_counts(statuses)
+    hidden_count = sum(row["id"] in hidden for row in objectives) if hidden else 0
     return {
         "cycle": cycle_with_pace(shown, cycle, moment.date(), counts),
         "progress": progress.mean_figure(exact_by_objective),
-        "objectives_count": len(objectives),
-        "key_results_count": len(key_results),
+        "objectives_count": len(objectives) - hidden_count,
+        "key_results_count": len(statuses),
+        "hidden_objectives_count": hidden_count,
         "objectives": roots,
     }
 
@@ -75,9 +84,10 @@ def objective_report(db, objective_id, now):
     objectives, key_results = report_rows.objective_tree(db, objective_id)
     if not objectives:
         return None
+    hidden = visibility.hidden_ids(db)
     roots, _, _ = alignment_tree(objectives, key_results, stale_test(db, now), pace_in_any_cycle(db, now),
-                              root_id=objective_id)
-    return {"objective": roots[0]}
+                                 root_id=objective_id, hidden=hidden)
+    return {"objective": roots[0], "hidden_objectives_count": sum(row["id"] in hidden for row in objectives[1:])}
 
 
 def key_result_report(db, key_result_id, now):
@@ -123,22 +133,25 @@ def pace_in_any_cycle(db, now):
     return pace_test(stored_cycles.dates(db), now.date())
 
 
-def alignment_tree(objectives, key_results, stale, pace, root_id=None):
-    """The objectives' nodes as a forest, each objective's exact progress, and every key result's status.
+def alignment_tree(objectives, key_results, stale, pace, root_id=None, hidden=frozenset()):
+    """The objectives' nodes as a forest, each objective's exact progress, and the status of every key result the
+    viewer sees.
 
     objectives and key_results come in creation order. An objective whose
     parent is not among them is a root; the others go in their parent's children.
     stale tells whether a key-result row is stale; pace gives its expected progress (pace_test). root_id, when given, is a root
     whatever its parent (an objective report's top, even in a loop written behind the API's back).
+    The objectives whose ids are in hidden count in every figure but are left out of the forest (pruned).
     """
     nodes, exact_of, weights_of, statuses = {}, {}, {}, []
     for row in objectives:
-        nodes[row["id"]] = {**objective_details_json(row), "progress": None, "progress_from": None, "status": None,
-                            "key_results": [], "children": []}
+        nodes[row["id"]] = {**objective_details_json(visibility.shown_among(row, hidden)), "progress": None,
+                            "progress_from": None, "status": None, "key_results": [], "children": []}
         exact_of[row["id"]], weights_of[row["id"]] = [], []
     for row in key_results:
         node, exact = key_result_node(row, stale, pace)
-        statuses.append(node["status"])
+        if row["objective_id"] not in hidden:
+            statuses.append(node["status"])
         nodes[row["objective_id"]]["key_results"].append(node)
         exact_of[row["objective_id"]].append(exact)
         weights_of[row["objective_id"]].append(row["weight"])
@@ -149,7 +162,23 @@ def alignment_tree(objectives, key_results, stale, pace, root_id=None):
         parent = None if row["id"] == root_id else nodes.get(row["parent_objective_id"])
         (parent["children"] if parent is not None else roots).append(node)
     roll_up(roots, exact_of)
-    return roots, list(exact_of.values()), statuses
+    return pruned(roots, hidden) if hidden else roots, list(exact_of.values()), statuses
+
+
+def pruned(roots, hidden):
+    """The forest without the nodes whose ids are in hidden: a hidden node's children take its place, under its
+    nearest ancestor the viewer sees (or as roots), their figures as they were."""
+    kept, stack = [], [(roots, None)]
+    while stack:
+        nodes, into = stack.pop()
+        for node in nodes:
+            if node["id"] in hidden:
+                stack.append((node["children"], into))
+                continue
+            children, node["children"] = node["children"], []
+            (kept if into is None else into).append(node)
+            stack.append((children, node["children"]))
+    return kept
 
 
 def roll_up(roots, exact_of):

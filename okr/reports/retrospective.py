@@ -11,6 +11,7 @@ from decimal import Decimal
 from .. import progress
 from ..records import cycle_details_json
 from ..store import reports as report_rows
+from ..store import visibility
 from . import alignment, calibration
 
 MOVERS = 5
@@ -66,6 +67,16 @@ class Closing:
             row["progress_at_close"] = progress.figure(exact)
             row["final_score"] = row["score"] if row["score"] is not None else row["progress_at_close"]
             self.by_objective.setdefault(row["objective_id"], []).append(row)
+        # Every figure counts them all (at_close); what is listed is what the viewer may see.
+        self.every_objective, self.every_key_result = self.objectives, self.key_results
+        hidden = alignment.hidden_in(db, cycle["id"], self.objectives) | visibility.hidden_of(
+            db, [row["id"] for row in self.copies])
+        self.hidden_count = sum(row["id"] in hidden for row in self.objectives)
+        if hidden:
+            self.objectives = [visibility.shown_among(row, hidden) for row in self.objectives
+                               if row["id"] not in hidden]
+            self.key_results = [row for row in self.key_results if row["objective_id"] not in hidden]
+            self.copies = [row for row in self.copies if row["id"] not in hidden]
 
     def with_confidences(self, rows):
         """These key rows given their confidences, when they were left out: one read for them all."""
@@ -124,6 +135,7 @@ def retrospective_of(closing, team):
         "progress": cycle_progress,
         "objectives_count": len(closing.objectives),
         "key_results_count": len(closing.key_results),
+        "hidden_objectives_count": closing.hidden_count,
         "outcome_counts": outcome_counts(row["outcome"] for row in closing.objectives),
         "objectives": [objective_entry(row, nodes[row["id"]], closing) for row in closing.objectives],
         "movers": movers(closing.key_results),
@@ -144,17 +156,17 @@ def at_close(closing):
     expected = progress.elapsed(cycle["starts_on"], cycle["ends_on"], today)
     ended = progress.cycle_state(cycle["starts_on"], cycle["ends_on"], today) == "finished"
     nodes = {row["id"]: {"id": row["id"], "cycle_id": row["cycle_id"], "key_results": [], "children": []}
-             for row in closing.objectives}
-    exact_of = {row["id"]: [] for row in closing.objectives}
-    weights_of = {row["id"]: [] for row in closing.objectives}
-    for row in closing.key_results:
+             for row in closing.every_objective}
+    exact_of = {row["id"]: [] for row in closing.every_objective}
+    weights_of = {row["id"]: [] for row in closing.every_objective}
+    for row in closing.every_key_result:
         status = row["status_at_close"] = progress.key_result_status(
             row["confidence"], row["updated"], alignment.judged_kind(row), row["exact_at_close"], expected, ended)
         nodes[row["objective_id"]]["key_results"].append({"status": status})
         exact_of[row["objective_id"]].append(row["exact_at_close"])
         weights_of[row["objective_id"]].append(row["weight"])
     roots = []
-    for row in closing.objectives:
+    for row in closing.every_objective:
         exact_of[row["id"]] = progress.mean(exact_of[row["id"]], weights_of[row["id"]])
         parent = nodes.get(row["parent_objective_id"])
         (parent["children"] if parent is not None else roots).append(nodes[row["id"]])

@@ -17,8 +17,9 @@ from .. import progress
 from ..records import cycle_details_json
 from ..store import reports as report_rows
 from ..store import timelines as stored_timelines
-from .alignment import alignment_tree, cycle_with_pace, flattened, key_result_node, never_stale, pace_test, \
-    stale_by_time
+from ..store import visibility
+from .alignment import alignment_tree, cycle_with_pace, flattened, hidden_in, key_result_node, never_stale, \
+    pace_test, stale_by_time
 from .streaming import NO_RANK, Means, Tree
 
 PER_PAGE = 50  # top objectives (or, filtered by key result, objectives) a page
@@ -64,32 +65,37 @@ class Figures(Tree):
         self.counts = dict.fromkeys(progress.STATUSES, 0)
         self.count = self.matched = 0
         self.kept = {}  # position: id, of the objectives a Choice keeps
+        self.hide = bytearray()  # whether each objective is hidden from the viewer: counted, not shown
         self.own = self.roots = self.children = self.rolled = self.sources = self.statuses = None
 
-    def read(self, objectives, key_results, stale, pace, choice=None):
+    def read(self, objectives, key_results, stale, pace, choice=None, hidden=frozenset()):
         means, named = Means(), {}
         cycles = {}
         for row in objectives:
             position = len(self.parents)
             self.index[row["id"]] = position
+            self.hide.append(row["id"] in hidden)
             self.parents.append(row["parent_objective_id"])
             self.cycles.append(cycles.setdefault(row["cycle_id"], row["cycle_id"]))
             self.seqs.append(row["seq"])
             self.first.append(-1)
             self.worst.append(NO_RANK)
             means.append()
-            if choice and choice.named(row):
+            if choice and choice.named(row) and not self.hide[position]:
                 named[position] = row["id"]
         index, first, worst, rank, counts = self.index, self.first, self.worst, progress.RANK, self.counts
         kept = dict(named) if choice and choice.keeps_bare() else {}
+        hide = self.hide
         for row in key_results:
             node, value = key_result_node(row, stale, pace)
-            counts[node["status"]] += 1
-            self.count += 1
             position = index[row["objective_id"]]
             first[position] = 1  # has key results of its own
             means.add(position, value, row["weight"])
             worst[position] = min(worst[position], rank[node["status"]])
+            if hide[position]:
+                continue
+            counts[node["status"]] += 1
+            self.count += 1
             if choice and choice.keeps(node, position in named):
                 kept[position] = row["objective_id"]
                 self.matched += 1
@@ -105,13 +111,15 @@ def figures(db, cycle, now, team_id=None, assignee_id=None, choice=None, fingerp
     (okr.store.timelines.cycle_fingerprint; fingerprint: the cycle's, when the caller has it) or the day does
     (statuses follow the day, not the hour)."""
     today = now.date()
+    hidden = visibility.hidden_ids(db, cycle["id"])
     key = (cycle["id"], cycle["starts_on"], cycle["ends_on"], cycle["name"], today, team_id, assignee_id,
-           choice.key() if choice else None, fingerprint or stored_timelines.cycle_fingerprint(db, cycle["id"]))
+           choice.key() if choice else None, fingerprint or stored_timelines.cycle_fingerprint(db, cycle["id"]),
+           hidden)
     with KEPT_LOCK:
         if key in KEPT:
             KEPT.move_to_end(key)
             return KEPT[key]
-    found = figures_now(db, cycle, now, team_id, assignee_id, choice)
+    found = figures_now(db, cycle, now, team_id, assignee_id, choice, hidden)
     with KEPT_LOCK:
         KEPT[key] = found
         while len(KEPT) > KEEP:
@@ -119,14 +127,15 @@ def figures(db, cycle, now, team_id=None, assignee_id=None, choice=None, fingerp
     return found
 
 
-def figures_now(db, cycle, now, team_id=None, assignee_id=None, choice=None):
+def figures_now(db, cycle, now, team_id=None, assignee_id=None, choice=None, hidden=frozenset()):
     objectives, key_results = report_rows.streamed_cycle_rows(db, cycle["id"], team_id, assignee_id)
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
     tree = Figures()
-    tree.read(objectives, key_results, stale, pace_test([cycle], now.date()), choice)
-    found = {"progress": progress.mean_figure(tree.own), "objectives_count": len(tree.own),
-             "key_results_count": tree.count,
+    tree.read(objectives, key_results, stale, pace_test([cycle], now.date()), choice, hidden)
+    hidden_count = sum(tree.hide)
+    found = {"progress": progress.mean_figure(tree.own), "objectives_count": len(tree.own) - hidden_count,
+             "key_results_count": tree.count, "hidden_objectives_count": hidden_count,
              "cycle": cycle_with_pace(shown, cycle, now.date(), tree.counts)}
     if choice:
         tree.roll_up()
@@ -151,8 +160,10 @@ def page(db, cycle, now, after=0, team_id=None, assignee_id=None, choice=None, f
     more, tops = len(tops) > per_page, tops[:per_page]
     roots, before = [], None
     if tops:
-        roots = alignment_tree(*report_rows.subtree_rows(db, cycle["id"], [row[1] for row in tops], team_id,
-                                                         assignee_id), stale, pace)[0]
+        objectives, key_results = report_rows.subtree_rows(db, cycle["id"], [row[1] for row in tops], team_id,
+                                                           assignee_id)
+        roots = alignment_tree(objectives, key_results, stale, pace,
+                               hidden=hidden_in(db, cycle["id"], objectives))[0]
         earlier = report_rows.top_objectives_before(db, cycle["id"], tops[0][0], per_page, team_id, assignee_id)
         if earlier:
             before = min(earlier) - 1 if len(earlier) == per_page else 0

@@ -22,8 +22,9 @@ from math import gcd
 from .. import progress
 from ..records import cycle_details_json, objective_details_json
 from ..store import reports as report_rows
-from .alignment import (cycle_with_pace, key_result_node, never_stale, pace_in_any_cycle, pace_test, stale_by_time,
-                        stale_test)
+from ..store import visibility
+from .alignment import (cycle_with_pace, hidden_in, key_result_node, never_stale, pace_in_any_cycle, pace_test,
+                        stale_by_time, stale_test)
 
 FLUSH_BYTES = 1 << 16
 NO_RANK = len(progress.STATUSES)  # an objective without key results of its own
@@ -31,15 +32,19 @@ NO_RANK = len(progress.STATUSES)  # an objective without key results of its own
 
 def write_cycle_report(db, cycle, now, out, encode, team_id=None, assignee_id=None):
     """Writes the JSON of okr.reports.alignment.cycle_report(db, cycle, now, ...) to the binary file out."""
+    hidden = visibility.hidden_ids(db, cycle["id"]) | visibility.hidden_of(
+        db, report_rows.carried_from_ids(db, cycle["id"]))
     objectives, key_results = report_rows.streamed_cycle_rows(db, cycle["id"], team_id, assignee_id)
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
     with Tree(encode) as tree:
-        tree.read(objectives, key_results, stale, pace_test([cycle], now.date()))
+        tree.read(objectives, key_results, stale, pace_test([cycle], now.date()), hidden=hidden)
         tree.roll_up()
         shown = cycle_with_pace(shown, cycle, now.date(), progress.status_counts(tree.key_result_statuses))
+        hidden_count = sum(tree.hide)
         out.write((f'{{"cycle":{encode(shown)},"progress":{encode(progress.mean_figure(tree.own))},'
-                   f'"objectives_count":{len(tree.own)},"key_results_count":{tree.key_results_count},'
+                   f'"objectives_count":{len(tree.own) - hidden_count},'
+                   f'"key_results_count":{tree.key_results_count},"hidden_objectives_count":{hidden_count},'
                    '"objectives":').encode())
         tree.write(out, tree.roots)
         out.write(b"}")
@@ -50,13 +55,13 @@ def write_objective_report(db, objective_id, now, out, encode):
     (writing nothing) when the objective is missing."""
     with Tree(encode) as tree:
         tree.read(*report_rows.streamed_objective_tree(db, objective_id), stale_test(db, now),
-                  pace_in_any_cycle(db, now), root_id=objective_id)
+                  pace_in_any_cycle(db, now), root_id=objective_id, hidden=visibility.hidden_ids(db))
         if not tree.own:
             return False
         tree.roll_up()
         out.write(b'{"objective":')
         tree.write(out, tree.roots[:1], bare=True)
-        out.write(b"}")
+        out.write(f',"hidden_objectives_count":{sum(tree.hide[1:])}}}'.encode())
         return True
 
 
@@ -141,11 +146,13 @@ class Tree:
         # The rank (okr.progress.RANK) of the worst status among each objective's key results (NO_RANK: none),
         # and every key result's status, in reading order.
         self.worst, self.key_result_statuses = array("b"), []
+        # Whether each objective is hidden from the viewer (counted, not shown), and how many key results are not.
+        self.hide, self.shown_key_results = bytearray(), 0
         self.own = self.roots = self.children = self.rolled = self.sources = self.statuses = None
 
     @property
     def key_results_count(self):
-        return len(self.next)
+        return self.shown_key_results
 
     def __enter__(self):
         return self
@@ -154,15 +161,18 @@ class Tree:
         self.objective_file.close()
         self.key_result_file.close()
 
-    def read(self, objectives, key_results, stale, pace, root_id=None):
-        """Reads the objectives, then the key results, each in creation order."""
+    def read(self, objectives, key_results, stale, pace, root_id=None, hidden=frozenset()):
+        """Reads the objectives, then the key results, each in creation order; those objectives whose ids are in
+        hidden count in the figures, and are pruned from the tree (okr.reports.alignment.pruned)."""
         cycles = {}
         objective_texts = Texts(self.objective_file, self.encode, self.objective_ends, strip=1)
         for row in objectives:
             self.index[row["id"]] = len(self.parents)
             self.parents.append(None if row["id"] == root_id else row["parent_objective_id"])
             self.cycles.append(cycles.setdefault(row["cycle_id"], row["cycle_id"]))
-            objective_texts.add(objective_details_json(row))  # without its closing brace: more fields follow
+            self.hide.append(row["id"] in hidden)
+            # without its closing brace: more fields follow
+            objective_texts.add(objective_details_json(visibility.shown_among(row, hidden)))
             self.first.append(-1)
             self.last.append(-1)
             self.worst.append(NO_RANK)
@@ -170,12 +180,14 @@ class Tree:
         objective_texts.flush()
         key_result_texts = Texts(self.key_result_file, self.encode, self.key_result_ends)
         index, first, last, chain, means = self.index, self.first, self.last, self.next, self.means
-        worst, statuses, rank = self.worst, self.key_result_statuses, progress.RANK
+        worst, statuses, rank, hide = self.worst, self.key_result_statuses, progress.RANK, self.hide
         for row in key_results:
             node, value = key_result_node(row, stale, pace)
-            statuses.append(node["status"])
             key_result_texts.add(node)
             position, objective = len(chain), index[row["objective_id"]]
+            if not hide[objective]:
+                statuses.append(node["status"])
+                self.shown_key_results += 1
             chain.append(-1)
             if first[objective] < 0:
                 first[objective] = position
@@ -217,6 +229,29 @@ class Tree:
                 self.own[position], first[position] >= 0, [rolled[kid] for kid in kin])
             own = () if worst[position] == NO_RANK else (progress.STATUSES[worst[position]],)
             statuses[position] = progress.objective_status(own, (statuses[kid] for kid in kin))
+        if any(self.hide):
+            self.prune()
+
+    def prune(self):
+        """Leaves the hidden objectives out of roots and children: a hidden one's children take its place, under
+        its nearest ancestor the viewer sees (or as roots), in okr.reports.alignment.pruned's order."""
+        hide, children = self.hide, self.children
+        roots, kept = [], [None] * len(children)
+        stack = [(self.roots, None)]
+        while stack:
+            positions, into = stack.pop()
+            for position in positions:
+                if hide[position]:
+                    stack.append((children[position] or (), into))
+                    continue
+                if into is None:
+                    roots.append(position)
+                elif kept[into] is None:
+                    kept[into] = [position]
+                else:
+                    kept[into].append(position)
+                stack.append((children[position] or (), position))
+        self.roots, self.children = roots, kept
 
     def write(self, out, roots, bare=False):
         """Writes the JSON array of the nodes at roots with everything below them (bare: the one node at roots,

@@ -6,6 +6,8 @@ both pairs are written one after the other in one transaction, so their seqs are
 """
 import json
 
+from . import visibility
+
 # Folded: a key_result.updated that a check-in follows (WITH_CHECKIN) and that changed nothing but what a
 # check-in moves and the clock (okr.reports.activity.CHECKIN_FIELDS), and a new key result's first check-in.
 WITH_CHECKIN = """EXISTS (SELECT 1 FROM events c WHERE c.seq = e.seq + 1 AND c.type = 'checkin.created'
@@ -29,7 +31,8 @@ def newest(db, before, limit, team_id=None, person_id=None, cycle_id=None):
     """Up to limit events under seq before, newest first, those folded into another left out, of the team, the
     person (who made them: their sessions and their keys) and the cycle given; each row with with_checkin,
     whether a check-in follows it."""
-    where, params = ["e.seq < ?"], [before]
+    seen, seen_params = visibility.of_event("e")
+    where, params = ["e.seq < ?", seen], [before, *seen_params]
     for column, value in zip(FILTERS, (team_id, person_id, cycle_id)):
         if value is not None:
             where.append(f"e.{column} = ?")
@@ -47,8 +50,11 @@ def history(db, kind, resource_id, limit):
                    e.type IN ('key_result.created', 'key_result.deleted'))))"""
     else:
         where = "(e.resource_id = ?1 OR e.parent_id = ?1)"
-    return db.execute(f"{SELECT} WHERE {where} AND NOT {FOLDED} ORDER BY e.seq DESC LIMIT ?2",
-                      (resource_id, limit)).fetchall()
+    seen, seen_params = visibility.of_event("e")
+    # Numbered: ?1 and ?2 are the resource and the limit, the viewer's from ?3.
+    seen = seen.replace("?", "?3") if seen_params else seen
+    return db.execute(f"{SELECT} WHERE {where} AND {seen} AND NOT {FOLDED} ORDER BY e.seq DESC LIMIT ?2",
+                      (resource_id, limit, *seen_params[:1])).fetchall()
 
 
 def present_names(db, kind, ids):

@@ -48,6 +48,7 @@ def check_in(db, key_result_id, value, confidence=None, comment=None, author_id=
     before = db.execute("SELECT * FROM key_results WHERE id = ?", (key_result_id,)).fetchone()
     if before is None:
         raise NotFound("key result")
+    visibility.require(db, before["objective_id"], "key result")
     key_result = with_team(db, db.execute(
         """UPDATE key_results SET current_value = ?, confidence = coalesce(?, confidence), modified_at = ?,
                revision = revision + 1

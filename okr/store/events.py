@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from .. import clock
 from ..clock import new_id
+from . import visibility
 
 
 def system(name):
@@ -184,6 +185,10 @@ def page(db, after, size, kind=None, resource_id=None, cycle_id=None, max_bytes=
     if cycle_id is not None:
         conditions.append("cycle_id = ?")
         params.append(cycle_id)
+    seen, seen_params = visibility.of_event()
+    if seen != "1":
+        conditions.append(seen)
+        params += seen_params
     # One row more than the page holds, read one at a time: a next page exactly when a further row exists.
     cursor = db.execute(f"SELECT *, {STORED_BYTES} FROM events WHERE {' AND '.join(conditions)} ORDER BY seq "
                         "LIMIT ?", (*params, size + 1))

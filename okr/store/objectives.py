@@ -114,7 +114,7 @@ def replace(db, objective_id, values):
     ).fetchone()
     events.record(db, "objective", "updated", objective_id, objective_json(row), before=objective_json(before),
                   cycle_id=row["cycle_id"], team_id=row["team_id"])
-    return row
+    return visibility.shown(db, row)
 
 
 def doomed(db, objective_id):
@@ -133,8 +133,9 @@ def parent_candidates(db, objective_id, cycle_id, query, limit):
     parent, at most limit of them, and how many there are. Never the objective itself (objective_id; None for a
     new one) nor one aligned under it (a loop); narrowed to names holding query when given; those of cycle_id
     first in creation order, then the other cycles', the newest cycle first."""
-    where = "o.id NOT IN tree" + (" AND instr(lower(o.name), lower(?)) > 0" if query else "")
-    params = (objective_id or "", *((query,) if query else ()))
+    seen, seen_params = visibility.seeing("o")
+    where = f"o.id NOT IN tree AND {seen}" + (" AND instr(lower(o.name), lower(?)) > 0" if query else "")
+    params = (objective_id or "", *seen_params, *((query,) if query else ()))
     picked = db.execute(
         DESCENDANTS + f"""SELECT o.id, o.name, o.cycle_id FROM objectives o
                           WHERE o.cycle_id = ? AND {where} ORDER BY o.seq LIMIT ?""",
@@ -147,27 +148,31 @@ def parent_candidates(db, objective_id, cycle_id, query, limit):
     total = len(picked)
     if total > limit:
         picked = picked[:limit]
-        # Without a search, all of them less those aligned under it: no scan of every name.
-        count_sql = (f"SELECT count(*) FROM objectives o WHERE {where}" if query else
+        # Without a search (or a viewer to see for), all of them less those aligned under it: no scan of every name.
+        count_sql = (f"SELECT count(*) FROM objectives o WHERE {where}" if query or seen_params else
                      "SELECT (SELECT count(*) FROM objectives) - (SELECT count(*) FROM objectives WHERE id IN tree)")
         total = db.execute(DESCENDANTS + count_sql, params).fetchone()[0]
     return picked, total
 
 
 def parent_choice(db, objective_id):
-    """The objective's id, name and cycle_id (as parent_candidates has them), or None."""
-    return db.execute("SELECT id, name, cycle_id FROM objectives WHERE id = ?", (objective_id,)).fetchone()
+    """The objective's id, name and cycle_id (as parent_candidates has them), or None (also when the viewer may not
+    see it)."""
+    seen, params = visibility.seeing("objectives")
+    return db.execute(f"SELECT id, name, cycle_id FROM objectives WHERE id = ? AND {seen}",
+                      (objective_id, *params)).fetchone()
 
 
 def parent_id_of(db, objective_id):
-    """The id of the objective's parent; None when it has none, or does not exist."""
+    """The id of the objective's parent; None when it has none, or does not exist, or the viewer may not see it."""
     row = db.execute("SELECT parent_objective_id FROM objectives WHERE id = ?", (objective_id,)).fetchone()
-    return row[0] if row else None
+    return row[0] if row and row[0] and visibility.sees(db, visibility.viewer(), row[0]) else None
 
 
 def named(db, objective_id):
-    """The objective's id and name, or None."""
-    return db.execute("SELECT id, name FROM objectives WHERE id = ?", (objective_id,)).fetchone()
+    """The objective's id and name, or None (also when the viewer may not see it)."""
+    seen, params = visibility.seeing("objectives")
+    return db.execute(f"SELECT id, name FROM objectives WHERE id = ? AND {seen}", (objective_id, *params)).fetchone()
 
 
 def delete(db, objective_id):

@@ -9,6 +9,8 @@ read one row at a time from the cursor, never held whole.
 import json
 import re
 
+from . import visibility
+
 # How many initiatives a key result has, and how many of them are done (one walk of the initiatives_of_key_result
 # index each, at most 50 rows).
 INITIATIVE_COUNTS = """(SELECT count(*) FROM initiatives i WHERE i.key_result_id = k.id) AS initiatives_count,
@@ -87,6 +89,12 @@ def cycle_rows(db, cycle_id, team_id=None, assignee_id=None):
     order; of one team's and/or assignee's objectives when given."""
     objectives, key_results = cycle_queries(cycle_id, team_id, assignee_id)
     return dict_rows(db, *objectives), dict_rows(db, *key_results)
+
+
+def carried_from_ids(db, cycle_id):
+    """The ids of the objectives the cycle's were carried over from."""
+    return {row[0] for row in db.execute("SELECT carried_from_id FROM objectives WHERE cycle_id = ? "
+                                         "AND carried_from_id IS NOT NULL", (cycle_id,))}
 
 
 def streamed_cycle_rows(db, cycle_id, team_id=None, assignee_id=None):
@@ -213,8 +221,11 @@ ORDER BY o.seq, h.seq
 def spreadsheet_rows(db, cycle_id):
     """Each key result of a cycle with its history (as a report's), objective by objective, with its objective's
     name, team and assignee (objective_name, objective_team_id, team_name, objective_assignee_id,
-    assignee_name) and its owner's name (owner_name): a cycle's CSV, as a cursor read as it goes."""
-    return db.execute(SPREADSHEET_ROWS, (cycle_id, cycle_id))
+    assignee_name) and its owner's name (owner_name): a cycle's CSV, as a cursor read as it goes. Those of objectives
+    the viewer may not see are left out."""
+    seen, params = visibility.seeing("o")
+    return db.execute(SPREADSHEET_ROWS.replace("WHERE o.cycle_id = ?", f"WHERE o.cycle_id = ? AND {seen}"),
+                      (cycle_id, cycle_id, *params))
 
 
 # The cycle page's reads (okr.reports.review): a page of top-level objectives, with everything aligned below

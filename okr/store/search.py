@@ -6,6 +6,7 @@ A match's position is one integer, rank * RANK_SPAN + seq (rank: its kind's plac
 page tokens (base64 row ids) and the page's links name a place in that order as they name a row elsewhere.
 """
 from ..errors import Invalid
+from . import visibility
 
 KINDS = ("objective", "key_result", "team", "user")
 # Row ids (seq) count up from 1 and no table nears 2**61 rows, so no seq reaches RANK_SPAN: rank and seq never
@@ -28,6 +29,9 @@ SOURCES = {
     "user": ("SELECT hit.seq, hit.id, hit.name, NULL AS cycle_id, NULL AS objective_id, NULL AS cycle_name, "
              "NULL AS objective_name FROM users AS hit", ("hit.name", "hit.email")),
 }
+# What of each kind the viewer may see (okr.store.visibility): (sql, params).
+SEEN = {"objective": lambda: visibility.seeing("hit"), "key_result": lambda: visibility.condition("hit.objective_id"),
+        "team": lambda: ("1", ()), "user": lambda: ("1", ())}
 # The SQL function a query with other letters than ASCII is matched with (registered for that query).
 CONTAINS = "okr_search_contains"
 
@@ -76,8 +80,9 @@ def page(db, query, after, limit):
         kind = KINDS[rank]
         select, columns = SOURCES[kind]
         where = " OR ".join(condition.format(column=column) for column in columns)
-        rows = db.execute(f"{select} WHERE hit.seq > ? AND ({where}) ORDER BY hit.seq LIMIT ?",
-                          (start_seq if rank == start_rank else 0, *[parameter] * len(columns),
+        seen, seen_params = SEEN[kind]()
+        rows = db.execute(f"{select} WHERE hit.seq > ? AND ({where}) AND {seen} ORDER BY hit.seq LIMIT ?",
+                          (start_seq if rank == start_rank else 0, *[parameter] * len(columns), *seen_params,
                            limit - len(found))).fetchall()
         found.extend({**dict(row), "kind": kind, "position": position(kind, row["seq"])} for row in rows)
     return found

@@ -3,7 +3,7 @@ from functools import partial
 
 from ..errors import NotFound
 from ..records import team_json
-from . import events
+from . import events, visibility
 from .common import count, create_group, deleted_or_missing, fetch, keyset_page, rename_group
 
 get = partial(fetch, "teams", "team")
@@ -64,9 +64,10 @@ def oldest_first(db):
 def objective_counts(db, span):
     """{team id: how many objectives it has} of the teams whose seq is within span (first, last), those with
     none left out."""
+    seen, params = visibility.seeing("o")
     return dict(db.execute(
-        """SELECT o.team_id, count(*) FROM objectives o JOIN teams t ON t.id = o.team_id
-           WHERE t.seq BETWEEN ? AND ? GROUP BY o.team_id""", span).fetchall())
+        f"""SELECT o.team_id, count(*) FROM objectives o JOIN teams t ON t.id = o.team_id
+            WHERE t.seq BETWEEN ? AND ? AND {seen} GROUP BY o.team_id""", (*span, *params)).fetchall())
 
 
 def objectives_of(db, team_id, today, limit):
@@ -74,16 +75,18 @@ def objectives_of(db, team_id, today, limit):
     ends_on): those of current cycles first, then of upcoming ones, then of finished ones (by the cycles'
     ISO dates against today, a date), each group by cycle, newest first, then in creation order."""
     day = today.isoformat()
+    seen, params = visibility.seeing("o")
     return db.execute(
-        """SELECT o.id, o.name, c.id AS cycle_id, c.name AS cycle_name, c.starts_on, c.ends_on
-           FROM objectives o JOIN cycles c ON c.id = o.cycle_id WHERE o.team_id = ?
-           ORDER BY CASE WHEN c.starts_on > ? THEN 1 WHEN c.ends_on < ? THEN 2 ELSE 0 END, c.seq DESC, o.seq
-           LIMIT ?""", (team_id, day, day, limit)).fetchall()
+        f"""SELECT o.id, o.name, c.id AS cycle_id, c.name AS cycle_name, c.starts_on, c.ends_on
+            FROM objectives o JOIN cycles c ON c.id = o.cycle_id WHERE o.team_id = ? AND {seen}
+            ORDER BY CASE WHEN c.starts_on > ? THEN 1 WHEN c.ends_on < ? THEN 2 ELSE 0 END, c.seq DESC, o.seq
+            LIMIT ?""", (team_id, *params, day, day, limit)).fetchall()
 
 
 def objective_count(db, team_id):
-    """How many objectives the team has."""
-    return count(db, "SELECT count(*) FROM objectives WHERE team_id = ?", team_id)
+    """How many objectives the team has that the viewer may see."""
+    seen, params = visibility.seeing("objectives")
+    return count(db, f"SELECT count(*) FROM objectives WHERE team_id = ? AND {seen}", team_id, *params)
 
 
 # page(db, after, limit): a page of teams, oldest first.

@@ -6,6 +6,7 @@ its assignee, its key results' owners and its creator see it too. VIEWER is the 
 request's reads, or None for whoever sees everything: admins, service keys, sign-in off, and the commands,
 workers, webhooks and exports (okr.accounts.access.viewer_limit decides, okr.pipeline sets it per request).
 """
+import json
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -13,6 +14,8 @@ from ..errors import NotFound
 from ..rules.body_schemas import VISIBILITIES  # noqa: F401 (the rule's words, with it)
 
 VIEWER = ContextVar("okr_viewer", default=None)
+# A viewer who is nobody in particular (no user has this id): whoever holds a board link sees what everyone may.
+ANYONE = ""
 
 # True for the objective row {o} when the person (each of the four parameters) may see it.
 SEES = """({o}.visibility = 'everyone' OR {o}.assignee_id = ? OR {o}.created_by = ?
@@ -55,6 +58,13 @@ def condition(objective_id_sql, person_id=...):
     return f"EXISTS (SELECT 1 FROM objectives v WHERE v.id = {objective_id_sql} AND {visible})", params
 
 
+def of_event(alias="events", person_id=...):
+    """(sql, params): an SQL boolean, true when the event row alias may be seen: it belongs to no objective, or to
+    one the viewer may see (while it exists: a deleted hidden objective's events stay hidden)."""
+    sql, params = condition(f"{alias}.objective_id", person_id)
+    return ("1", ()) if sql == "1" else (f"({alias}.objective_id IS NULL OR {sql})", params)
+
+
 def sees(db, person_id, objective_id):
     """Whether person_id (None: whoever sees everything) may see the objective with this id; False when it does
     not exist."""
@@ -71,16 +81,35 @@ def require(db, objective_id, resource="objective"):
         raise NotFound(resource)
 
 
-def hidden_ids(db, cycle_id, person_id=...):
-    """The ids of the cycle's objectives person_id (by default the current viewer) may not see: a set, empty for
-    whoever sees everything."""
+def hidden_ids(db, cycle_id=None, person_id=...):
+    """The ids of the cycle's objectives (None: of every cycle) person_id (by default the current viewer) may not
+    see: a set, empty for whoever sees everything."""
     person_id = viewer() if person_id is ... else person_id
     if person_id is None:
         return frozenset()
     visible, params = seeing("o", person_id)
+    of_cycle = "o.cycle_id = ? AND" if cycle_id is not None else ""
     return frozenset(row[0] for row in db.execute(
-        f"SELECT o.id FROM objectives o WHERE o.cycle_id = ? AND o.visibility != 'everyone' AND NOT {visible}",
-        (cycle_id, *params)))
+        f"SELECT o.id FROM objectives o WHERE {of_cycle} o.visibility != 'everyone' AND NOT {visible}",
+        (*((cycle_id,) if cycle_id is not None else ()), *params)))
+
+
+def hidden_of(db, objective_ids, person_id=...):
+    """Those of objective_ids (a collection) person_id (by default the current viewer) may not see, as a set."""
+    person_id = viewer() if person_id is ... else person_id
+    if person_id is None or not objective_ids:
+        return frozenset()
+    visible, params = seeing("o", person_id)
+    return frozenset(row[0] for row in db.execute(
+        f"""SELECT o.id FROM objectives o WHERE o.id IN (SELECT value FROM json_each(?))
+            AND o.visibility != 'everyone' AND NOT {visible}""", (json.dumps(list(objective_ids)), *params)))
+
+
+def shown_among(row, hidden, db=None):
+    """An objective's row with its parent (and carried-from objective) None when its id is in hidden, a set of
+    hidden_ids; the row itself when neither is."""
+    masked = [field for field in OTHER_OBJECTIVES if field in row.keys() and row[field] in hidden]
+    return {**dict(row), **dict.fromkeys(masked)} if masked else row
 
 
 # The fields of an objective that name another objective, which the viewer may not see.

@@ -14,7 +14,7 @@ from ..accounts import access, sessions
 from ..db import get_db
 from ..progress import parse_timestamp
 from ..reports import alignment, spooled, streaming, timelines
-from ..store import board_links, cycles, users
+from ..store import board_links, cycles, users, visibility
 from ..store import reports as report_rows
 from . import charts, wording
 from .editing import confirm_delete
@@ -40,13 +40,16 @@ def show_board(cycle_id):
 
 @bp.get("/boards/<token>")
 def show_board_link(token):
-    """Shows the wallboard a board link opens, to whoever holds the link (no sign-in)."""
+    """Shows the wallboard a board link opens, to whoever holds the link (no sign-in): the objectives everyone may
+    see, whoever is signed in."""
     db = get_db()
     cycle_id = board_links.cycle_of(db, token)
     if cycle_id is None:
         raise PageError(404, "No such board", "This board link does not exist, or an admin revoked it.",
                         headers=LINK_HEADERS.items())
-    response = make_response(render_board(db, cycles.get(db, cycle_id), url_for("web.show_board_link", token=token)))
+    with visibility.viewing_as(visibility.ANYONE):
+        response = make_response(render_board(db, cycles.get(db, cycle_id),
+                                              url_for("web.show_board_link", token=token)))
     response.headers.update(LINK_HEADERS)
     return response
 

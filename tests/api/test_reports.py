@@ -60,7 +60,7 @@ def objective_report(client, objective_id):
     response = client.get(f"/v1/objectives/{objective_id}/report")
     assert response.status_code == 200, response.get_json()
     body = response.get_json()
-    assert list(body) == ["objective"]
+    assert list(body) == ["objective", "hidden_objectives_count"] and body["hidden_objectives_count"] == 0
     return body["objective"]
 
 
@@ -233,7 +233,7 @@ def test_cycle_mean_weighs_objectives_not_key_results(client, cycle):
 def test_empty_cycle_report(client, cycle):
     report = cycle_report(client, cycle["id"])
     assert report == {"cycle": {**cycle, **REPORT_CYCLE_EXTRAS, "status_counts": NO_STATUSES}, "progress": None, "objectives_count": 0,
-                      "key_results_count": 0, "objectives": []}
+                      "key_results_count": 0, "hidden_objectives_count": 0, "objectives": []}
 
 
 def test_cycle_of_objectives_without_progress_has_null_progress(client, cycle):
@@ -333,7 +333,8 @@ def test_report_fields_in_order(client, runner, cycle):
     response = client.get(f"/v1/cycles/{cycle['id']}/report")
     assert response.status_code == 200
     report = response.get_json()
-    assert list(report) == ["cycle", "progress", "objectives_count", "key_results_count", "objectives"]
+    assert list(report) == ["cycle", "progress", "objectives_count", "key_results_count", "hidden_objectives_count",
+                            "objectives"]
     assert report["cycle"] == {**fetch(client, f"/v1/cycles/{cycle['id']}"), **REPORT_CYCLE_EXTRAS,
                                "status_counts": {**NO_STATUSES, "no_update": 1}}
     assert list(report["cycle"]) == ["id", "name", "created_at", "starts_on", "ends_on", "state", "closed_at",
@@ -807,7 +808,7 @@ def test_report_over_real_http(client, live_server):
     assert shape(report["objectives"]) == [("parent", [("child", [])])]
     assert report["progress"] == "0.67"  # (1/3 + 1) / 2
     assert live_server.get(f"/v1/objectives/{parent['id']}/report").ok() == {
-        "objective": report["objectives"][0]}
+        "objective": report["objectives"][0], "hidden_objectives_count": 0}
     assert live_server.get(f"/v1/cycles/{UNKNOWN}/report").status == 404
 
 
