@@ -28,7 +28,7 @@ from flask import current_app, g, has_request_context, request
 from werkzeug.exceptions import Forbidden
 
 from .. import proxies
-from ..store import keys, ways_in
+from ..store import keys, visibility, ways_in
 
 # The methods that only read: a viewer's and a read-only key's, and the requests whose transaction reads.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -179,9 +179,9 @@ def key_for_secret(db, credential, secret):
 def viewer_limit(actor):
     """The person whose sight limits what this actor reads (okr.store.visibility), or None when it sees every
     objective: an admin, a service key, or anyone while sign-in is off."""
-    if actor is None or actor.user_id is None or actor.role == "admin":
+    if actor is None or actor.user_id is None:
         return None
-    return actor.user_id
+    return visibility.limit_of(actor.user_id, actor.role)
 
 
 def may_write(actor, method):

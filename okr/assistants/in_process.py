@@ -17,8 +17,9 @@ from urllib.parse import urlencode
 from flask import Flask
 
 from .. import db
-from ..accounts import assistant_grants
+from ..accounts import access, assistant_grants
 from ..errors import NotFound
+from ..store import visibility
 
 # What an id may be in a path the tools build: the ids this service makes, and nothing that would route elsewhere.
 ID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -108,7 +109,10 @@ class Caller:
                 try:
                     connection = db.get_db()
                     grant = assistant_grants.still_valid(connection, self.grant)
-                    return reader(connection, grant)
+                    # What the person may see, as the API's requests do (okr.pipeline).
+                    actor = access.Actor(grant.user_id, grant.user_name, grant.role)
+                    with visibility.viewing_as(access.viewer_limit(actor)):
+                        return reader(connection, grant)
                 except assistant_grants.GrantRefused as refused:
                     raise CallFailed(401, str(refused)) from None
                 except NotFound as missing:

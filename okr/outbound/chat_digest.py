@@ -11,7 +11,7 @@ import logging
 from contextlib import closing
 
 from .. import clock
-from ..store import teams, webhooks, weekly_mail
+from ..store import teams, visibility, webhooks, weekly_mail
 from ..store.schema import connect
 from . import smtp, webhook_request, weekly_emails
 
@@ -33,7 +33,9 @@ def planned(db, now, week, base_url):
             if recipient_of(hook, team) in done:
                 continue
             if team["id"] not in built:
-                built[team["id"]] = weekly_emails.team_digest(db, team, now, base_url)
+                # A channel is read by whoever is in it: what everyone may see (okr.store.visibility).
+                with visibility.viewing_as(visibility.ANYONE):
+                    built[team["id"]] = weekly_emails.team_digest(db, team, now, base_url)
             if built[team["id"]]["objectives"]:
                 work.append((hook, built[team["id"]]))
     return work

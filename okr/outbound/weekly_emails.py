@@ -25,7 +25,7 @@ from ..records import cycle_details_json
 from ..rules.quantities import shown
 from ..reports import alignment
 from ..rules import percentages
-from ..store import notifications, weekly_mail
+from ..store import notifications, visibility, weekly_mail
 from ..store.schema import connect
 from . import smtp
 
@@ -199,13 +199,18 @@ def digests(db, now, base_url=None):
     """[{"person": user row, "digests": [team_digest of each of their teams with objectives]}]: who gets which
     teams' digest at now. A team's digest is built once, whatever its count of members."""
     members = weekly_mail.digest_readers(db)
+    cycle_ids = [cycle["id"] for cycle in alignment.current_cycles(db, now.date())]
     built, people = {}, {}
     for row in members:
-        if row["team_id"] not in built:
-            digest = team_digest(db, {"id": row["team_id"], "name": row["team_name"]}, now, base_url)
-            built[row["team_id"]] = digest if digest["objectives"] else None
-        if built[row["team_id"]] is not None:
-            people.setdefault(row["id"], {"person": row, "digests": []})["digests"].append(built[row["team_id"]])
+        # Each reader's as they may see it (okr.store.visibility): built once for all who see the same.
+        with visibility.viewing_as(visibility.limit_of(row["id"], row["role"])):
+            hidden = frozenset().union(*(visibility.hidden_ids(db, cycle_id) for cycle_id in cycle_ids))
+            key = (row["team_id"], hidden)
+            if key not in built:
+                digest = team_digest(db, {"id": row["team_id"], "name": row["team_name"]}, now, base_url)
+                built[key] = digest if digest["objectives"] else None
+        if built[key] is not None:
+            people.setdefault(row["id"], {"person": row, "digests": []})["digests"].append(built[key])
     return list(people.values())
 
 

@@ -311,6 +311,7 @@ def cycle_summary(db, cycle, now):
     """What the cycles list shows of a cycle's report: its progress and counts, and how many key results are at
     risk or off track, stale, or without an update; from the rows as they stream, with no tree (a big cycle's
     list entry costs its report's reading, not its memory)."""
+    hidden = visibility.hidden_ids(db, cycle["id"])
     objectives, key_results = report_rows.streamed_cycle_rows(db, cycle["id"])
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)
@@ -323,13 +324,15 @@ def cycle_summary(db, cycle, now):
     statuses = []
     for row in key_results:
         node, value = key_result_node(row, stale, pace)
-        statuses.append(node["status"])
         means.add(index[row["objective_id"]], value, row["weight"])
+        if row["objective_id"] in hidden:  # in the progress, not the counts
+            continue
+        statuses.append(node["status"])
         at_risk += node["status"] in ("at_risk", "off_track")
         waiting += node["status"] == "no_update"
         stale_count += node["stale"]
         count += 1
     own = [means.mean(position) for position in range(len(index))]
     shown = cycle_with_pace(shown, cycle, now.date(), progress.status_counts(statuses))
-    return {"cycle": shown, "progress": progress.mean_figure(own), "objectives_count": len(own),
-            "key_results_count": count, "at_risk": at_risk, "stale": stale_count, "no_update": waiting}
+    return {"cycle": shown, "progress": progress.mean_figure(own), "objectives_count": len(own) - len(hidden),
+            "hidden_objectives_count": len(hidden), "key_results_count": count, "at_risk": at_risk, "stale": stale_count, "no_update": waiting}

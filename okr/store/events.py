@@ -193,11 +193,11 @@ def page(db, after, size, kind=None, resource_id=None, cycle_id=None, max_bytes=
     cursor = db.execute(f"SELECT *, {STORED_BYTES} FROM events WHERE {' AND '.join(conditions)} ORDER BY seq "
                         "LIMIT ?", (*params, size + 1))
     try:
-        listed, weight, last = [], 0, None
+        listed, weight, last, seen = [], 0, None, {}
         for row in cursor:
             if len(listed) == size or weight >= max_bytes:
                 return listed, last
-            listed.append(event_json(row))
+            listed.append(visibility.shown_event(db, event_json(row), seen))
             weight += row["stored_bytes"]
             last = row["seq"]
         return listed, None

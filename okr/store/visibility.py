@@ -24,6 +24,11 @@ SEES = """({o}.visibility = 'everyone' OR {o}.assignee_id = ? OR {o}.created_by 
                                                   WHERE m.team_id = {o}.team_id AND m.user_id = ?))"""
 
 
+def limit_of(person_id, role):
+    """The viewer a person is: None (everything) for an admin, else their own id."""
+    return None if role == "admin" else person_id
+
+
 @contextmanager
 def viewing_as(person_id):
     """Reads within see what person_id may see (None: everything)."""
@@ -136,3 +141,29 @@ def kept_parent(db, stored_parent, sent_parent):
             and not sees(db, viewer(), stored_parent):
         return stored_parent
     return sent_parent
+
+
+def shown_event(db, event, seen):
+    """An event as GET /v1/events shows it (okr.store.events.event_json's) as the viewer sees it: an objective's
+    parent or carried-from objective they may not see is None in its data and changes. seen caches, per page, which
+    objectives they may see ({id: bool})."""
+    person_id = viewer()
+    if person_id is None or event["resource"]["type"] != "objective":
+        return event
+
+    def hides(objective_id):
+        if objective_id is None:
+            return False
+        if objective_id not in seen:
+            seen[objective_id] = sees(db, person_id, objective_id)
+        return not seen[objective_id]
+
+    data, changes = event["data"], event.get("changes") or {}
+    for field in OTHER_OBJECTIVES:
+        if hides(data.get(field)):
+            data[field] = None
+        if field in changes:
+            changes[field] = [None if hides(value) else value for value in changes[field]]
+            if changes[field][0] == changes[field][1]:
+                del changes[field]
+    return event

@@ -10,6 +10,7 @@ check-ins of the week, and who gets which team's digest.
 import json
 
 from .. import clock
+from . import visibility
 from .reports import KEY_RESULTS_WITH_HISTORY
 
 
@@ -81,7 +82,7 @@ FROM objectives o
 JOIN key_results k ON k.objective_id = o.id
 JOIN checkins c ON c.key_result_seq = k.seq
 LEFT JOIN users u ON u.id = c.author_id
-WHERE o.team_id = :team AND o.cycle_id IN (SELECT value FROM json_each(:cycles))
+WHERE o.team_id = :team AND o.cycle_id IN (SELECT value FROM json_each(:cycles)) AND {seen}
     AND c.created_at > :since AND c.created_at <= :now
     AND c.seq > (SELECT min(first.seq) FROM checkins first WHERE first.key_result_seq = k.seq)
 ORDER BY c.created_at, c.seq
@@ -93,9 +94,11 @@ def team_checkins(db, team_id, cycle_ids, since, now, limit):
     """Up to limit of the team's check-ins made after since and up to now (UTC timestamps as stored) on its
     objectives' key results in these cycles, a key result's first left out, oldest first: value, confidence,
     comment, created_at, key_result_id, key_result_name, objective_name, author_name, and the key result's unit
-    and unit_position (a cursor)."""
-    return db.execute(WEEK_CHECKINS, {"team": team_id, "cycles": json.dumps(list(cycle_ids)), "since": since,
-                                      "now": now, "limit": limit})
+    and unit_position (a cursor); those the viewer may see."""
+    seen, params = visibility.seeing("o")
+    return db.execute(WEEK_CHECKINS.format(seen=seen.replace("?", ":viewer")),
+                      {"team": team_id, "cycles": json.dumps(list(cycle_ids)), "since": since, "now": now,
+                       "limit": limit, "viewer": params[0] if params else None})
 
 
 def digest_readers(db):

@@ -143,13 +143,13 @@ def show_objective(objective_id):
     """Shows an objective: what it is, who owns it, its progress, key results and aligned objectives."""
     db = get_db()
     moment = now()
+    creator_id = objectives.get(db, objective_id)["created_by"]  # 404 to whoever may not see it
     report = alignment.objective_report(db, objective_id, moment)
     if report is None:
         raise NotFound("objective")
     node = report["objective"]
     cycle = cycles.get(db, node["cycle_id"])
     mark_closed(db, cycle["id"])
-    creator_id = objectives.get(db, objective_id)["created_by"]
     people = {row["id"]: row["name"] for row in users.names_of(
         db, [node["assignee_id"], creator_id, *(k.get("owner_id") for k in node["key_results"])])}
     team = teams.named(db, node["team_id"])
@@ -161,7 +161,8 @@ def show_objective(objective_id):
                                                             line["expected"], moment.date())
     return render_template("objective.html", o=node, kind=KIND_WORDS[kind_of(node)], cycle=cycle, team=team,
                            parent=parent, assignee=people.get(node["assignee_id"]), key_results=key_results,
-                           chart=chart, creator=people.get(creator_id))
+                           chart=chart, creator=people.get(creator_id),
+                           hidden_count=report["hidden_objectives_count"])
 
 
 @bp.route("/objectives/new", methods=["GET", "POST"])

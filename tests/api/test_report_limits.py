@@ -126,7 +126,8 @@ def assert_summary_of_report(app, cycle):
         stack.extend(objective["children"])
         statuses += [key_result["status"] for key_result in objective["key_results"]]
         stale += sum(key_result["stale"] for key_result in objective["key_results"])
-    expected = {name: report[name] for name in ("cycle", "progress", "objectives_count", "key_results_count")}
+    expected = {name: report[name] for name in ("cycle", "progress", "objectives_count", "key_results_count",
+                                               "hidden_objectives_count")}
     expected.update(at_risk=statuses.count("at_risk") + statuses.count("off_track"), stale=stale,
                     no_update=statuses.count("no_update"))
     with app.app_context(), closing(sqlite3.connect(app.config["DATABASE"])) as db:
