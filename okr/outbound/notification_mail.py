@@ -57,8 +57,9 @@ def send_due(config, mail_settings):
         for row in notifications.due_mail(db, BATCH):
             if not notifications.claim_mail(db, row["seq"]):
                 continue
+            viewer = notifications.viewer_of(db, row["person_id"])
             if not row["person_active"] or (row["concerns_id"] is not None
-                                            and not visibility.sees(db, row["person_id"], row["concerns_id"])):
+                                            and not visibility.sees(db, viewer, row["concerns_id"])):
                 continue
             subject, body = text(mail_settings, row)
             try:

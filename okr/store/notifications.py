@@ -96,10 +96,11 @@ def notify(db, kind, person_ids, objective_id=None, key_result_id=None, comment_
     for person_id in dict.fromkeys(person_ids):
         if person_id is None or person_id == actor_id or person_id in notified:
             continue
-        active = db.execute("SELECT is_active FROM users WHERE id = ?", (person_id,)).fetchone()
-        if active is None or not active[0]:
+        person = db.execute("SELECT is_active, role FROM users WHERE id = ?", (person_id,)).fetchone()
+        if person is None or not person["is_active"]:
             continue
-        if concerns is not None and not visibility.sees(db, person_id, concerns):
+        if concerns is not None and not visibility.sees(db, visibility.limit_of(person_id, person["role"]),
+                                                         concerns):
             continue
         db.execute(
             """INSERT INTO notifications (id, person_id, kind, actor_id, objective_id, key_result_id, comment_id,
@@ -111,16 +112,22 @@ def notify(db, kind, person_ids, objective_id=None, key_result_id=None, comment_
     return notified
 
 
-def sight(person_id):
+def viewer_of(db, person_id):
+    """The viewer a person is (okr.store.visibility.limit_of: None for an admin, who sees everything)."""
+    row = db.execute("SELECT role FROM users WHERE id = ?", (person_id,)).fetchone()
+    return visibility.limit_of(person_id, row[0] if row else None)
+
+
+def sight(db, person_id):
     """(sql, params): true for a notification (n, k joined) whose objective person_id sees, or that has none."""
-    sql, params = visibility.condition(CONCERNS, person_id)
+    sql, params = visibility.condition(CONCERNS, viewer_of(db, person_id))
     return f"({CONCERNS} IS NULL OR {sql})", tuple(params)
 
 
 def page(db, person_id, before, limit, unread_only=False):
     """Up to limit of a person's notifications, newest first, older than the one whose seq is before (0: from the
     newest), that they may see now; unread_only leaves out those read."""
-    seen, params = sight(person_id)
+    seen, params = sight(db, person_id)
     unread = " AND n.read_at IS NULL" if unread_only else ""
     older = " AND n.seq < ?" if before else ""
     return db.execute(
@@ -130,7 +137,7 @@ def page(db, person_id, before, limit, unread_only=False):
 
 def count_unread(db, person_id):
     """How many of a person's notifications are unread (and about what they may see now)."""
-    seen, params = sight(person_id)
+    seen, params = sight(db, person_id)
     return db.execute(
         f"""SELECT count(*) FROM notifications n LEFT JOIN key_results k ON k.id = n.key_result_id
             WHERE n.person_id = ? AND n.read_at IS NULL AND {seen}""", (person_id, *params)).fetchone()[0]

@@ -159,6 +159,17 @@ def test_a_hidden_objective_never_notifies_and_leaves_the_inbox_while_hidden(cli
     assert inbox(client, bob)["notifications"] == []
 
 
+def test_an_admin_sees_everything_so_is_told_of_a_private_objective(client, make_person, people, cycle):
+    ada, admin = people["ada"], make_person("admin", name="Ann Admin", email="ann@example.com")
+    made = client.post("/v1/objectives", headers=ada.headers(), json={
+        "name": "Secret", "cycle_id": cycle["id"], "is_company": False, "is_personal": False}).get_json()
+    assert client.patch(f"/v1/objectives/{made['id']}", json={"visibility": "private"},
+                        headers=ada.headers()).status_code == 200
+    comment(client, ada, f"/v1/objectives/{made['id']}", "@Ann Admin and @Bob Stone")
+    assert [n["objective_name"] for n in inbox(client, admin)["notifications"]] == ["Secret"]
+    assert inbox(client, people["bob"])["notifications"] == []
+
+
 # --- reading and marking ------------------------------------------------------------------------------------
 
 
