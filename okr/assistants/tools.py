@@ -568,9 +568,11 @@ def weekly_check_in() -> list[UserMessage]:
 @server.prompt(name="prepare_quarter_review", title="Prepare the quarter review",
                description="Drafts the review of a cycle: what went well, what is off track and why, what to "
                            "decide.")
-def prepare_quarter_review(cycle_id: str) -> list[UserMessage]:
+def prepare_quarter_review(cycle_id: str | None = None) -> list[UserMessage]:
+    # Optional: a client that asks without it gets the current cycle's review, not an error (and no traceback).
+    which = f"the cycle {cycle_id}" if cycle_id else "the current cycle (list_cycles finds it)"
     return [UserMessage(
-        f"Prepare the review of the cycle {cycle_id}. Call cycle_summary for it, then get_key_result for each key "
+        f"Prepare the review of {which}. Call cycle_summary for it, then get_key_result for each key "
         "result that is off track or at risk, and activity for the cycle. Write: the headline in two sentences; "
         "what went well; what is off track and why, with the evidence of the check-ins and comments; and the "
         "decisions the team should take. Change nothing.")]

@@ -69,7 +69,8 @@ def check_references(db, values, objective_id=None, kept_parent=None):
 
 
 def create(db, values):
-    """A new objective from an ObjectiveSchema's values; Invalid when a reference names no row."""
+    """A new objective from an ObjectiveSchema's values (and maybe who may see it, visibility: else everyone);
+    Invalid when a reference names no row."""
     now = clock.utc_now()
     row = {**values, "id": new_id(), "created_at": now, "modified_at": now, "revision": 0}  # the column's default
     if parent_problem(db, values["parent_objective_id"]):
@@ -79,11 +80,11 @@ def create(db, values):
         # more SQLite call, which releases the GIL.
         db.execute(
             """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id,
-                   team_id, assignee_id, parent_objective_id, created_at, modified_at, created_by)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   team_id, assignee_id, parent_objective_id, created_at, modified_at, created_by, visibility)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (row["id"], row["name"], row["description"], row["is_company"], row["is_personal"],
              row["cycle_id"], row["team_id"], row["assignee_id"], row["parent_objective_id"], now, now,
-             events.acting_person()),
+             events.acting_person(), values.get("visibility") or "everyone"),
         )
     except sqlite3.IntegrityError:
         # The foreign keys check the references; only when they refuse one do we

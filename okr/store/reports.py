@@ -15,6 +15,12 @@ from . import visibility
 # index each, at most 50 rows).
 INITIATIVE_COUNTS = """(SELECT count(*) FROM initiatives i WHERE i.key_result_id = k.id) AS initiatives_count,
     (SELECT count(*) FROM initiatives i WHERE i.key_result_id = k.id AND i.state = 'done') AS initiatives_done"""
+# The same as they stood at :as_of: those made by then, and of those the ones done now that were made done by then
+# (one undone since cannot be told from one never done: no history of states is kept).
+INITIATIVE_COUNTS_AS_OF = """(SELECT count(*) FROM initiatives i WHERE i.key_result_id = k.id AND i.created_at <= :as_of)
+        AS initiatives_count,
+    (SELECT count(*) FROM initiatives i WHERE i.key_result_id = k.id AND i.created_at <= :as_of AND i.state = 'done'
+        AND i.done_at <= :as_of) AS initiatives_done"""
 
 # Each key result with its start (the value of its first check-in), its last
 # check-in's time and whether it had a check-in after its first (an update):
@@ -157,7 +163,7 @@ SELECT k.*,
               ORDER BY c.seq DESC LIMIT 1), k.created_at) AS last_checkin_at,
     EXISTS (SELECT 1 FROM checkins c WHERE c.key_result_seq = k.seq AND c.created_at <= :as_of
             ORDER BY c.seq LIMIT 1 OFFSET 1) AS updated,
-    """ + INITIATIVE_COUNTS + """
+    """ + INITIATIVE_COUNTS_AS_OF + """
 FROM key_results k
 WHERE k.cycle_id = :cycle AND k.created_at <= :as_of
     AND k.objective_id IN (SELECT id FROM objectives WHERE {kept})

@@ -21,12 +21,15 @@ from . import charts, editing
 from .tree import key_result_html
 from .views import bp, mark_closed, now
 
-FIELDS = ("name", "description", "kind", "team_id", "assignee_id", "parent_objective_id", "cycle_id")
+FIELDS = ("name", "description", "kind", "team_id", "assignee_id", "parent_objective_id", "cycle_id", "visibility")
 # The form's kind, and the API's (is_company, is_personal) it stands for.
 KINDS = {"company": (True, False), "team": (False, False), "personal": (False, True)}
 KIND_WORDS = {"company": "Company", "team": "Team", "personal": "Personal"}
+# Who may see it (okr.store.visibility), as the form offers it.
+VISIBILITY_WORDS = {"everyone": "Everyone", "team": "Its team", "private": "Only its people"}
 LABELS = {"name": "the name", "description": "the description", "kind": "the kind", "team_id": "the team",
-          "assignee_id": "the owner", "parent_objective_id": "the parent objective", "cycle_id": "the cycle"}
+          "assignee_id": "the owner", "parent_objective_id": "the parent objective", "cycle_id": "the cycle",
+          "visibility": "who may see it"}
 DOOMED_WORDS = {"key_results": "key result", "checkins": "check-in"}
 # The field beside which the form shows each quality check's hint; the others (how many key results) head the form.
 ADVICE_FIELDS = {"objective_without_owner": "assignee_id"}
@@ -49,7 +52,8 @@ def shown(row):
     """A stored objective's fields as its form shows them (none as "")."""
     return {"name": row["name"], "description": row["description"] or "", "kind": kind_of(row),
             "team_id": row["team_id"] or "", "assignee_id": row["assignee_id"] or "",
-            "parent_objective_id": row["parent_objective_id"] or "", "cycle_id": row["cycle_id"]}
+            "parent_objective_id": row["parent_objective_id"] or "", "cycle_id": row["cycle_id"],
+            "visibility": row["visibility"]}
 
 
 def checked(schema, form):
@@ -68,9 +72,13 @@ def checked(schema, form):
         errors = error.fields
     if flags is None:
         errors["kind"] = "Choose company, team or personal."
+    # Absent from a form opened before it was asked: the stored one stays (None), a new one is everyone's.
+    seen_by = form.get("visibility", "")
+    if seen_by and seen_by not in VISIBILITY_WORDS:
+        errors["visibility"] = "Choose who may see it from the list."
     if errors:
         raise Invalid(errors)
-    return values
+    return {**values, "visibility": seen_by or None}
 
 
 def stored_refusal(error):
@@ -114,6 +122,7 @@ def choices(db, row, form):
         "people": [(u["id"], u["name"] + ("" if u["is_active"] else " (inactive)")) for u in people],
         "cycles": [(c["id"], c["name"] or "Unnamed cycle")
                    for c in cycles.pick_list(db)],
+        "visibilities": list(VISIBILITY_WORDS.items()),
     }
 
 
@@ -177,7 +186,7 @@ def new_objective():
             cycles.get(db, cycle_id)
         else:
             cycle_id = cycles.newest_id(db) or ""
-        return render_form(form={"kind": "team", "cycle_id": cycle_id,
+        return render_form(form={"kind": "team", "cycle_id": cycle_id, "visibility": "everyone",
                                  "parent_objective_id": request.args.get("parent_objective_id", "")})
     form = editing.typed(FIELDS)
     try:

@@ -320,3 +320,28 @@ def test_an_imported_initiatives_state_and_done_at_must_agree(app, client, runne
     bad.write_text(json.dumps(data), encoding="utf-8")
     result = runner.invoke(args=["import", "--merge", str(bad)])
     assert result.exit_code != 0 and "initiatives[0]: done_at: must be set exactly when state is done" in result.output
+
+
+def test_a_report_as_of_a_past_moment_counts_the_initiatives_of_then(app, client, clock, cycle, key_result):
+    """The week-ago report (okr.reports.alignment.cycle_report_as_of: the digest's progress a week ago) counts the
+    initiatives made by then, and done by then of those done now; not today's."""
+    from okr.progress import parse_timestamp
+    from okr.reports import alignment
+
+    clock.now = "2026-03-01T09:00:00Z"
+    first = add(client, key_result["id"])
+    clock.now = "2026-03-05T09:00:00Z"
+    add(client, key_result["id"], name="Later")
+    patch(client, first["id"], {"state": "done"})
+
+    def counted(moment):
+        with closing(sqlite3.connect(app.config["DATABASE"])) as db:
+            db.row_factory = sqlite3.Row
+            stored = db.execute("SELECT * FROM cycles WHERE id = ?", (cycle["id"],)).fetchone()
+            report = alignment.cycle_report_as_of(db, stored, parse_timestamp(moment))
+        [node] = report["objectives"]
+        [entry] = [k for k in node["key_results"] if k["id"] == key_result["id"]]
+        return entry["initiatives_done"], entry["initiatives_count"]
+
+    assert counted("2026-03-03T09:00:00Z") == (0, 1)
+    assert counted("2026-03-06T09:00:00Z") == (1, 2)

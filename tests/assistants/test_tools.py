@@ -264,8 +264,9 @@ def test_resources_and_prompts(app, person, okrs):
         key_result = await client.read_resource(f"okr://keyresults/{okrs['signups']['id']}")
         prompts = (await client.list_prompts()).prompts
         review = await client.get_prompt("prepare_quarter_review", {"cycle_id": okrs["cycle"]["id"]})
-        return templates, listed, cycle, key_result, prompts, review
-    templates, listed, cycle, key_result, prompts, review = session(app, ada, steps)
+        current = await client.get_prompt("prepare_quarter_review", {})  # no cycle: the current one's, no error
+        return templates, listed, cycle, key_result, prompts, review, current
+    templates, listed, cycle, key_result, prompts, review, current = session(app, ada, steps)
     assert {t.uri_template for t in templates} == {"okr://cycles/{cycle_id}", "okr://objectives/{objective_id}",
                                                   "okr://keyresults/{key_result_id}"}
     assert [str(r.uri) for r in listed] == ["okr://cycles"]
@@ -273,6 +274,7 @@ def test_resources_and_prompts(app, person, okrs):
     assert json.loads(key_result.contents[0].text)["key_result"]["id"] == okrs["signups"]["id"]
     assert {p.name for p in prompts} == {"weekly_check_in", "prepare_quarter_review"}
     assert okrs["cycle"]["id"] in review.messages[0].content.text
+    assert "the current cycle (list_cycles finds it)" in current.messages[0].content.text
 
 
 def test_quality_checks_are_the_apis_findings_with_their_ids(call, client, person, okrs):

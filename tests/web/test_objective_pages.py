@@ -62,7 +62,7 @@ def stored(app, sql, *params):
 def test_the_forms_fields_are_the_apis_with_kind_for_the_two_flags(client, objective, cycle):
     for path in (f"/objectives/new?cycle_id={cycle['id']}", f"/objectives/{objective['id']}/edit"):
         names = names_in(client.get(path).text)
-        assert names == API_FIELDS | {"kind"}
+        assert names == API_FIELDS | {"kind", "visibility"}  # and who may see it, as PATCH sets it
     body = fetch(client, f"/v1/objectives/{objective['id']}")
     assert API_FIELDS <= set(body) and {"is_company", "is_personal"} <= set(body)
 
