@@ -663,3 +663,36 @@ CREATE INDEX IF NOT EXISTS assistant_grants_by_previous_refresh ON assistant_gra
     WHERE previous_refresh_hash IS NOT NULL;
 CREATE INDEX IF NOT EXISTS assistant_grants_by_user ON assistant_grants (user_id, seq);
 CREATE INDEX IF NOT EXISTS assistant_grants_by_client ON assistant_grants (client_seq) WHERE client_seq IS NOT NULL;
+
+-- The inbox (issue 39; okr/store/notifications.py): what a person is told of, written in the transaction of the
+-- change that causes it, never for their own action. Only ids are kept: the objective's name or the comment's
+-- text is read when the inbox is (a renamed or newly hidden objective shows as it is then); a notification goes
+-- with its person, objective, key result or comment (a deleted comment's mention leaves the inbox). mail: 'due'
+-- when the person takes this kind by email (notification_email) and it is not sent yet, 'sent', or NULL.
+CREATE TABLE IF NOT EXISTS notifications (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            TEXT NOT NULL UNIQUE,
+    person_id     TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    kind          TEXT NOT NULL CHECK (kind IN ('mentioned', 'commented', 'changed', 'source_failed', 'checkin_due')),
+    actor_id      TEXT REFERENCES users (id) ON DELETE SET NULL,
+    objective_id  TEXT REFERENCES objectives (id) ON DELETE CASCADE,
+    key_result_id TEXT REFERENCES key_results (id) ON DELETE CASCADE,
+    comment_id    TEXT REFERENCES comments (id) ON DELETE CASCADE,
+    created_at    TEXT NOT NULL,
+    read_at       TEXT,
+    mail          TEXT CHECK (mail IN ('due', 'sent'))
+);
+CREATE INDEX IF NOT EXISTS notifications_by_person ON notifications (person_id, read_at, seq);
+CREATE INDEX IF NOT EXISTS notifications_by_actor ON notifications (actor_id) WHERE actor_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS notifications_on_objective ON notifications (objective_id) WHERE objective_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS notifications_on_key_result ON notifications (key_result_id) WHERE key_result_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS notifications_on_comment ON notifications (comment_id) WHERE comment_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS notifications_to_mail ON notifications (seq) WHERE mail = 'due';
+-- Which kinds of notification a person also takes by email: a row overrides the default (mentions on, the rest
+-- off).
+CREATE TABLE IF NOT EXISTS notification_email (
+    person_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    kind      TEXT NOT NULL CHECK (kind IN ('mentioned', 'commented', 'changed', 'source_failed', 'checkin_due')),
+    is_on     INTEGER NOT NULL CHECK (is_on IN (0, 1)),
+    PRIMARY KEY (person_id, kind)
+);

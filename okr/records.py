@@ -139,6 +139,25 @@ def comment_json(row):
     }
 
 
+def notification_json(row):
+    """A notification in a person's inbox (okr.store.notifications.page's row): the names and the comment's text
+    as they are now."""
+    return {
+        "id": row["id"],
+        "kind": row["kind"],
+        "created_at": row["created_at"],
+        "read_at": row["read_at"],
+        "actor_id": row["actor_id"],
+        "actor_name": row["actor_name"],
+        "objective_id": row["concerns_id"],
+        "objective_name": row["objective_name"],
+        "key_result_id": row["key_result_id"],
+        "key_result_name": row["key_result_name"],
+        "comment_id": row["comment_id"],
+        "comment_body": row["comment_body"],
+    }
+
+
 def connection_json(row, needs_secret=False):
     """A connection of metric sources as the API shows it to admins: never its secret, only whether it has one
     and whether it needs it again (a database restored where its key is not)."""

@@ -1,6 +1,6 @@
 """The mention rule (okr.rules.mentions, issue 39): `@` and a person's full name as shown (spaces included, any
 case, the longest name first) or their email; a name two people share is ambiguous and mentions nobody."""
-from okr.rules.mentions import Piece, ambiguity_note, find
+from okr.rules.mentions import Piece, ambiguity_note, find, suggestions
 
 SAM = ("u-sam", "Sam", "sam@example.com")
 SAM_LEE = ("u-samlee", "Sam Lee", "sam.lee@example.com")
@@ -58,3 +58,12 @@ def test_a_person_mentioned_twice_is_listed_once_and_the_pieces_rebuild_the_text
     found = find(text, PEOPLE)
     assert found.person_ids == ["u-samlee"]
     assert "".join(piece.text for piece in found.pieces) == text
+
+
+def test_the_suggestions_are_names_but_an_email_where_two_share_a_name():
+    assert suggestions([SAM, SAM_LEE, OTHER_SAM_LEE, ("u-x", " ", "x@example.com")]) == [
+        "Sam", "sam.lee@example.com", "slee@example.org", "x@example.com"]
+    # and each suggestion, written after @, mentions exactly its person
+    people = [SAM, SAM_LEE, OTHER_SAM_LEE]
+    for person, handle in zip(people, suggestions(people)):
+        assert find(f"@{handle} hi", people).person_ids == [person[0]]

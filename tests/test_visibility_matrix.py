@@ -58,6 +58,12 @@ SKIPPED = {
     ("/account/password", "POST"): "changes one's password",
     ("/account/sign-out-everywhere", "POST"): "would end the walking person's session",
     ("/account/weekly-email", "POST"): "turns one's weekly email on or off",
+    ("/account/notification-email", "POST"): "switches which of one's notifications come by email",
+    # Marking one's own notifications read answers counts, never OKRs; what a notification shows is read through
+    # GET /inbox and GET /v1/me/notifications, which the walk reads (tests/api/test_notifications.py holds that a
+    # hidden objective's notifications leave them).
+    ("/inbox/read", "POST"): "marks one's own notifications read",
+    ("/v1/me/notifications/read", "POST"): "marks one's own notifications read; answers counts",
     # People, teams, cycles, webhooks, connections and board links: admins' or named by cycle/team, not objective.
     **{(rule, "POST"): NOT_ABOUT_OBJECTIVES for rule in (
         "/people", "/people/<user_id>/invitation", "/people/<user_id>/role", "/people/<user_id>/status",

@@ -10,7 +10,7 @@ Once it is on, every request has an Actor: the person signed in (a password sess
 or the API key that signed the request or opened the session, and the key's user if it
 has one. What an actor may do is its role's:
 - viewer: read (GET, HEAD, OPTIONS), and act on their own account (change their password, sign out
-  everywhere, turn their weekly emails off or on), which every role may;
+  everywhere, turn their weekly emails off or on, mark their notifications read), which every role may;
 - editor: read, and write cycles, teams and their members, objectives, key results, check-ins, comments
   (changing or deleting only their own comments);
 - admin: all of that, change or delete anyone's comment, and manage people (the /people page).
@@ -200,8 +200,16 @@ def write_refusal(actor, method):
     return "a viewer may look but not change anything; an admin can make you an editor"
 
 
-def require_write(actor, method):
-    """Forbidden unless this actor may make a request with this method."""
+# The API's writes that act on the signer's own things (okr.api.me), which a viewer may make too
+# (may_change_own_account): never a read-only key.
+OWN_API_WRITES = frozenset({"/v1/me/notifications/read"})
+
+
+def require_write(actor, method, path=None):
+    """Forbidden unless this actor may make a request with this method (to the API's path: OWN_API_WRITES are a
+    person's own, which a viewer may make)."""
+    if path in OWN_API_WRITES and may_change_own_account(actor):
+        return
     refusal = write_refusal(actor, method)
     if refusal is not None:
         raise Forbidden(refusal)
@@ -231,7 +239,7 @@ def refusal(actor, right):
 
 def may_change_own_account(actor):
     """Whether this actor (None: auth is off) may act on its own account (its password, its sessions, its weekly
-    emails): a person of any role may, so that a viewer too can change a leaked password; a read-only key's
+    emails, its notifications): a person of any role may, so that a viewer too can change a leaked password; a read-only key's
     session may not."""
     return actor is None or not actor.read_only
 

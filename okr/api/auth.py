@@ -70,7 +70,7 @@ def authenticate():
         except assistant_grants.GrantRefused as refused:
             raise Unauthenticated(str(refused)) from None
         g.actor = assistant_grants.actor_of(grant)
-        access.require_write(g.actor, request.method)
+        access.require_write(g.actor, request.method, request.path)
         return
     if not access.auth_enabled(db):
         return
@@ -85,4 +85,4 @@ def authenticate():
     if actor is None:
         raise Unauthenticated("this API key's user is deactivated")
     g.actor = actor
-    access.require_write(actor, request.method)
+    access.require_write(actor, request.method, request.path)

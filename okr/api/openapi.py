@@ -23,7 +23,7 @@ from ..rules import body_schemas
 from ..rules.fields import (DECIMAL_TEXT, ISO_DATE, MAX_FRACTION_DIGITS, MAX_INTEGER_DIGITS, DateText, DecimalString,
                             StrictBool, Text, UnitPosition, UnitText, WHITESPACE, WebLink, WholeNumber)
 from ..rules.ids import UUID_PATTERN
-from ..store import key_results, search, users
+from ..store import key_results, notifications, search, users
 from ..store.events import MAX_ID_LENGTH, PAGE_BYTES
 from .auth import SCHEME
 from .bodies import MAX_BODY_BYTES
@@ -359,6 +359,31 @@ class Recomputation(Schema):
     error = text_field("Why it read nothing now, or null.")
 
 
+class Notification(Schema):
+    id = uuid_field()
+    kind = fields.String(required=True, metadata={
+        "enum": list(notifications.KINDS),
+        "description": "mentioned: in a comment or a reflection; commented: on an objective you are assigned or a "
+                       "key result you own; changed: your key result checked in or edited by someone else; "
+                       "source_failed: your key result's metric source is failing; checkin_due: your key results "
+                       "had no check-in this week."})
+    created_at = timestamp_field()
+    read_at = moment_field("When it was marked read; null while unread.")
+    actor_id = uuid_field(allow_none=True)  # who caused it; null for the service itself
+    actor_name = text_field("Their name, as it is now.")
+    objective_id = uuid_field(allow_none=True)
+    objective_name = text_field("The objective's name (a key result's objective's), as it is now.")
+    key_result_id = uuid_field(allow_none=True)
+    key_result_name = text_field("The key result's name, as it is now.")
+    comment_id = uuid_field(allow_none=True)
+    comment_body = text_field("The comment's text, as it is now (plain text).")
+
+
+class NotificationsMarked(Schema):
+    marked = fields.Integer(required=True, metadata={"description": "How many were unread and are now read."})
+    unread = fields.Integer(required=True, metadata={"description": "How many are unread now."})
+
+
 def page_of(name, item, title=None):
     return type(title or f"{item.__name__}Page", (Schema,), {
         "next_page_token": fields.String(required=True, allow_none=True, metadata={
@@ -378,6 +403,7 @@ CheckinPage = page_of("checkins", Checkin)
 EventPage = page_of("events", Event)
 CommentPage = page_of("comments", Comment)
 InitiativePage = page_of("initiatives", Initiative)
+NotificationPage = page_of("notifications", Notification)
 
 
 class SearchResult(Schema):
@@ -929,6 +955,10 @@ OPERATIONS = [
     ("listUsers", "/v1/users", "get", "List users", None, UserPage, LIST),
     ("getUser", "/v1/users/{user_id}", "get", "Get a user", None, User, ()),
     ("getMe", "/v1/me", "get", "Who signs this request: its user, role and API key", None, Me, ()),
+    ("listMyNotifications", "/v1/me/notifications", "get", "List the signer's notifications, newest first", None,
+     NotificationPage, ("unread", *LIST)),
+    ("markMyNotificationsRead", "/v1/me/notifications/read", "post", "Mark the signer's notifications read",
+     body_schemas.NotificationsReadSchema, NotificationsMarked, ()),
     ("listEvents", "/v1/events", "get", "List the activity feed: every change, oldest first", None, EventPage,
      ("type", "resource_id", "cycle_id", "after", *LIST)),
     ("search", "/v1/search", "get", "Search objectives, key results, teams and people across cycles", None,
@@ -987,6 +1017,9 @@ PATH_QUERY_PARAMETERS = {
     ("/v1/events", "resource_id"): {"description": "Only events of this resource (a UUID, or an API key's "
                                                    "credential).",
                                     "schema": {"type": "string", "pattern": RESOURCE_ID}},
+    ("/v1/me/notifications", "unread"): {"description": "Only the unread ones (true), or all (false, as when "
+                                                        "absent).",
+                                         "schema": {"type": "string", "enum": list(BOOLEANS)}},
     ("/v1/events", "after"): {"description": "Only events after the one with this id, to resume from a known "
                                              "event; a 404 when it is no longer kept (pruned).",
                               "schema": UUID_ARGUMENT},
@@ -1098,6 +1131,17 @@ DESCRIPTIONS = {
         "key (one made without a user) has user and role null. While auth is off (open mode: no API key was ever "
         "created and no user has a password) requests are not signed and anyone may do anything: the answer is "
         "then 200 with user, role and key all null.",
+    ("/v1/me/notifications", "get"):
+        "The signer's inbox: a mention in a comment or a reflection, a comment on an objective they are assigned or "
+        "a key result they own, their key result checked in or edited by someone else, its metric source failing, "
+        "a check-in due. Never their own actions; only what they may see now. Names and a comment's text are as "
+        "they are now; a deleted comment's notifications are gone. Any role, a read-only key included; a service "
+        "key has no inbox (403).",
+    ("/v1/me/notifications/read", "post"):
+        "Marks the signer's notifications read: {\"all\": true} all of them (ids are then not read), else "
+        "{\"ids\": [...]} those (1 to 1,000 ids); with neither, none. Ids of others' or unknown notifications are "
+        "passed over. Any role may, a viewer included, but not a read-only key nor a service key "
+        "(403).",
     ("/v1/teams/{team_id}/members", "get"):
         "The members as GET /v1/users/{user_id} gives each, in the order they joined the team. 404 for an unknown "
         "team.",
@@ -1138,6 +1182,8 @@ REPORT_PATHS = ("/v1/cycles/{cycle_id}/report", "/v1/cycles/{cycle_id}/report.cs
 # Paths whose every operation, reads included, needs a right beyond reading: connections an admin's, sources and
 # evidence an editor's (a query can name the company's systems).
 ADMIN_ONLY = ("/v1/connections", "/v1/connections/{connection_id}")
+# Paths of a person's own (their inbox): a service key has none.
+PERSON_ONLY = ("/v1/me/notifications", "/v1/me/notifications/read")
 EDITOR_ONLY = ("/v1/keyresults/{key_result_id}/source", "/v1/checkins/{checkin_id}/evidence",
                "/v1/checkins/{checkin_id}/evidence/answer")
 PATH_ERRORS = {
@@ -1164,6 +1210,9 @@ PATH_ERRORS = {
                     "another origin (Origin)" for path in ADMIN_ONLY},
     **{(path, 403): "Signed with a viewer's key or a read-only API key, which never see a source's query nor its "
                     "evidence; or a write from a page of another origin (Origin)" for path in EDITOR_ONLY},
+    ("/v1/me/notifications", 403): "Signed with a service key, which has no inbox",
+    ("/v1/me/notifications/read", 403): "Signed with a service key, which has no inbox, or a read-only API key; or "
+                                        "a write from a page of another origin (Origin)",
     ("/v1/connections/{connection_id}", 409): "Some key result reads this connection: remove its sources first",
     ("/v1/keyresults/{key_result_id}/source/fill", 409): "The key result's cycle is closed",
     ("/v1/comments/{comment_id}", 403):
@@ -1238,7 +1287,7 @@ def error_codes(path, method, body, parameters):
         codes.append(503)
     if path.startswith("/v1/") and path != "/v1/openapi.json":
         codes.append(401)
-    if method != "get" or path in ADMIN_ONLY or path in EDITOR_ONLY:
+    if method != "get" or path in ADMIN_ONLY or path in EDITOR_ONLY or path in PERSON_ONLY:
         codes.append(403)  # signed with a read-only key, or sent from another site's page
     if method in ("post", "put", "patch", "delete"):
         codes.append(507)  # any write may find the disk full
@@ -1282,7 +1331,8 @@ TAG_OF_WORD = {"objectives": "Objectives", "keyresults": "KeyResults", "checkins
                "retrospective": "Reports", "calibration": "Reports", "checks": "Reports",
                "close": "Cycles", "reopen": "Cycles", "connections": "Sources", "source": "Sources",
                "test": "Sources", "sync": "Sources", "fill": "Sources", "evidence": "Sources", "answer": "Sources",
-               "recompute": "Sources"}
+               "recompute": "Sources",
+               "notifications": "Users", "read": "Users"}
 
 
 def tag_of(path):
@@ -1510,6 +1560,7 @@ COMPONENT_NAMES = {
     body_schemas.KeyResultPatchSchema: "KeyResultPatch",
     body_schemas.CheckinSchema: "CheckinInput",
     body_schemas.CommentSchema: "CommentInput",
+    body_schemas.NotificationsReadSchema: "NotificationsRead",
     body_schemas.CheckinPatchSchema: "CheckinPatch",
     body_schemas.CommentPatchSchema: "CommentPatch",
     body_schemas.InitiativeSchema: "InitiativeInput",

@@ -25,7 +25,7 @@ from ..records import cycle_details_json
 from ..rules.quantities import shown
 from ..reports import alignment
 from ..rules import percentages
-from ..store import visibility, weekly_mail
+from ..store import notifications, visibility, weekly_mail
 from ..store.schema import connect
 from . import smtp
 
@@ -121,6 +121,37 @@ def reminders(db, now):
         return []
     people = weekly_mail.reminded(db, waiting)
     return [{"person": person, "key_results": waiting[person["id"]]} for person in people]
+
+
+def note_due_checkins(config, now, week):
+    """Writes a checkin_due notification to each active person whose key results are due a check-in at now (all of
+    them, whether they take the weekly emails or not), once a week: each is claimed as a weekly_mail row of kind
+    "checkin_due" in the notification's own transaction. Returns how many were written."""
+    written = 0
+    with closing(connect(config["DATABASE"], config["BUSY_TIMEOUT_MS"])) as db:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            done = weekly_mail.recipients(db, notifications.CHECKIN_DUE, week)
+            for person_id in sorted(set(due_people(db, now)) - done):
+                weekly_mail.note(db, notifications.CHECKIN_DUE, person_id, week)
+                written += len(notifications.notify(db, notifications.CHECKIN_DUE, [person_id]))
+            db.execute("COMMIT")
+        finally:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+    return written
+
+
+def due_people(db, now):
+    """The ids of the people owning (or assigned the objective of) a key result of a current cycle that had no
+    check-in for 7 days, as the reminders find them."""
+    today = now.date()
+    current = alignment.current_cycles(db, today)
+    people = set()
+    for row in weekly_mail.cycle_key_results(db, [row["id"] for row in current]) if current else ():
+        if progress.checkin_overdue(row["last_checkin_at"], now):
+            people |= {row["owner_id"], row["assignee_id"]} - {None}
+    return people
 
 
 def team_digest(db, team, now, base_url=None):
@@ -369,6 +400,7 @@ def send_round(config, mail_settings, now, week):
     """Claims and sends the unsent weekly emails of the week, one by one. The first failure ends the round
     (its claim released): a server that refuses or hangs is tried again at the next round, not once per person."""
     done = Round(sent=[])
+    note_due_checkins(config, now, week)
     emails = unsent(config, now, week)
     if not emails:
         return done
@@ -398,20 +430,21 @@ def current_time():
 
 
 def weekly_mail_job(app, stop):
-    """Job of the server's background process (okr/server/background.py): about once a minute, sends the weekly
-    emails that are due and not yet sent. Once a round of the week has sent them all, it rests until the next
+    """Job of the server's background process (okr/server/background.py): about once a minute, writes the inbox's
+    check-in-due notes (note_due_checkins) and sends the weekly emails that are due and not yet sent. Once a round of the week has sent them all, it rests until the next
     week; a failed round is tried again a minute later."""
     config = app.config
-    mail_settings = smtp.settings_or_none(config)
-    if mail_settings is None:
-        return  # email is not set up (okr serve refuses bad settings): nothing to send
+    mail_settings = smtp.settings_or_none(config)  # None: email is not set up, only the inbox's notes are written
     when = schedule(config)
     finished_week = None
     while not stop.is_set():
         try:
             week = due_week(current_time(), when)
             if week is not None and week != finished_week:
-                if send_round(config, mail_settings, current_time(), week).complete:
+                if mail_settings is None:
+                    note_due_checkins(config, current_time(), week)
+                    finished_week = week
+                elif send_round(config, mail_settings, current_time(), week).complete:
                     finished_week = week
         except Exception:  # a busy or broken database: tried again at the next round
             logger.exception("sending the weekly emails failed")

@@ -221,6 +221,15 @@ class CommentSchema(BodySchema):
 
 CommentPatchSchema = merge_patch_schema(CommentSchema, "CommentPatchSchema")
 
+class NotificationsReadSchema(BodySchema):
+    """Marks the signer's notifications read: all (all: true), else those of ids (none when there are none)."""
+
+    ids = fields.List(Text(max_length=100), validate=validate.Length(min=1, max=1000))
+    all = StrictBool(load_default=False)
+
+
+notifications_read_schema = NotificationsReadSchema()
+
 INITIATIVE_STATES = ("planned", "in_progress", "done", "blocked")
 
 

@@ -96,3 +96,14 @@ def _match(text, start, keys, by_name, by_email):
             if _fold(text[start:start + length]) == key and _ends_word(text, start + length):
                 return start + length, by_name[key]
     return None
+
+
+def suggestions(people):
+    """What a page suggests after `@` for each person (Person tuples or (id, name, email)), in the order given: their
+    name, or their email where two or more people share the name (a name alone would mention nobody)."""
+    people = [Person(*p) for p in people]
+    counts = {}
+    for person in people:
+        counts[_fold((person.name or "").strip())] = counts.get(_fold((person.name or "").strip()), 0) + 1
+    return [person.email if counts[_fold((person.name or "").strip())] > 1 or not (person.name or "").strip()
+            else person.name.strip() for person in people]

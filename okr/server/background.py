@@ -20,6 +20,7 @@ import time
 from contextlib import closing
 
 from ..outbound.chat_digest import chat_digest_job
+from ..outbound.notification_mail import notification_mail_job
 from ..outbound.webhook_queue import deliver_webhooks
 from ..outbound.weekly_emails import weekly_mail_job
 from ..sources.syncing import sync_sources_job
@@ -58,7 +59,8 @@ def prune_events(app, stop):
 
 # (name, job): the jobs of the background process.
 JOBS = [("prune events", prune_events), ("weekly mail", weekly_mail_job), ("chat digest", chat_digest_job),
-        ("deliver webhooks", deliver_webhooks), ("sync sources", sync_sources_job)]
+        ("deliver webhooks", deliver_webhooks), ("sync sources", sync_sources_job),
+        ("notification mail", notification_mail_job)]
 
 
 def run_jobs(app, stop, jobs=None):

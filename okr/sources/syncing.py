@@ -22,7 +22,7 @@ from .. import clock
 from ..errors import Conflict, Invalid, NotFound
 from ..outbound import smtp
 from ..rules.fields import MAX_FRACTION_DIGITS, canonical_decimal
-from ..store import checkins, connections, events, sources, users
+from ..store import checkins, connections, events, notifications, sources, users
 from ..store.schema import OwnTransactions
 from . import reading, sealing
 from .reading import SourceFailed
@@ -225,6 +225,9 @@ def count_failure(config, transactions, row, error, mailer=None):
             events.record(db, "key_result", "source_failed", current["key_result_id"], data,
                           parent_id=current["objective_id"], cycle_id=current["cycle_id"],
                           team_id=current["team_id"])
+        if failures == 1:  # the source starts failing: its owner's inbox says so once, until it reads again
+            notifications.notify(db, "source_failed", [who["id"] for who in [owner_of(db, current)] if who],
+                                 key_result_id=current["key_result_id"])
         recipient = owner_of(db, current) if failures == config["SOURCE_MAIL_AFTER"] else None
     if recipient is not None:
         (mailer or send_failure_mail)(config, recipient, {**current, "failing_since": since}, error, failures)

@@ -3,7 +3,7 @@ from .. import clock
 from ..clock import new_id
 from ..errors import Conflict, Invalid, NotFound
 from ..records import checkin_json, key_result_details_json
-from . import events, visibility
+from . import events, notifications, visibility
 
 
 def with_team(db, row):
@@ -131,6 +131,7 @@ def key_result_updated(db, before, row):
     events.record(db, "key_result", "updated", row["id"], key_result_details_json(row),
                   before=key_result_details_json(before), parent_id=row["objective_id"], cycle_id=row["cycle_id"],
                   team_id=row["team_id"])
+    notifications.notify(db, "changed", [row["owner_id"]], key_result_id=row["id"])
 
 
 def page(db, after, limit, key_result):

@@ -3,7 +3,7 @@ many sittings as people need; then the cycle closed (locked: okr.store.locks) an
 from .. import clock, progress
 from ..errors import Conflict
 from ..records import cycle_dates_json
-from . import events
+from . import events, notifications
 from .checkins import with_team
 from .common import fetch
 
@@ -27,6 +27,10 @@ def score_objective(db, stored, values):
         (merged["outcome"], merged["score"], merged["reflection"], clock.utc_now(), stored["id"])).fetchone()
     events.record(db, "objective", "scored", row["id"], {"id": row["id"], **closing_json(row)},
                   before={"id": row["id"], **closing_json(stored)}, cycle_id=row["cycle_id"], team_id=row["team_id"])
+    if row["reflection"] != stored["reflection"]:
+        notifications.notify(db, "mentioned", notifications.mentioned(db, row["reflection"],
+                                                                      before=stored["reflection"]).person_ids,
+                             objective_id=row["id"])
     return row
 
 

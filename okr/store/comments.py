@@ -4,7 +4,7 @@ from .. import clock
 from ..clock import new_id
 from ..errors import NotFound
 from ..records import comment_json
-from . import events, visibility
+from . import events, notifications, visibility
 from .common import keyset_page
 
 # A comment with where its events go: parent_id (its objective or key result), and that one's cycle and team
@@ -66,7 +66,24 @@ def create(db, kind, parent_id, body, author_id):
         (row["id"], row["objective_id"], row["key_result_id"], author_id, body, now, now),
     )
     record(db, "created", row, {"parent_id": on["id"], "cycle_id": on["cycle_id"], "team_id": on["team_id"]})
+    tell(db, row, notifications.mentioned(db, body).person_ids, responsible(db, kind, on["id"]))
     return row
+
+
+def responsible(db, kind, parent_id):
+    """Who hears of a comment on what they answer for: an objective's assignee, a key result's owner."""
+    sql = ("SELECT assignee_id FROM objectives WHERE id = ?" if kind == "objective"
+           else "SELECT owner_id FROM key_results WHERE id = ?")
+    row = db.execute(sql, (parent_id,)).fetchone()
+    return [] if row is None or row[0] is None else [row[0]]
+
+
+def tell(db, row, mentioned, others=()):
+    """The notifications of a comment (its row): a mention to each person of mentioned, a comment to each of others
+    not mentioned."""
+    where = {"objective_id": row["objective_id"], "key_result_id": row["key_result_id"], "comment_id": row["id"]}
+    notifications.notify(db, "mentioned", mentioned, **where)
+    notifications.notify(db, "commented", [person for person in others if person not in mentioned], **where)
 
 
 def update(db, stored, body):
@@ -78,6 +95,7 @@ def update(db, stored, body):
     if row is None:
         raise NotFound("comment")
     record(db, "updated", row, stored, before=comment_json(stored))
+    tell(db, row, notifications.mentioned(db, body, before=stored["body"]).person_ids)
     return row
 
 

@@ -27,6 +27,12 @@ def claim(db, kind, recipient, week):
     return inserted == 1
 
 
+def note(db, kind, recipient, week):
+    """Records, inside the caller's write transaction, that a message of kind went to recipient in the week."""
+    db.execute("INSERT OR IGNORE INTO weekly_mail (kind, recipient, week, sent_at) VALUES (?, ?, ?, ?)",
+               (kind, recipient, week, clock.utc_now()))
+
+
 def release(db, kind, recipient, week):
     """Gives up a claim whose message was not sent, inside the caller's write transaction."""
     db.execute("DELETE FROM weekly_mail WHERE kind = ? AND recipient = ? AND week = ?", (kind, recipient, week))

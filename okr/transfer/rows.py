@@ -93,6 +93,10 @@ LEFT_OUT = {
     "evidence": ("the evidence of source-written values", "bytes read from the company's systems, up to 64 KB "
                                                          "a value: the check-ins come along without it"),
     "oauth_clients": ASSISTANTS, "oauth_codes": ASSISTANTS, "assistant_grants": ASSISTANTS,
+    "notifications": ("people's inboxes", "each notification is of a change as it happened, read or not on this "
+                                          "server; the changes themselves come along"),
+    "notification_email": ("people's choices of notification emails", "each person switches them again on their "
+                                                                       "account page (mentions are on until then)"),
 }
 # Columns a file does not hold because they follow from what it holds: every table's seq (the order of its
 # section), a user's email_key (from the email), a key result's cycle (its objective's), a check-in's key

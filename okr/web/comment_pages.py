@@ -1,7 +1,8 @@
 """Comments on the objective and key result pages: the list and the form under each (templates/comments.html,
 which a page includes with comment_thread), and /comments/<id>/edit and /comments/<id>/delete.
 
-The body is plain text, shown escaped with its line breaks; it is checked by the API's CommentSchema and written
+The body is plain text, shown escaped with its line breaks, each mention (okr.rules.mentions) a link to the
+person, with a note beside a comment whose name matched two people; it is checked by the API's CommentSchema and written
 by okr.store.comments. Viewers see the comments but get no form; only a comment's author or an admin changes
 or deletes it (okr.accounts.access.may_change_comment).
 """
@@ -10,8 +11,9 @@ from flask import g, redirect, render_template, request, url_for
 from ..accounts import access, sessions
 from ..db import get_db
 from ..errors import Invalid
+from ..rules import mentions
 from ..rules.body_schemas import comment_schema
-from ..store import comments
+from ..store import comments, notifications
 from . import editing
 from .errors import PageError
 from .objective_pages import show_objective
@@ -31,21 +33,33 @@ def comment_thread(kind, parent_id):
     was refused, when a comment just was)."""
     rows = comments.latest(get_db(), PAGES[kind][1], parent_id, SHOWN + 1)
     actor = access.current_actor()
-    shown = [{**row, "may_change": access.may_change_comment(actor, row)} for row in reversed(rows[:SHOWN])]
-    return {"comments": shown, "more": len(rows) > SHOWN, "moment": now(),
+    people = notifications.people(get_db())
+    emails = {person_id: email for person_id, _, email in people}
+    shown = []
+    for row in reversed(rows[:SHOWN]):
+        found = mentions.find(row["body"], people)
+        shown.append({**row, "may_change": access.may_change_comment(actor, row), "pieces": found.pieces,
+                      "notes": [mentions.ambiguity_note(name) for name in found.ambiguous]})
+    return {"comments": shown, "more": len(rows) > SHOWN, "moment": now(), "emails": emails,
+            "suggestions": mentions.suggestions(people),
             "action": url_for(f"web.comment_on_{kind}", **{PAGES[kind][1]: parent_id}),
             "form": g.get("comment_form", {"body": ""}), "errors": g.get("comment_errors", {})}
 
 
 def checked(form):
-    """The typed body as CommentSchema's values (a browser's CRLF line breaks as LF); Invalid beside the field."""
-    return editing.load(comment_schema, {"body": form["body"].replace("\r\n", "\n")})
+    """The typed body as CommentSchema's values (a browser's CRLF line breaks as LF), after `@` and the person picked
+    in the form's Mention field when one was; Invalid beside the field."""
+    body = form["body"].replace("\r\n", "\n")
+    mention = (form.get("mention") or "").strip().lstrip("@")
+    if mention and body.strip():
+        body = f"@{mention} {body}"
+    return editing.load(comment_schema, {"body": body})
 
 
 def written(kind, parent_id, show):
     """Writes the posted comment on a parent, and goes back to it; refused, its page again (show(parent_id)) with
     the typed text and why beside the field."""
-    form = editing.typed(("body",))
+    form = editing.typed(("body", "mention"))
     try:
         body = checked(form)["body"]
     except Invalid as error:

@@ -19,7 +19,7 @@ import okr.server.startup
 from helpers import assert_error, create_key, free_port, start_service
 from okr import create_app
 from okr.accounts.access import is_loopback
-from okr.api.openapi import ADMIN_ONLY, EDITOR_ONLY
+from okr.api.openapi import ADMIN_ONLY, EDITOR_ONLY, PERSON_ONLY
 from okr.rules.request_signature import sign
 from okr.db import init_db
 from okr.server.http_server import waitress_settings
@@ -389,8 +389,8 @@ def test_the_openapi_document_says_403_on_every_write_and_on_no_read_but_sources
             if method == "parameters":
                 continue
             documented = "403" in operation["responses"]
-            # and on the reads of the admins' connections and the editors' sources and evidence
-            needs_a_right = path in ADMIN_ONLY or path in EDITOR_ONLY
+            # and on the reads of the admins' connections, the editors' sources and evidence and a person's inbox
+            needs_a_right = path in ADMIN_ONLY or path in EDITOR_ONLY or path in PERSON_ONLY
             assert documented == ((method != "get" or needs_a_right) and path.startswith("/v1/")), (path, method)
             writes += documented
             if documented:

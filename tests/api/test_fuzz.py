@@ -103,6 +103,8 @@ def signed(app, key_name="FUZZ_KEY"):
 COMMENT = "/v1/comments/{comment_id}"
 # A check-in: likewise its author's (for 7 days) or an admin's to correct; the service key's, only an admin's.
 CHECKIN = "/v1/checkins/{checkin_id}"
+# The inbox: a person's own (a service key has none, and would only ever be answered 403).
+INBOX = ("/v1/me/notifications", "/v1/me/notifications/read")
 
 
 @schema.auth(refresh_interval=None, retry_on=[])
@@ -110,7 +112,7 @@ class SimpleOkrSigning:
     """Signs every request afresh, as a Simple OKR client does."""
 
     def get(self, case, context):
-        key_name = "FUZZ_ADMIN_KEY" if case.operation.path in (COMMENT, CHECKIN) else "FUZZ_KEY"
+        key_name = "FUZZ_ADMIN_KEY" if case.operation.path in (COMMENT, CHECKIN, *INBOX) else "FUZZ_KEY"
         return signed(case.operation.app, key_name)["Authorization"]
 
     def set(self, case, data, context):
@@ -348,6 +350,7 @@ def test_the_fuzzer_reaches_every_documented_operation(api):
     assert {("POST", "/v1/keyresults/{key_result_id}/initiatives"), ("PATCH", "/v1/initiatives/{initiative_id}"),
             ("DELETE", "/v1/initiatives/{initiative_id}")} <= fuzzed
     assert ("GET", "/v1/events") in fuzzed
+    assert {("GET", INBOX[0]), ("POST", INBOX[1])} <= fuzzed
     parents = ("/v1/objectives/{objective_id}/comments", "/v1/keyresults/{key_result_id}/comments")
     assert {(method, path) for method in ("POST", "GET") for path in parents} <= fuzzed
     assert {(method, path) for method in ("GET", "PATCH", "DELETE") for path in (COMMENT, CHECKIN)} <= fuzzed

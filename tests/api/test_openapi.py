@@ -17,7 +17,7 @@ from okr.db import transaction
 from okr.rules import body_schemas
 from okr.store import keys
 from okr.rules.fields import NOT_BLANK
-from okr.api.openapi import ADMIN_ONLY, EDITOR_ONLY
+from okr.api.openapi import ADMIN_ONLY, EDITOR_ONLY, PERSON_ONLY
 from okr.api.paging import decode_token, encode_token
 from okr.reports import quality
 from okr.rules.ids import UUID_PATTERN
@@ -59,7 +59,7 @@ def documented_routes(document):
 
 def test_document_lists_exactly_the_routes_the_app_has(app, document):
     assert documented_routes(document) == app_routes(app)
-    assert len(documented_routes(document)) == 74
+    assert len(documented_routes(document)) == 76
 
 
 def test_check_ins_and_reports_are_documented(document):
@@ -129,7 +129,8 @@ def test_every_operation_documents_its_success_and_error_responses(document):
         assert ("503" in codes) == (touches_data or path == "/healthz"), (path, method)
         assert "413" in codes and "421" in codes, (path, method)  # any path: body size, Host
         # reads too on the admins' connections and the editors' sources and evidence
-        assert ("403" in codes) == (method != "get" or path in ADMIN_ONLY or path in EDITOR_ONLY), (path, method)  # a read-only key, or another site's page
+        assert ("403" in codes) == (method != "get" or path in ADMIN_ONLY or path in EDITOR_ONLY
+                                    or path in PERSON_ONLY), (path, method)  # a read-only key, or another site's page
         if "{" in path or any(p["name"] == "cycle_id" and p.get("required") for p in operation.get("parameters", [])):
             assert "404" in codes, (path, method)
         if "requestBody" in operation or any(p["in"] == "query" for p in operation.get("parameters", [])):
@@ -705,7 +706,7 @@ API_MD = Path(__file__).resolve().parent.parent.parent / "docs" / "api.md"
 
 def test_every_operation_has_a_short_camel_case_id_and_one_tag(document):
     ids = [operation["operationId"] for _, _, operation in operations(document)]
-    assert len(ids) == len(set(ids)) == 74
+    assert len(ids) == len(set(ids)) == 76
     assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", name) and len(name) <= 25 for name in ids), ids
     tags = [tag["name"] for tag in document["tags"]]
     assert all(tag["description"] for tag in document["tags"])

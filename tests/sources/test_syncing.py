@@ -177,6 +177,9 @@ def test_failures_keep_the_last_value_back_off_reach_the_feed_and_the_owner_and_
     failures = client.get("/v1/events?type=key_result.source_failed&page_size=100").get_json()["events"]
     assert len(failures) == 20 and failures[-1]["data"]["state"] == "stopped"
     assert failures[0]["actor"] == {"type": "source", "id": state["id"], "name": "Metrics"}
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db:  # the owner's inbox says so once, at the first
+        assert db.execute("SELECT person_id, kind, key_result_id, actor_id FROM notifications").fetchall() == [
+            (owner["id"], "source_failed", key_result, None)]
 
     # A stopped source is not scheduled; Sync now runs it, and a good read makes it active again.
     with closing(schema.connect(app.config["DATABASE"], 1000)) as db:
