@@ -18,10 +18,12 @@ VIEWER = ContextVar("okr_viewer", default=None)
 ANYONE = ""
 
 # True for the objective row {o} when the person (each of the four parameters) may see it.
-SEES = """({o}.visibility = 'everyone' OR {o}.assignee_id = ? OR {o}.created_by = ?
+# coalesce: with no assignee or no known creator a comparison is NULL, and NOT NULL is no true either: "not seen"
+# must be false exactly when "seen" is true (visibility.hidden_ids).
+SEES = """coalesce({o}.visibility = 'everyone' OR {o}.assignee_id = ? OR {o}.created_by = ?
            OR EXISTS (SELECT 1 FROM key_results s WHERE s.objective_id = {o}.id AND s.owner_id = ?)
            OR {o}.visibility = 'team' AND EXISTS (SELECT 1 FROM team_members m
-                                                  WHERE m.team_id = {o}.team_id AND m.user_id = ?))"""
+                                                  WHERE m.team_id = {o}.team_id AND m.user_id = ?), 0)"""
 
 
 def limit_of(person_id, role):
