@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 import pytest
 
 from helpers import make_objective, make_team, make_user, signed
@@ -54,3 +56,28 @@ def make_person(app):
 
     return make
 
+
+
+@pytest.fixture
+def cast(app, client, make_person):
+    """Issue 39's people (tests/api/test_visibility.py), each a Person with a key of their own: the editors creator,
+    assignee, kr_owner, member (of team red), other_member (of team blue) and outsider; admin; read_only_admin (an
+    admin whose key is read-only); service (a key of no user: its id and user None). red and blue are team ids."""
+    people = {name: make_person("editor", name=name.replace("_", " ").title(), email=f"{name}@example.com")
+              for name in ("creator", "assignee", "kr_owner", "member", "other_member", "outsider")}
+    people["admin"] = make_person("admin", name="Admin", email="admin@example.com")
+    people["read_only_admin"] = make_person("admin", read_only=True, name="Reader", email="reader@example.com")
+    with app.app_context(), transaction() as db:
+        credential, secret = keys.create(db, "service key", False, None)
+    people["service"] = SimpleNamespace(user=None, id=None, role=None, key={"credential": credential,
+                                                                           "secret": secret},
+                                        headers=lambda: signed({"credential": credential, "secret": secret}))
+    service = people["service"].headers
+    teams = {}
+    for name, member in (("red", "member"), ("blue", "other_member")):
+        answer = client.post("/v1/teams", json={"name": name.title()}, headers=service())
+        assert answer.status_code == 200, answer.get_json()
+        teams[name] = answer.get_json()["id"]
+        joined = client.put(f"/v1/teams/{teams[name]}/members/{people[member].id}", headers=service())
+        assert joined.status_code == 200, joined.get_json()
+    return SimpleNamespace(**people, **teams, people=people)
