@@ -102,6 +102,15 @@ def test_the_review_lines_up_filters_and_passes_axe_in_both_schemes(app, runner,
             small.screenshot(path=SHOTS / f"review-375-{scheme}.png", full_page=True)
             problems += test_browser.check_accessibility(small, f"cycle review at 375 px, {scheme}")
             phone.close()
+            if scheme == "light":  # a small laptop: the names keep their room (the trend gives way)
+                laptop = chromium.new_context(viewport={"width": 900, "height": 800})
+                middle = laptop.new_page()
+                middle.goto(path)
+                assert middle.evaluate("document.documentElement.scrollWidth") <= 900
+                widths = middle.eval_on_selector_all(".review li .n", "cells => cells.map(c => c.offsetWidth)")
+                assert min(widths) >= 140, widths
+                assert len(set(lefts(middle, ".review .p"))) == 1
+                laptop.close()
         assert problems == [], "\n".join(problems)
 
         # The filters as a person uses them: Ada's key results that are at risk or off track.
