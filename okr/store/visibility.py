@@ -18,7 +18,7 @@ VIEWER = ContextVar("okr_viewer", default=None)
 ANYONE = ""
 
 # True for the objective row {o} when the person (each of the four parameters) may see it.
-# coalesce: with no assignee or no known creator a comparison is NULL, and NOT NULL is no true either: "not seen"
+# coalesce: with no assignee or no known creator a comparison is NULL, and NOT NULL is not true either: "not seen"
 # must be false exactly when "seen" is true (visibility.hidden_ids).
 SEES = """coalesce({o}.visibility = 'everyone' OR {o}.assignee_id = ? OR {o}.created_by = ?
            OR EXISTS (SELECT 1 FROM key_results s WHERE s.objective_id = {o}.id AND s.owner_id = ?)
