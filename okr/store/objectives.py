@@ -187,6 +187,11 @@ def delete(db, objective_id):
 def page(db, after, limit, cycle_id, filters):
     """A page of one cycle's objectives, oldest first, whose columns hold the filters' values ({team_id,
     assignee_id, parent_objective_id (None: none), is_company, is_personal}, each given or not)."""
-    sees, params = visibility.seeing("objectives")
-    return [visibility.shown(db, row) for row in keyset_page("objectives", db, after, limit,
-                                                             {"cycle_id": cycle_id, **filters}, (sees, params))]
+    rows = keyset_page("objectives", db, after, limit, {"cycle_id": cycle_id, **filters},
+                       visibility.seeing("objectives"))
+    if visibility.viewer() is None:
+        return rows
+    # The page's parents and carried-from objectives the reader may not see, in one query, not one a row.
+    hidden = visibility.hidden_of(db, {row[field] for row in rows for field in visibility.OTHER_OBJECTIVES
+                                       if row[field] is not None})
+    return [visibility.shown_among(row, hidden) for row in rows]
