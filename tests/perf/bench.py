@@ -119,9 +119,9 @@ Hidden objectives (issue 39), run alone with --visibility-only: a server as user
 them restricted (half 'team', each of a team, half 'private'; set in the database before the server starts, with
 each objective's creator, one of the seeded users), a service key (it sees everything) and a viewer's key (a person
 with role viewer, a member of 2 of the 20 teams who owns a few key results: some restricted objectives are theirs
-to see, most are not). Over one keep-alive connection per key, signed as the other sections sign, the listing (every page of GET /v1/objectives?cycle_id=...&page_size=100,
-following next_page_token) and the cycle's report (read and parsed as a client does), each asked by the two keys
-in turn, --report-repetitions times a round, the order reversed every other time. Each ratio is the median over
+to see, most are not). Over one keep-alive connection per key, signed as the other sections sign, the listing
+(every page of GET /v1/objectives?cycle_id=...&page_size=100, following next_page_token) and the cycle's report
+(read and parsed as a client does), each asked by the two keys in turn, --report-repetitions times a round, the order reversed every other time. Each ratio is the median over
 the repetitions of the viewer's time over the service key's in the same repetition (goal: at most 1.2 each). The
 section fails unless the viewer's report hides objectives and shows fewer than the service key's, and each
 key's report has the objectives its listing has. A missed goal makes the exit status 1.
