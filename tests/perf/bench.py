@@ -121,10 +121,11 @@ each objective's creator, one of the seeded users), a service key (it sees every
 with role viewer, a member of 2 of the 20 teams who owns a few key results: some restricted objectives are theirs
 to see, most are not). Over one keep-alive connection per key, signed as the other sections sign, the listing
 (every page of GET /v1/objectives?cycle_id=...&page_size=100, following next_page_token) and the cycle's report
-(read and parsed as a client does), each asked by the two keys in turn, --report-repetitions times a round, the order reversed every other time. Each ratio is the median over
-the repetitions of the viewer's time over the service key's in the same repetition (goal: at most 1.2 each). The
-section fails unless the viewer's report hides objectives and shows fewer than the service key's, and each
-key's report has the objectives its listing has. A missed goal makes the exit status 1.
+(read and parsed as a client does), each asked by the two keys in turn, --report-repetitions times a round, the
+order reversed every other time. Each ratio is the median over the repetitions of the viewer's time over the
+service key's in the same repetition (goal: at most 1.2 each). The section fails unless the viewer's report hides
+objectives and shows fewer than the service key's, and each key's report has the objectives its listing has. A
+missed goal makes the exit status 1.
 Worker processes (issue 25; --workers-only runs this section alone): on a database of 1,000
 objectives with a service key, the service as users start it (default workers: one per CPU, at most
 8) and the same with --workers 1, on the same file; in each round a signed GET by id at 8 connections
