@@ -5,10 +5,10 @@
                                [--sign-ins 20] [--pin] [--webhooks-only | --replicate-only]
                                [--sign-in-flood-only [--flood-seconds 10]]
                                [--events-only [--large-events 4000]] [--retrospective-only] [--sources-only]
-                               [--assistants-only]
+                               [--assistants-only] [--visibility-only]
 
-Needs wrk (apt-get install wrk), but for --events-only, --sign-in-flood-only, --retrospective-only and
---assistants-only. Seeds a fresh database in a temporary folder through the project's own code, starts `app.py` and a bare Flask app
+Needs wrk (apt-get install wrk), but for --events-only, --sign-in-flood-only, --retrospective-only,
+--assistants-only and --visibility-only. Seeds a fresh database in a temporary folder through the project's own code, starts `app.py` and a bare Flask app
 ("hello", 4 waitress threads) as separate processes, and prints a table.
 Throughput and latency goals are ratios to figures taken in the same round,
 because the machines are noisy; each is the median over the rounds, as are
@@ -114,6 +114,18 @@ it, on a cycle of --report-objectives objectives seeded as the reports' (4 key r
 average); its report, its retrospective and its calibration (the API's JSON, read and parsed), timed in turn over
 one keep-alive connection, --report-repetitions times a round, the order reversed every other time: each ratio is
 the median of its time over the report's in the same repetition (goal: at most 1.5 each).
+Hidden objectives (issue 39), run alone with --visibility-only: a server as users start it, on a cycle of
+--report-objectives objectives seeded as the reports' (4 key results and 40 check-ins each on average), a fifth of
+them restricted (half 'team', each of a team, half 'private'; set in the database before the server starts, with
+each objective's creator, one of the seeded users), a service key (it sees everything) and a viewer's key (a person
+with role viewer, a member of 2 of the 20 teams who owns a few key results: some restricted objectives are theirs
+to see, most are not). Over one keep-alive connection per key, signed as the other sections sign, the listing
+(every page of GET /v1/objectives?cycle_id=...&page_size=100, following next_page_token) and the cycle's report
+(read and parsed as a client does), each asked by the two keys in turn, --report-repetitions times a round, the
+order reversed every other time. Each ratio is the median over the repetitions of the viewer's time over the
+service key's in the same repetition (goal: at most 1.2 each). The section fails unless the viewer's report hides
+objectives and shows fewer than the service key's, and each key's report has the objectives its listing has. A
+missed goal makes the exit status 1.
 Worker processes (issue 25; --workers-only runs this section alone): on a database of 1,000
 objectives with a service key, the service as users start it (default workers: one per CPU, at most
 8) and the same with --workers 1, on the same file; in each round a signed GET by id at 8 connections
@@ -1466,6 +1478,27 @@ def time_json(connection, path):
     return time.perf_counter() - started, body
 
 
+@contextmanager
+def served(folder, database, args, name):
+    """A fresh server on database, as users start it (its log in folder, under name): its port, within the
+    block; stopped at the block's end."""
+    port = free_port()
+    with running_on(PLACEMENT["okr"]), open(os.path.join(folder, f"{name}.log"), "ab") as log:
+        server = subprocess.Popen(okr_command(database, port, args.threads), stdout=log, stderr=log)
+    try:
+        wait_until_up(port, "/healthz", time.perf_counter())
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def in_turns(steps, repetitions):
+    """Each repetition's order of steps: as given, then reversed, in turn."""
+    for repetition in range(repetitions):
+        yield list(steps) if repetition % 2 == 0 else list(reversed(steps))
+
+
 def time_retrospectives(folder, args):
     """Per round, against a fresh server on the --report-objectives cycle (seeded as the reports' section seeds
     it): the cycle's report, its retrospective and its calibration (API JSON, read and parsed as a client does),
@@ -1479,25 +1512,17 @@ def time_retrospectives(folder, args):
     timings, counts = {name: [] for name in paths}, None
     for round_number in range(1, args.rounds + 1):
         print(f"retrospective round {round_number}/{args.rounds} ...", flush=True)
-        port = free_port()
-        with running_on(PLACEMENT["okr"]), open(os.path.join(folder, "retrospective.log"), "ab") as log:
-            server = subprocess.Popen(okr_command(database, port, args.threads), stdout=log, stderr=log)
-        try:
-            wait_until_up(port, "/healthz", time.perf_counter())
+        with served(folder, database, args, "retrospective") as port:
             connection = keep_alive(port)
             for path in paths.values():  # warm: the first request of a process pays for its imports
                 time_json(connection, path)
-            for repetition in range(args.report_repetitions):
-                order = list(paths) if repetition % 2 == 0 else list(reversed(paths))
+            for order in in_turns(paths, args.report_repetitions):
                 for name in order:
                     seconds, body = time_json(connection, paths[name])
                     timings[name].append(seconds)
                     if name == "retrospective":
                         counts = (body["objectives_count"], body["key_results_count"])
             connection.close()
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
     return timings, counts
 
 
@@ -1516,16 +1541,191 @@ def retrospective_rows(timings, counts):
     return rows, goals
 
 
-def retrospective_only(args, placement):
+def repetitions_alone(args, placement, measure, rows_of):
+    """Runs a section timed in repetitions alone, in a temporary folder: measure(folder, args) gives what
+    rows_of(*it) makes the table's rows and verdicts of; prints the table. Returns the verdicts."""
     folder = tempfile.mkdtemp(prefix="okr-bench-")
     try:
-        timings, counts = time_retrospectives(folder, args)
+        measured = measure(folder, args)
     finally:
         shutil.rmtree(folder)
-    rows, goals = retrospective_rows(timings, counts)
+    rows, goals = rows_of(*measured)
     print_table(rows, goals)
     print(f"\n{sum(goals)} of {len(goals)} goals met; {args.rounds} rounds of {args.report_repetitions} "
           f"repetitions, {placement}")
+    return goals
+
+
+def retrospective_only(args, placement):
+    repetitions_alone(args, placement, time_retrospectives, retrospective_rows)
+
+
+# --- hidden objectives (issue 39) -------------------------------------------------------------------------------
+
+
+VISIBILITY_SHARE = 0.2  # of the cycle's objectives restricted: half 'team', half 'private'
+VIEWER_TEAMS = 2  # of the seeded 20, the viewer is a member of
+VIEWER_KEY_RESULTS = {"private": 3, "team": 2, "everyone": 5}  # key results the viewer owns, by objective visibility
+VISIBILITY_PAGE_SIZE = 100
+
+
+def restrict_objectives(database, cycle, seed=39):
+    """Makes a VISIBILITY_SHARE of the cycle's objectives restricted, half 'team' (of those that have a team),
+    half 'private', straight in the database, and gives each objective a creator (one of the seeded users, as an
+    objective made through the API has); adds a viewer (role viewer) who is a member of VIEWER_TEAMS of the teams
+    those belong to and owns VIEWER_KEY_RESULTS key results, with a key, and a service key.
+
+    Returns {"viewer": (credential, secret), "service": (credential, secret)}."""
+    rng = random.Random(seed)
+    app = create_app({"DATABASE": database})
+    with app.app_context(), transaction() as db:
+        rows = db.execute("SELECT id, team_id FROM objectives WHERE cycle_id = ? ORDER BY seq", (cycle,)).fetchall()
+        people = [row[0] for row in db.execute("SELECT id FROM users ORDER BY seq")]
+        db.executemany("UPDATE objectives SET created_by = ? WHERE id = ?",
+                       [(rng.choice(people), row["id"]) for row in rows])
+        restricted = round(len(rows) * VISIBILITY_SHARE)
+        of_teams = [row["id"] for row in rows if row["team_id"] is not None]
+        team = set(rng.sample(of_teams, restricted // 2))
+        private = set(rng.sample([row["id"] for row in rows if row["id"] not in team], restricted - len(team)))
+        db.executemany("UPDATE objectives SET visibility = ? WHERE id = ?",
+                       [("team", objective) for objective in sorted(team)]
+                       + [("private", objective) for objective in sorted(private)])
+        viewer = users.create(db, "bench viewer", "viewer@example.com", "viewer")
+        teams = list(dict.fromkeys(row["team_id"] for row in rows if row["id"] in team))  # all drawn by seq
+        for team_id in rng.sample(teams, VIEWER_TEAMS):
+            db.execute("INSERT INTO team_members (team_id, user_id, joined_at) VALUES (?, ?, ?)",
+                       (team_id, viewer["id"], utc_now()))
+        mine = {row[0] for row in db.execute("SELECT team_id FROM team_members WHERE user_id = ?", (viewer["id"],))}
+        with_key_results = {row[0] for row in db.execute("SELECT objective_id FROM key_results WHERE cycle_id = ?",
+                                                         (cycle,))}
+        owned = [row for row in rows if row["id"] in with_key_results]
+        pools = {"private": [row["id"] for row in owned if row["id"] in private],
+                 "team": [row["id"] for row in owned if row["id"] in team and row["team_id"] not in mine],
+                 "everyone": [row["id"] for row in owned if row["id"] not in team | private]}
+        for kind, count in VIEWER_KEY_RESULTS.items():
+            for objective in rng.sample(pools[kind], count):
+                db.execute("UPDATE key_results SET owner_id = ? WHERE seq = (SELECT min(seq) FROM key_results "
+                           "WHERE objective_id = ?)", (viewer["id"], objective))
+        return {"viewer": keys.create(db, "bench viewer's key", user_id=viewer["id"]),
+                "service": keys.create(db, "bench service key")}
+
+
+def signed_json(connection, path, header):
+    """GETs path over an open keep-alive connection with the Authorization header given; the parsed JSON."""
+    connection.request("GET", path, headers={"Accept": "application/json", "Accept-Encoding": "identity",
+                                             "Authorization": header})
+    response = connection.getresponse()
+    body = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"GET {path} answered {response.status}: {body[:200]!r}")
+    return json.loads(body)
+
+
+def time_signed_listing(connection, key, cycle):
+    """Seconds to list a cycle's objectives, every page at page_size=VISIBILITY_PAGE_SIZE, signed with key (one
+    signature, made before the clock starts, good for them all); and the objectives listed."""
+    header = authorization_header(*key)
+    started = time.perf_counter()
+    count, page_token = 0, None
+    while True:
+        path = f"/v1/objectives?cycle_id={cycle}&page_size={VISIBILITY_PAGE_SIZE}"
+        page = signed_json(connection, path + (f"&page_token={page_token}" if page_token else ""), header)
+        count += len(page["objectives"])
+        page_token = page["next_page_token"]
+        if not page_token:
+            break
+    return time.perf_counter() - started, count
+
+
+def time_signed_report(connection, key, cycle):
+    """Seconds to get a cycle's report signed with key, read and parsed; and the report."""
+    header = authorization_header(*key)
+    started = time.perf_counter()
+    report = signed_json(connection, f"/v1/cycles/{cycle}/report", header)
+    return time.perf_counter() - started, report
+
+
+def check_visibility_seen(listed, reports):
+    """Fails loudly unless the viewer sees fewer objectives than the service key, in the listing and the report,
+    the viewer's report says it hides some, and each report has the objectives its listing has: else the section
+    measures nothing, or the wrong thing."""
+    viewer, service = reports["viewer"], reports["service"]
+    if service["hidden_objectives_count"] != 0:
+        raise RuntimeError(f"the service key's report hides {service['hidden_objectives_count']} objectives")
+    if viewer["hidden_objectives_count"] <= 0:
+        raise RuntimeError("the viewer's report hides no objective: the visibility rule is not measured")
+    if viewer["objectives_count"] >= service["objectives_count"] or \
+            report_nodes(viewer)[0] >= report_nodes(service)[0]:
+        raise RuntimeError(f"the viewer's report has {viewer['objectives_count']} objectives, the service key's "
+                           f"{service['objectives_count']}: the viewer should see fewer")
+    if listed["viewer"] >= listed["service"]:
+        raise RuntimeError(f"the viewer lists {listed['viewer']} objectives, the service key {listed['service']}: "
+                           "the viewer should see fewer")
+    for who in listed:
+        if reports[who]["objectives_count"] != listed[who] or report_nodes(reports[who])[0] != listed[who]:
+            raise RuntimeError(f"the {who}'s report has {reports[who]['objectives_count']} objectives "
+                               f"({report_nodes(reports[who])[0]} in its tree), its listing {listed[who]}: "
+                               "both should be those it may see")
+
+
+def time_visibility(folder, args):
+    """Per round, against a fresh server on the --report-objectives cycle (seeded as the reports' section seeds it,
+    a fifth of its objectives restricted): the listing and the report, each asked by the service key and the
+    viewer in turn over one keep-alive connection per key, --report-repetitions times, the order reversed every
+    other repetition. Returns {(name, who): [seconds, ...]} and what each saw:
+    {"listed": {who: count}, "reports": {who: report}}."""
+    database = os.path.join(folder, "visibility.db")
+    print(f"seeding a cycle of {args.report_objectives:,} objectives, a fifth of them restricted ...", flush=True)
+    [(cycle, _)] = seed_report_cycles(database, (args.report_objectives,))
+    signing_keys = restrict_objectives(database, cycle)
+    measures = {"listing": time_signed_listing, "report": time_signed_report}
+    steps = [(name, who) for name in measures for who in ("service", "viewer")]
+    timings, seen = {step: [] for step in steps}, {"listed": {}, "reports": {}}
+    for round_number in range(1, args.rounds + 1):
+        print(f"visibility round {round_number}/{args.rounds} ...", flush=True)
+        with served(folder, database, args, "visibility") as port:
+            check_signed_get(port, f"/v1/cycles/{cycle}/report", signing_keys)
+            connections = {who: keep_alive(port) for who in signing_keys}
+            for name, who in steps:  # warm: the first request of a process pays for its imports
+                measures[name](connections[who], signing_keys[who], cycle)
+            # service, viewer, service, viewer; then viewer, service, viewer, service
+            for order in in_turns(steps, args.report_repetitions):
+                for name, who in order:
+                    seconds, what = measures[name](connections[who], signing_keys[who], cycle)
+                    timings[name, who].append(seconds)
+                    seen["listed" if name == "listing" else "reports"][who] = what
+                check_visibility_seen(seen["listed"], seen["reports"])
+            for connection in connections.values():
+                connection.close()
+    return timings, seen
+
+
+def visibility_rows(timings, seen):
+    """The table's rows of the visibility section, and their goals' verdicts: each ratio is the median over the
+    repetitions of the viewer's time over the service key's in the same repetition."""
+    listed, reports = seen["listed"], seen["reports"]
+    rows, goals = [], []
+    for name, label in (("listing", f"GET /v1/objectives?cycle_id=..., every page of {VISIBILITY_PAGE_SIZE}"),
+                        ("report", "GET /v1/cycles/:id/report")):
+        service, viewer = timings[name, "service"], timings[name, "viewer"]
+        ratio = statistics.median(mine / theirs for mine, theirs in zip(viewer, service))
+        if name == "listing":
+            shows = {who: f"{listed[who]:,} objectives" for who in listed}
+        else:
+            shows = {who: f"{reports[who]['objectives_count']:,} objectives, "
+                          f"{reports[who]['hidden_objectives_count']:,} hidden" for who in reports}
+        rows.append((label, "", "", ""))
+        rows.append((f"  ... service key ({shows['service']})", f"{statistics.median(service) * 1000:,.0f} ms", "",
+                     ""))
+        rows.append((f"  ... viewer ({shows['viewer']})", f"{statistics.median(viewer) * 1000:,.0f} ms",
+                     f"{ratio:.2f} x service key", "<= 1.2 x service key"))
+        goals.append(ratio <= 1.2)
+    return rows, goals
+
+
+def visibility_only(args, placement):
+    if not all(repetitions_alone(args, placement, time_visibility, visibility_rows)):
+        sys.exit(1)
 
 
 # --- worker processes (issue 25) -------------------------------------------------------------------------------
@@ -2395,6 +2595,9 @@ def main():
     parser.add_argument("--retrospective-only", action="store_true",
                         help="run the section of the retrospective and calibration of a --report-objectives cycle "
                              "alone (needs no wrk)")
+    parser.add_argument("--visibility-only", action="store_true",
+                        help="run the section of a viewer's listing and report of a --report-objectives cycle with a "
+                             "fifth of its objectives restricted alone (needs no wrk)")
     parser.add_argument("--sources-only", action="store_true",
                         help=f"run the section of {SOURCES} metric sources syncing at once alone (needs no wrk)")
     parser.add_argument("--assistants-only", action="store_true",
@@ -2417,6 +2620,9 @@ def main():
         return
     if args.retrospective_only:
         retrospective_only(args, placement)
+        return
+    if args.visibility_only:
+        visibility_only(args, placement)
         return
     if args.sign_in_flood_only:
         sign_in_flood_only(args, placement)
