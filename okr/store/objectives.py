@@ -194,4 +194,7 @@ def page(db, after, limit, cycle_id, filters):
     # The page's parents and carried-from objectives the reader may not see, in one query, not one a row.
     hidden = visibility.hidden_of(db, {row[field] for row in rows for field in visibility.OTHER_OBJECTIVES
                                        if row[field] is not None})
-    return [visibility.shown_among(row, hidden) for row in rows]
+    if not hidden:
+        return rows
+    return [visibility.shown_among(row, hidden)
+            if row["parent_objective_id"] in hidden or row["carried_from_id"] in hidden else row for row in rows]

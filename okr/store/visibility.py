@@ -17,13 +17,14 @@ VIEWER = ContextVar("okr_viewer", default=None)
 # A viewer who is nobody in particular (no user has this id): whoever holds a board link sees what everyone may.
 ANYONE = ""
 
-# True for the objective row {o} when the person (each of the four parameters) may see it.
-# coalesce: with no assignee or no known creator a comparison is NULL, and NOT NULL is not true either: "not seen"
-# must be false exactly when "seen" is true (visibility.hidden_ids).
-SEES = """coalesce({o}.visibility = 'everyone' OR {o}.assignee_id = ? OR {o}.created_by = ?
+# True for the objective row {o} when the person (each of the four parameters) may see it. IS, not =: with no
+# assignee or no known creator, = is NULL, and NOT NULL is not true either, where "not seen" (hidden_ids) must be
+# true exactly when "seen" is false. (A coalesce around it all would do the same, but makes SQLite work out every
+# term of the OR for every row, subqueries included, where the WHERE clause stops at the first true one.)
+SEES = """({o}.visibility = 'everyone' OR {o}.assignee_id IS ? OR {o}.created_by IS ?
            OR EXISTS (SELECT 1 FROM key_results s WHERE s.objective_id = {o}.id AND s.owner_id = ?)
            OR {o}.visibility = 'team' AND EXISTS (SELECT 1 FROM team_members m
-                                                  WHERE m.team_id = {o}.team_id AND m.user_id = ?), 0)"""
+                                                  WHERE m.team_id = {o}.team_id AND m.user_id = ?))"""
 
 
 def limit_of(person_id, role):
@@ -115,6 +116,8 @@ def hidden_of(db, objective_ids, person_id=...):
 def shown_among(row, hidden, db=None):
     """An objective's row with its parent (and carried-from objective) None when its id is in hidden, a set of
     hidden_ids; the row itself when neither is."""
+    if not hidden:
+        return row
     masked = [field for field in OTHER_OBJECTIVES if field in row.keys() and row[field] in hidden]
     return {**dict(row), **dict.fromkeys(masked)} if masked else row
 
