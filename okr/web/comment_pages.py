@@ -46,6 +46,16 @@ def comment_thread(kind, parent_id):
             "form": g.get("comment_form", {"body": ""}), "errors": g.get("comment_errors", {})}
 
 
+@bp.app_template_global()
+def mention_pieces(text):
+    """A text's pieces as comments.html shows a comment's (okr.rules.mentions: plain text, people, ambiguous
+    names), each person's with the email their link searches for: for a reflection, on the retrospective page."""
+    if "people" not in g:
+        g.people = notifications.people(get_db())
+    emails = {person_id: email for person_id, _, email in g.people}
+    return [{**piece._asdict(), "email": emails.get(piece.person_id)} for piece in mentions.find(text, g.people).pieces]
+
+
 def checked(form):
     """The typed body as CommentSchema's values (a browser's CRLF line breaks as LF), after `@` and the person picked
     in the form's Mention field when one was; Invalid beside the field."""

@@ -140,3 +140,14 @@ def test_a_viewer_switches_their_emails_too(app, team):
     with closing(sqlite3.connect(app.config["DATABASE"])) as db:
         assert db.execute("SELECT is_on FROM notification_email WHERE person_id = ? AND kind = 'mentioned'",
                           (user["id"],)).fetchone() == (0,)
+
+
+def test_a_mention_in_a_reflection_is_a_link_on_the_retrospective(app, team, objective, cycle):
+    ada, _ = team["ada"]
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:  # as the close-out writes it
+        db.execute("UPDATE objectives SET reflection = ? WHERE id = ?",
+                   ("<i>Thanks</i> to @Bob Stone", objective["id"]))
+    shown = ada.get(f"/cycles/{cycle['id']}/retrospective", headers=HTML).text
+    quoted = re.search(r'<blockquote class="reflection"><p>(.*?)</p></blockquote>', shown, re.S).group(1)
+    assert quoted == ('&lt;i&gt;Thanks&lt;/i&gt; to <a class="mention" href="/search?q=bob@example.com">'
+                      '@Bob Stone</a>')
