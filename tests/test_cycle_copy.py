@@ -134,3 +134,23 @@ def test_a_copy_with_nothing_picked_is_an_empty_cycle_and_ids_of_other_cycles_ar
     assert by_name(app, "objectives", empty["id"]) == {}
     foreign = copy_of(app, quarter["q1"]["id"], objective_ids={quarter["yearly"]["id"]}, key_result_ids=set())
     assert by_name(app, "objectives", foreign["id"]) == {}
+
+
+def test_a_copy_keeps_who_may_see_each_objective_and_copies_only_what_the_copier_sees(app, client, quarter):
+    """A restricted objective's copy is restricted as it was, its maker kept (so the same people see it); a copy
+    made by someone who may not see an objective leaves it behind."""
+    [team] = rows(app, "SELECT id FROM objectives WHERE name = 'Team'")
+    with closing(sqlite3.connect(app.config["DATABASE"])) as db, db:
+        db.execute("UPDATE objectives SET visibility = 'private', created_by = ? WHERE id = ?",
+                   (quarter["ada"]["id"], team["id"]))
+    from okr.store import visibility
+    with app.test_request_context():
+        everything = cycles.copy(get_db(), quarter["q1"]["id"], {"name": "Q2", "starts_on": None, "ends_on": None})
+        with visibility.viewing_as("someone-who-sees-only-everyones"):
+            theirs = cycles.copy(get_db(), quarter["q1"]["id"], {"name": "Q2b", "starts_on": None, "ends_on": None})
+        get_db().commit()
+    [copy] = rows(app, "SELECT visibility, created_by, carried_from_id FROM objectives WHERE cycle_id = ? "
+                       "AND name = 'Team'", everything["id"])
+    assert copy == {"visibility": "private", "created_by": quarter["ada"]["id"], "carried_from_id": team["id"]}
+    assert {row["name"] for row in rows(app, "SELECT name FROM objectives WHERE cycle_id = ?", theirs["id"])} == {
+        "Company", "Outward"}

@@ -6,7 +6,7 @@ from .. import clock
 from ..clock import new_id
 from ..rules.body_schemas import DEFAULT_CONFIDENCE
 from ..records import cycle_dates_json, objective_json
-from . import events, locks
+from . import events, locks, visibility
 from .checkins import record, with_team
 from .common import count, deleted_or_missing, fetch, keyset_page, rename_group
 from .key_results import key_result_created
@@ -64,8 +64,9 @@ def copy(db, source_id, values, author_id=None, objective_ids=None, key_result_i
     """A new cycle (its row) from a CycleUpdateSchema's values, with copies of the source cycle's objectives and
     key results; the caller's transaction makes it all or nothing.
 
-    objective_ids and key_result_ids pick what goes (ids of the source cycle's rows; None: every one): a key
-    result goes only with its objective. Each copy's carried_from_id is the objective it was copied from.
+    objective_ids and key_result_ids pick what goes (ids of the source cycle's rows; None: every one the viewer may
+    see: those hidden from them stay behind): a key result goes only with its objective. A copy keeps its source's
+    visibility and maker, so the same people see it. Each copy's carried_from_id is the objective it was copied from.
     An objective keeps its name, description, kind, team and assignee; its parent is the copy of its parent when
     that is copied too, else the same parent (an objective of the source cycle left behind, or of another cycle,
     a year's, say). A key result keeps its name, type, targets and owner and starts from the source's current
@@ -74,17 +75,20 @@ def copy(db, source_id, values, author_id=None, objective_ids=None, key_result_i
     get(db, source_id)
     cycle = create(db, values["name"], values["starts_on"], values["ends_on"])
     now = clock.utc_now()
-    sources = [row for row in db.execute("SELECT * FROM objectives WHERE cycle_id = ? ORDER BY seq",
-                                         (source_id,)).fetchall()
+    seen, params = visibility.seeing("objectives")
+    sources = [row for row in db.execute(f"SELECT * FROM objectives WHERE cycle_id = ? AND {seen} ORDER BY seq",
+                                         (source_id, *params)).fetchall()
                if objective_ids is None or row["id"] in objective_ids]
     copies = {row["id"]: new_id() for row in sources}
+    # A copy is seen by whoever saw its source: the same visibility, team, assignee, key results' owners and maker.
     db.executemany(
         """INSERT INTO objectives (id, name, description, is_company, is_personal, cycle_id, team_id, assignee_id,
-               parent_objective_id, created_at, modified_at, carried_from_id)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               parent_objective_id, created_at, modified_at, carried_from_id, visibility, created_by)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         [(copies[row["id"]], row["name"], row["description"], row["is_company"], row["is_personal"], cycle["id"],
           row["team_id"], row["assignee_id"],
-          None if row["parent_objective_id"] in copies else row["parent_objective_id"], now, now, row["id"])
+          None if row["parent_objective_id"] in copies else row["parent_objective_id"], now, now, row["id"],
+          row["visibility"], row["created_by"])
          for row in sources],
     )
     # Parents within the cycle once every copy exists: a parent may have been made after its child.
