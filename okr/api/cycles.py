@@ -87,8 +87,7 @@ def close_cycle(cycle_id):
     row = cycles.get(db, cycle_id)
     now = parse_timestamp(clock.utc_now())
     closing_report.require_closable(row, now.date())
-    suggested = closing_report.suggestions(closing_report.close_out(db, row, now))
-    return details(closing.close(db, cycle_id, access.person_id(), suggested))
+    return details(closing.close(db, cycle_id, access.person_id(), closing_report.suggestions_for_all(db, row, now)))
 
 
 @bp.post("/<cycle_id>/reopen")

@@ -116,7 +116,7 @@ def close_out_cycle(cycle_id):
     for key_result_id, score in key_scores.items():
         closing.score_key_result(db, key_results.get(db, key_result_id), score)
     if action == "close":
-        closing.close(db, cycle_id, access.person_id(), closing_report.suggestions(nodes))
+        closing.close(db, cycle_id, access.person_id(), closing_report.suggestions_for_all(db, cycle, now))
         return redirect(url_for("web.show_cycle", cycle_id=cycle_id), 303)
     following = number + 1 if action == "next" and number < pages else number
     return redirect(url_for("web.close_out_cycle", cycle_id=cycle_id, page=following, saved=1), 303)

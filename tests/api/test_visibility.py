@@ -614,3 +614,13 @@ def test_a_members_weekly_digest_names_their_teams_objective_not_a_private_one(a
     assert red_week["private"] not in member
     other = digests.get(cast.other_member.id)
     assert other is None or all(name not in other.body for name in red_week.values())
+
+
+def test_closing_a_cycle_scores_the_objectives_its_closer_may_not_see_as_for_anyone(app, client, cast, quarter):
+    """The close gives every objective not scored its suggested score, whoever closes: one the closer may not see
+    gets it too, as when an admin closes."""
+    target = target_of(client, cast, quarter)
+    ok(call(client, cast.creator, "PATCH", f"/v1/objectives/{target}", {"visibility": "private"}))
+    ok(call(client, cast.outsider, "POST", f"/v1/cycles/{quarter}/close"))
+    scored = ok(call(client, cast.admin, "GET", f"/v1/objectives/{target}/report"))["objective"]
+    assert scored["score"] is not None and scored["outcome"] is not None, scored
