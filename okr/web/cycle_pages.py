@@ -15,7 +15,7 @@ from ..db import get_db
 from ..errors import Invalid
 from ..reports import closing
 from ..rules.body_schemas import cycle_schema, cycle_update_schema
-from ..store import cycles
+from ..store import cycles, visibility
 from . import editing
 from .views import bp, now
 
@@ -90,8 +90,11 @@ def delete_cycle(cycle_id):
     cycle = cycles.get(db, cycle_id)
     if request.method == "GET":
         name = cycle["name"] or "Unnamed cycle"
+        hidden = len(visibility.hidden_ids(db, cycle_id))  # deleted too: said, as the cycle's page says it
         return editing.confirm_delete(f"Delete {name}", f"the cycle “{name}”",
-                                      [editing.doomed_sentence(cycles.doomed(db, cycle_id), DOOMED_WORDS)],
+                                      [editing.doomed_sentence(cycles.doomed(db, cycle_id), DOOMED_WORDS),
+                                       hidden and f"They include {editing.counted(hidden, 'objective')} you cannot "
+                                                  "see."],
                                       url_for("web.edit_cycle", cycle_id=cycle_id))
     cycles.delete(db, cycle_id)
     return redirect(url_for("web.show_cycles"), 303)

@@ -56,3 +56,15 @@ def test_an_edit_form_without_the_choice_keeps_the_stored_one(client, objective)
     assert client.post(path, data={**form, "name": "Renamed"}).status_code == 303
     assert visibility_of(client, objective["id"]) == "team"
     assert fetch(client, f"/v1/objectives/{objective['id']}")["name"] == "Renamed"
+
+
+def test_deleting_a_cycle_says_it_takes_objectives_the_person_cannot_see(app, client, objective, cycle):
+    """A cycle's delete takes every objective in it: the confirmation counts them all and says how many the person
+    cannot see, as the cycle's page does."""
+    from test_inbox_pages import signed_in
+    client.patch(f"/v1/objectives/{objective['id']}", json={"visibility": "private"},
+                 headers={"Content-Type": "application/merge-patch+json"})
+    editor, _ = signed_in(app, "Eve Outside", "eve@example.com")
+    page = editor.get(f"/cycles/{cycle['id']}/delete", headers={"Accept": "text/html"}).text
+    assert "They include 1 objective you cannot see." in page
+    assert objective["name"] not in page
