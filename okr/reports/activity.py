@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from ..rules.ids import MAX_ROW_ID
 from ..rules.quantities import shown
 from ..store import activity as stored_activity
+from ..store import visibility
 from ..store.events import event_json
 
 PER_PAGE = 50
@@ -43,7 +44,18 @@ def feed(db, team_id=None, person_id=None, cycle_id=None, before=None, limit=PER
     rows = stored_activity.newest(db, min(before, MAX_ROW_ID) if before is not None else MAX_ROW_ID, limit + 1,
                                   team_id, person_id, cycle_id)
     older = rows[limit - 1]["seq"] if len(rows) > limit else None
-    return [entry(row) for row in rows[:limit]], older
+    return entries_seen(db, rows[:limit]), older
+
+
+def entries_seen(db, rows):
+    """The rows' entries as the viewer may see them (okr.store.visibility.shown_event: a parent or carried-from
+    objective they may not see is none; an update that changed only that is left out)."""
+    seen, entries = {}, []
+    for row in rows:
+        found = visibility.shown_event(db, entry(row), seen)
+        if found is not None:
+            entries.append(found)
+    return entries
 
 
 def history(db, kind, resource_id, limit=HISTORY_SHOWN):
@@ -51,7 +63,7 @@ def history(db, kind, resource_id, limit=HISTORY_SHOWN):
     more. An objective's: its own events, its comments', and the creation and deletion of its key results; a
     key result's: its own, and those of what belongs to it (its check-ins, its comments)."""
     rows = stored_activity.history(db, kind, resource_id, limit + 1)
-    return [entry(row) for row in rows[:limit]], len(rows) > limit
+    return entries_seen(db, rows[:limit]), len(rows) > limit
 
 
 # --- the names an event refers to -------------------------------------------------------------------------

@@ -189,15 +189,19 @@ def page(db, after, size, kind=None, resource_id=None, cycle_id=None, max_bytes=
     if seen != "1":
         conditions.append(seen)
         params += seen_params
-    # One row more than the page holds, read one at a time: a next page exactly when a further row exists.
-    cursor = db.execute(f"SELECT *, {STORED_BYTES} FROM events WHERE {' AND '.join(conditions)} ORDER BY seq "
-                        "LIMIT ?", (*params, size + 1))
+    # Read one at a time, until one more than the page holds is shown: a next page exactly when a further row
+    # exists that the viewer sees. (No LIMIT: an event whose data says only what they may not see is passed over.)
+    cursor = db.execute(f"SELECT *, {STORED_BYTES} FROM events WHERE {' AND '.join(conditions)} ORDER BY seq",
+                        params)
     try:
         listed, weight, last, seen = [], 0, None, {}
         for row in cursor:
+            shown = visibility.shown_event(db, event_json(row), seen)
+            if shown is None:
+                continue
             if len(listed) == size or weight >= max_bytes:
                 return listed, last
-            listed.append(visibility.shown_event(db, event_json(row), seen))
+            listed.append(shown)
             weight += row["stored_bytes"]
             last = row["seq"]
         return listed, None

@@ -111,8 +111,9 @@ def of_key_result(db, key_result_id):
 def owned_open(db, user_id, cycle_ids):
     """A person's initiatives not done, in the cycles given (their week's), soonest due first (none due last), each
     with its key result's name and cycle."""
+    seen, params = visibility.condition("k.objective_id")  # owning one is no way of seeing its objective
     return db.execute(
-        """SELECT i.*, k.name AS key_result_name, k.cycle_id FROM initiatives i
-           JOIN key_results k ON k.id = i.key_result_id
-           WHERE i.owner_id = ? AND i.state <> 'done' AND k.cycle_id IN (SELECT value FROM json_each(?))
-           ORDER BY i.due_on IS NULL, i.due_on, i.seq""", (user_id, json.dumps(list(cycle_ids)))).fetchall()
+        f"""SELECT i.*, k.name AS key_result_name, k.cycle_id FROM initiatives i
+            JOIN key_results k ON k.id = i.key_result_id
+            WHERE i.owner_id = ? AND i.state <> 'done' AND k.cycle_id IN (SELECT value FROM json_each(?)) AND {seen}
+            ORDER BY i.due_on IS NULL, i.due_on, i.seq""", (user_id, json.dumps(list(cycle_ids)), *params)).fetchall()

@@ -5,6 +5,7 @@ nothing moves in or out of it, until an admin reopens it. schema.sql's triggers 
 writer; asking here first lets the API refuse before it looks at If-Match, and words the refusal with the cycle.
 """
 from ..errors import CycleClosed
+from . import visibility
 
 
 # The closed cycles, each with the name of who closed it.
@@ -26,23 +27,29 @@ def require_open(db, *cycle_ids):
                 raise CycleClosed(closed)
 
 
+# Each row's cycle, and the objective it belongs to (none for a cycle).
 CYCLE_OF = {
-    "cycles": "SELECT id FROM cycles WHERE id = ?",
-    "objectives": "SELECT cycle_id FROM objectives WHERE id = ?",
-    "key_results": "SELECT cycle_id FROM key_results WHERE id = ?",
-    "checkins": "SELECT k.cycle_id FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq WHERE c.id = ?",
-    "comments": """SELECT coalesce(o.cycle_id, k.cycle_id) FROM comments c
+    "cycles": "SELECT id, NULL FROM cycles WHERE id = ?",
+    "objectives": "SELECT cycle_id, id FROM objectives WHERE id = ?",
+    "key_results": "SELECT cycle_id, objective_id FROM key_results WHERE id = ?",
+    "checkins": """SELECT k.cycle_id, k.objective_id FROM checkins c JOIN key_results k ON k.seq = c.key_result_seq
+                   WHERE c.id = ?""",
+    "comments": """SELECT coalesce(o.cycle_id, k.cycle_id), coalesce(c.objective_id, k.objective_id) FROM comments c
                    LEFT JOIN objectives o ON o.id = c.objective_id LEFT JOIN key_results k ON k.id = c.key_result_id
                    WHERE c.id = ?""",
-    "initiatives": "SELECT k.cycle_id FROM initiatives i JOIN key_results k ON k.id = i.key_result_id WHERE i.id = ?",
+    "initiatives": """SELECT k.cycle_id, k.objective_id FROM initiatives i JOIN key_results k ON k.id = i.key_result_id
+                      WHERE i.id = ?""",
 }
 
 
 def cycle_of(db, table, row_id):
     """The id of the cycle a row of table (cycles, objectives, key_results, checkins, comments, initiatives) is in;
-    None when there is no such row."""
+    None when there is no such row, or it belongs to an objective the viewer may not see (okr.store.visibility:
+    then the caller's own lookup answers 404, as for no row, not 409)."""
     row = db.execute(CYCLE_OF[table], (row_id,)).fetchone()
-    return row[0] if row else None
+    if row is None or row[1] is not None and not visibility.sees(db, visibility.viewer(), row[1]):
+        return None
+    return row[0]
 
 
 def closed_cycles(db):

@@ -147,14 +147,16 @@ def mark_read(db, person_id, ids=None):
     """Marks a person's unread notifications read: those of ids, or all (ids None); others' ids and unknown ones
     are passed over. Returns how many were marked."""
     now = clock.utc_now()
+    # Only those they may see now: one about an objective hidden since is neither shown nor counted.
+    seen, params = sight(db, person_id)
+    visible = f"""seq IN (SELECT n.seq FROM notifications n LEFT JOIN key_results k ON k.id = n.key_result_id
+                          WHERE n.person_id = ? AND n.read_at IS NULL AND {seen})"""
     if ids is None:
-        return db.execute("UPDATE notifications SET read_at = ? WHERE person_id = ? AND read_at IS NULL",
-                          (now, person_id)).rowcount
+        return db.execute(f"UPDATE notifications SET read_at = ? WHERE {visible}", (now, person_id, *params)).rowcount
     marked = 0
     for notification_id in dict.fromkeys(ids):
-        marked += db.execute(
-            "UPDATE notifications SET read_at = ? WHERE id = ? AND person_id = ? AND read_at IS NULL",
-            (now, notification_id, person_id)).rowcount
+        marked += db.execute(f"UPDATE notifications SET read_at = ? WHERE id = ? AND {visible}",
+                             (now, notification_id, person_id, *params)).rowcount
     return marked
 
 

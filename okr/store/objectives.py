@@ -101,9 +101,10 @@ def replace(db, objective_id, values):
     else it stays), once its references check out; its revision moves on. A parent the viewer may not see stays
     when they send none (okr.store.visibility.kept_parent)."""
     before = fetch("objectives", "objective", db, objective_id)
-    values = {**values, "parent_objective_id": visibility.kept_parent(db, before["parent_objective_id"],
-                                                                      values["parent_objective_id"])}
-    check_references(db, values, objective_id, kept_parent=before["parent_objective_id"])
+    sent = values["parent_objective_id"]
+    values = {**values, "parent_objective_id": visibility.kept_parent(db, before["parent_objective_id"], sent)}
+    # The hidden parent stays when none is sent; named, it is refused as any parent they may not see.
+    check_references(db, values, objective_id, kept_parent=before["parent_objective_id"] if sent is None else None)
     row = db.execute(
         """UPDATE objectives SET name = ?, description = ?, is_company = ?, is_personal = ?,
                cycle_id = ?, team_id = ?, assignee_id = ?, parent_objective_id = ?, modified_at = ?,
@@ -187,6 +188,9 @@ def delete(db, objective_id):
 def page(db, after, limit, cycle_id, filters):
     """A page of one cycle's objectives, oldest first, whose columns hold the filters' values ({team_id,
     assignee_id, parent_objective_id (None: none), is_company, is_personal}, each given or not)."""
+    parent = filters.get("parent_objective_id")
+    if parent is not None and visibility.viewer() is not None and not visibility.sees(db, visibility.viewer(), parent):
+        return []  # a parent they may not see is no parent at all: as an unknown id
     rows = keyset_page("objectives", db, after, limit, {"cycle_id": cycle_id, **filters},
                        visibility.seeing("objectives"))
     if visibility.viewer() is None:

@@ -150,8 +150,8 @@ def kept_parent(db, stored_parent, sent_parent):
 
 def shown_event(db, event, seen):
     """An event as GET /v1/events shows it (okr.store.events.event_json's) as the viewer sees it: an objective's
-    parent or carried-from objective they may not see is None in its data and changes. seen caches, per page, which
-    objectives they may see ({id: bool})."""
+    parent or carried-from objective they may not see is None in its data and changes; None (not shown) when that
+    was all it changed. seen caches, per page, which objectives they may see ({id: bool})."""
     person_id = viewer()
     if person_id is None or event["resource"]["type"] != "objective":
         return event
@@ -164,6 +164,7 @@ def shown_event(db, event, seen):
         return not seen[objective_id]
 
     data, changes = event["data"], event.get("changes") or {}
+    masked = False
     for field in OTHER_OBJECTIVES:
         if hides(data.get(field)):
             data[field] = None
@@ -171,4 +172,7 @@ def shown_event(db, event, seen):
             changes[field] = [None if hides(value) else value for value in changes[field]]
             if changes[field][0] == changes[field][1]:
                 del changes[field]
+                masked = True
+    if masked and not set(changes) - {"modified_at"}:
+        return None  # it changed only what they may not see: for them, nothing happened
     return event

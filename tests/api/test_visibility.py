@@ -624,3 +624,85 @@ def test_closing_a_cycle_scores_the_objectives_its_closer_may_not_see_as_for_any
     ok(call(client, cast.outsider, "POST", f"/v1/cycles/{quarter}/close"))
     scored = ok(call(client, cast.admin, "GET", f"/v1/objectives/{target}/report"))["objective"]
     assert scored["score"] is not None and scored["outcome"] is not None, scored
+
+
+# --- what a review of the whole change found ------------------------------------------------------------------
+
+
+@pytest.fixture
+def hidden_parent(client, cast, quarter):
+    """A private objective (the creator's) and a plain one everyone sees, aligned under it after it was made: the
+    feed holds the plain one's update naming the hidden parent."""
+    secret = new_objective(client, cast.creator, quarter, "Secret-Parent-Name")["id"]
+    ok(call(client, cast.creator, "PATCH", f"/v1/objectives/{secret}", {"visibility": "private"}))
+    plain = new_objective(client, cast.creator, quarter, "Plain")["id"]
+    ok(call(client, cast.creator, "PATCH", f"/v1/objectives/{plain}", {"parent_objective_id": secret}))
+    return secret, plain
+
+
+def test_the_feed_names_no_hidden_parent_and_drops_an_update_that_changed_only_it(app, client, cast, hidden_parent):
+    from okr.db import get_db
+    from okr.reports import activity
+    from okr.store import visibility
+    secret, plain = hidden_parent
+    with app.test_request_context(), visibility.viewing_as(cast.outsider.id):
+        entries, _ = activity.feed(get_db())
+        history, _ = activity.history(get_db(), "objective", plain)
+        for shown in (entries, history):
+            names = activity.names(get_db(), shown)
+            text = json.dumps(shown) + json.dumps([activity.sentence(e, names) for e in shown], default=str)
+            assert secret not in text and "Secret-Parent-Name" not in text
+    assert not [e for e in entries if e["type"] == "objective.updated" and e["resource"]["id"] == plain]
+    events = ok(call(client, cast.outsider, "GET", "/v1/events?page_size=100"))["events"]
+    assert secret not in json.dumps(events)
+    assert not [e for e in events if e["type"] == "objective.updated" and e["resource"]["id"] == plain]
+
+
+def test_the_list_filtered_by_a_hidden_parent_is_empty_as_for_an_unknown_one(client, cast, quarter, hidden_parent):
+    secret, _ = hidden_parent
+    listed = ok(call(client, cast.outsider, "GET", f"/v1/objectives?cycle_id={quarter}&parent_objective_id={secret}"))
+    assert listed["objectives"] == []
+    assert len(ok(call(client, cast.creator, "GET",
+                       f"/v1/objectives?cycle_id={quarter}&parent_objective_id={secret}"))["objectives"]) == 1
+
+
+def test_naming_a_hidden_parent_is_refused_even_the_stored_one(client, cast, hidden_parent):
+    secret, plain = hidden_parent
+    answer = call(client, cast.outsider, "PATCH", f"/v1/objectives/{plain}", {"parent_objective_id": secret})
+    assert answer.status_code == 400 and answer.get_json()["details"] == {
+        "parent_objective_id": "No objective with this id exists."}
+    # leaving it out keeps it
+    ok(call(client, cast.outsider, "PATCH", f"/v1/objectives/{plain}", {"name": "Plainer"}))
+    assert ok(call(client, cast.admin, "GET", f"/v1/objectives/{plain}"))["parent_objective_id"] == secret
+
+
+def test_a_closed_cycle_answers_404_not_409_for_what_one_may_not_see(client, cast, quarter):
+    target = target_of(client, cast, quarter)
+    [kr] = ok(call(client, cast.admin, "GET", f"/v1/objectives/{target}/keyresults"))["keyresults"]
+    ok(call(client, cast.creator, "PATCH", f"/v1/objectives/{target}", {"visibility": "private"}))
+    ok(call(client, cast.admin, "POST", f"/v1/cycles/{quarter}/close"))
+    assert call(client, cast.outsider, "POST", f"/v1/keyresults/{kr['id']}/checkins", {"value": "3"}
+                ).status_code == 404
+    assert call(client, cast.kr_owner, "POST", f"/v1/keyresults/{kr['id']}/checkins", {"value": "3"}
+                ).status_code == 409
+
+
+def test_an_initiative_one_owns_under_a_hidden_objective_is_not_in_their_week(app, client, cast, quarter):
+    from okr.db import get_db
+    from okr.store import initiatives, visibility
+    target = target_of(client, cast, quarter)
+    [kr] = ok(call(client, cast.admin, "GET", f"/v1/objectives/{target}/keyresults"))["keyresults"]
+    ok(call(client, cast.creator, "POST", f"/v1/keyresults/{kr['id']}/initiatives",
+            {"name": "Hidden work", "owner_id": cast.outsider.id}))
+    with app.test_request_context(), visibility.viewing_as(cast.outsider.id):
+        assert len(initiatives.owned_open(get_db(), cast.outsider.id, [quarter])) == 1
+    ok(call(client, cast.creator, "PATCH", f"/v1/objectives/{target}", {"visibility": "private"}))
+    with app.test_request_context(), visibility.viewing_as(cast.outsider.id):
+        assert initiatives.owned_open(get_db(), cast.outsider.id, [quarter]) == []
+
+
+def test_marking_all_read_counts_only_what_one_may_see(client, cast, quarter):
+    target = target_of(client, cast, quarter)
+    ok(call(client, cast.creator, "POST", f"/v1/objectives/{target}/comments", {"body": "@Outsider look"}))
+    ok(call(client, cast.creator, "PATCH", f"/v1/objectives/{target}", {"visibility": "private"}))
+    assert ok(call(client, cast.outsider, "POST", "/v1/me/notifications/read", {"all": True}))["marked"] == 0
