@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from flask import Flask
 
 from .. import db
-from ..accounts import access, assistant_grants
+from ..accounts import assistant_grants
 from ..errors import NotFound
 from ..store import visibility
 
@@ -110,8 +110,7 @@ class Caller:
                     connection = db.get_db()
                     grant = assistant_grants.still_valid(connection, self.grant)
                     # What the person may see, as the API's requests do (okr.pipeline).
-                    actor = access.Actor(grant.user_id, grant.user_name, grant.role)
-                    with visibility.viewing_as(access.viewer_limit(actor)):
+                    with visibility.viewing_as(visibility.limit_of(grant.user_id, grant.role)):
                         return reader(connection, grant)
                 except assistant_grants.GrantRefused as refused:
                     raise CallFailed(401, str(refused)) from None

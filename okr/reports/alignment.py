@@ -19,7 +19,7 @@ def cycle_report(db, cycle, now, team_id=None, assignee_id=None):
     now is an aware datetime, for staleness and the cycle's state. A finished cycle's key results are never stale.
     """
     objectives, key_results = report_rows.cycle_rows(db, cycle["id"], team_id, assignee_id)
-    return cycle_tree(cycle, now, objectives, key_results, hidden_in(db, cycle["id"], objectives))
+    return cycle_tree(cycle, now, objectives, key_results, visibility.hidden_around(db, cycle["id"]))
 
 
 def cycle_report_as_of(db, cycle, as_of, team_id=None):
@@ -31,13 +31,7 @@ def cycle_report_as_of(db, cycle, as_of, team_id=None):
     for row in key_results:
         if row["value_then"] is not None:  # else a row written behind the API's back: today's values
             row["current_value"], row["confidence"] = row["value_then"], row["confidence_then"]
-    return cycle_tree(cycle, as_of, objectives, key_results, hidden_in(db, cycle["id"], objectives))
-
-
-def hidden_in(db, cycle_id, objectives):
-    """The ids of the cycle's objectives the viewer may not see, and of those their rows were carried from."""
-    carried = {row["carried_from_id"] for row in objectives if row["carried_from_id"] is not None}
-    return visibility.hidden_ids(db, cycle_id) | visibility.hidden_of(db, carried)
+    return cycle_tree(cycle, as_of, objectives, key_results, visibility.hidden_around(db, cycle["id"]))
 
 
 def cycle_tree(cycle, moment, objectives, key_results, hidden=frozenset()):

@@ -69,7 +69,7 @@ class Closing:
             self.by_objective.setdefault(row["objective_id"], []).append(row)
         # Every figure counts them all (at_close); what is listed is what the viewer may see.
         self.every_objective, self.every_key_result = self.objectives, self.key_results
-        hidden = alignment.hidden_in(db, cycle["id"], self.objectives) | visibility.hidden_of(
+        hidden = visibility.hidden_around(db, cycle["id"]) | visibility.hidden_of(
             db, [row["id"] for row in self.copies])
         self.hidden_count = sum(row["id"] in hidden for row in self.objectives)
         if hidden:

@@ -18,8 +18,8 @@ from ..records import cycle_details_json
 from ..store import reports as report_rows
 from ..store import timelines as stored_timelines
 from ..store import visibility
-from .alignment import alignment_tree, cycle_with_pace, flattened, hidden_in, key_result_node, never_stale, \
-    pace_test, stale_by_time
+from .alignment import alignment_tree, cycle_with_pace, flattened, key_result_node, never_stale, pace_test, \
+    stale_by_time
 from .streaming import NO_RANK, Means, Tree
 
 PER_PAGE = 50  # top objectives (or, filtered by key result, objectives) a page
@@ -163,7 +163,7 @@ def page(db, cycle, now, after=0, team_id=None, assignee_id=None, choice=None, f
         objectives, key_results = report_rows.subtree_rows(db, cycle["id"], [row[1] for row in tops], team_id,
                                                            assignee_id)
         roots = alignment_tree(objectives, key_results, stale, pace,
-                               hidden=hidden_in(db, cycle["id"], objectives))[0]
+                               hidden=visibility.hidden_around(db, cycle["id"]))[0]
         earlier = report_rows.top_objectives_before(db, cycle["id"], tops[0][0], per_page, team_id, assignee_id)
         if earlier:
             before = min(earlier) - 1 if len(earlier) == per_page else 0

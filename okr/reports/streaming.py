@@ -23,8 +23,8 @@ from .. import progress
 from ..records import cycle_details_json, objective_details_json
 from ..store import reports as report_rows
 from ..store import visibility
-from .alignment import (cycle_with_pace, hidden_in, key_result_node, never_stale, pace_in_any_cycle, pace_test,
-                        stale_by_time, stale_test)
+from .alignment import (cycle_with_pace, key_result_node, never_stale, pace_in_any_cycle, pace_test, stale_by_time,
+                        stale_test)
 
 FLUSH_BYTES = 1 << 16
 NO_RANK = len(progress.STATUSES)  # an objective without key results of its own
@@ -32,8 +32,7 @@ NO_RANK = len(progress.STATUSES)  # an objective without key results of its own
 
 def write_cycle_report(db, cycle, now, out, encode, team_id=None, assignee_id=None):
     """Writes the JSON of okr.reports.alignment.cycle_report(db, cycle, now, ...) to the binary file out."""
-    hidden = visibility.hidden_ids(db, cycle["id"]) | visibility.hidden_of(
-        db, report_rows.carried_from_ids(db, cycle["id"]))
+    hidden = visibility.hidden_around(db, cycle["id"])
     objectives, key_results = report_rows.streamed_cycle_rows(db, cycle["id"], team_id, assignee_id)
     shown = cycle_details_json(cycle, now.date())
     stale = never_stale if shown["state"] == "finished" else stale_by_time(now)

@@ -1,6 +1,5 @@
 """Key results: created with their first check-in, replaced (a new value or confidence is a check-in), deleted."""
 from decimal import Decimal
-from functools import partial
 
 from .. import clock
 from ..clock import new_id

@@ -1,6 +1,5 @@
 """Objectives: created, replaced and deleted, with their references and alignment checked against what is stored."""
 import sqlite3
-from functools import partial
 
 from .. import clock
 from ..clock import new_id

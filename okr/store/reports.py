@@ -97,12 +97,6 @@ def cycle_rows(db, cycle_id, team_id=None, assignee_id=None):
     return dict_rows(db, *objectives), dict_rows(db, *key_results)
 
 
-def carried_from_ids(db, cycle_id):
-    """The ids of the objectives the cycle's were carried over from."""
-    return {row[0] for row in db.execute("SELECT carried_from_id FROM objectives WHERE cycle_id = ? "
-                                         "AND carried_from_id IS NOT NULL", (cycle_id,))}
-
-
 def streamed_cycle_rows(db, cycle_id, team_id=None, assignee_id=None):
     """cycle_rows as two iterators of dicts, each read from its cursor as it is consumed (the objectives'
     first: the key results' query starts when their iterator is first read)."""

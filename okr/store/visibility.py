@@ -102,6 +102,18 @@ def hidden_ids(db, cycle_id=None, person_id=...):
         (*((cycle_id,) if cycle_id is not None else ()), *params)))
 
 
+def hidden_around(db, cycle_id):
+    """hidden_ids of the cycle, and of the objectives its objectives were carried over from (another cycle's): what
+    a report of the cycle prunes or shows as none; one query, none for whoever sees everything."""
+    if viewer() is None:
+        return frozenset()
+    visible, params = seeing("o", viewer())
+    return frozenset(row[0] for row in db.execute(
+        f"""SELECT o.id FROM objectives o
+            WHERE (o.cycle_id = ? OR o.id IN (SELECT carried_from_id FROM objectives WHERE cycle_id = ?))
+            AND o.visibility != 'everyone' AND NOT {visible}""", (cycle_id, cycle_id, *params)))
+
+
 def hidden_of(db, objective_ids, person_id=...):
     """Those of objective_ids (a collection) person_id (by default the current viewer) may not see, as a set."""
     person_id = viewer() if person_id is ... else person_id
@@ -113,7 +125,7 @@ def hidden_of(db, objective_ids, person_id=...):
             AND o.visibility != 'everyone' AND NOT {visible}""", (json.dumps(list(objective_ids)), *params)))
 
 
-def shown_among(row, hidden, db=None):
+def shown_among(row, hidden):
     """An objective's row with its parent (and carried-from objective) None when its id is in hidden, a set of
     hidden_ids; the row itself when neither is."""
     if not hidden:
@@ -129,14 +141,9 @@ OTHER_OBJECTIVES = ("parent_objective_id", "carried_from_id")
 def shown(db, row):
     """An objective's row as the viewer sees it: the parent or carried-from objective they may not see is None.
     The row itself when nothing is hidden (a dict otherwise)."""
-    person_id = viewer()
-    if person_id is None:
+    if viewer() is None:
         return row
-    hidden = [field for field in OTHER_OBJECTIVES
-              if field in row.keys() and row[field] is not None and not sees(db, person_id, row[field])]
-    if not hidden:
-        return row
-    return {**dict(row), **dict.fromkeys(hidden)}
+    return shown_among(row, hidden_of(db, [row[field] for field in OTHER_OBJECTIVES if row[field] is not None]))
 
 
 def kept_parent(db, stored_parent, sent_parent):
